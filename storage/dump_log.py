@@ -337,10 +337,53 @@ def compress(codec: int, data: bytes) -> bytes:
             blocks.append(struct.pack(">i", len(raw)) + raw)
         return b"".join(blocks)
     if codec == COMPRESSION_LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return _lz4_frame(data)
     if codec == COMPRESSION_ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")
+
+
+_XXH_P1, _XXH_P2, _XXH_P3, _XXH_P4, _XXH_P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _xxh32_short(data: bytes, seed: int = 0) -> int:
+    """xxHash32 for inputs under 16 bytes: only the LZ4 frame descriptor checksum needs it."""
+    if len(data) >= 16:
+        raise ValueError("short-input xxHash32 only")
+    h = (seed + _XXH_P5 + len(data)) & _M32
+    i = 0
+    while i + 4 <= len(data):
+        (word,) = struct.unpack_from("<I", data, i)
+        h = (_rotl32((h + word * _XXH_P3) & _M32, 17) * _XXH_P4) & _M32
+        i += 4
+    for b in data[i:]:
+        h = (_rotl32((h + b * _XXH_P5) & _M32, 11) * _XXH_P1) & _M32
+    h ^= h >> 15
+    h = (h * _XXH_P2) & _M32
+    h ^= h >> 13
+    h = (h * _XXH_P3) & _M32
+    return h ^ (h >> 16)
+
+
+def _lz4_frame(data: bytes) -> bytes:
+    # As Kafka's Java KafkaLZ4BlockOutputStream writes it: FLG 0x60 (v1, independent blocks, no checksums),
+    # BD 0x40 (64 KiB blocks), a correct descriptor checksum (KIP-57), incompressible blocks stored raw.
+    descriptor = bytes((0x60, 0x40))
+    parts = [struct.pack("<I", 0x184D2204), descriptor, bytes(((_xxh32_short(descriptor) >> 8) & 0xFF,))]
+    for i in range(0, len(data), 64 * 1024):
+        chunk = data[i : i + 64 * 1024]
+        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        if len(block) >= len(chunk):
+            parts.append(struct.pack("<I", len(chunk) | 0x80000000) + chunk)
+        else:
+            parts.append(struct.pack("<I", len(block)) + block)
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
 
 
 def decode_records(

@@ -313,3 +313,14 @@ def test_cli_subprocess(segment) -> None:
     proc = subprocess.run([sys.executable, "-m", "storage.dump_log"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "Missing required argument" in proc.stderr
+
+
+def test_lz4_frame_is_javas_layout() -> None:
+    import cramjam
+
+    assert dl._xxh32_short(b"") == 0x02CC5D05 and dl._xxh32_short(b"a") == 0x550D7456  # reference vectors
+    data = b"kafka " * 30000  # spans several 64 KiB blocks
+    frame = dl.compress(dl.COMPRESSION_LZ4, data)
+    assert frame[:6] == bytes.fromhex("04224d18") + b"\x60\x40"  # magic, FLG (independent blocks), BD 64 KiB
+    assert bytes(cramjam.lz4.decompress(frame)) == data  # a reference decoder checks the descriptor checksum
+    assert dl.decompress(dl.COMPRESSION_LZ4, frame) == data
