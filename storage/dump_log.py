@@ -504,7 +504,7 @@ def encode_batch(
         lod = deltas[-1] if last_offset_delta is None else last_offset_delta
     else:
         first_ts = NO_TIMESTAMP if base_timestamp is None else base_timestamp
-        max_ts = NO_TIMESTAMP
+        max_ts = first_ts  # an empty batch (the cleaner's RETAIN_EMPTY) carries one timestamp in both fields
         body = b""
         lod = 0 if last_offset_delta is None else last_offset_delta
     attributes = compression & ATTR_COMPRESSION_MASK

@@ -1,0 +1,374 @@
+"""Log compaction (cleanup.policy=compact and compact,delete): Kafka's LogCleaner for one log at a time.
+
+Contract:
+- ``LogCleaner().clean(log, now_ms) -> CleanerStats`` runs off the hot path (a worker thread). It reads only
+  non-active segments, writes cleaned copies as ``.cleaned`` segments and swaps each group in through
+  ``log.replace_segments(new, old)`` (the Log's crash-safe ``.cleaned`` -> ``.swap`` -> live protocol), then
+  records the first dirty offset in the log dir's ``cleaner-offset-checkpoint`` (Kafka's format).
+- Cleanable range: ``[log_start_offset, first_uncleanable)`` where first_uncleanable is the smallest of the
+  active segment's base offset, the first offset of a still-open transaction (the last stable offset) and the
+  base offset of the first segment younger than ``min.compaction.lag.ms``, rounded down to a segment boundary.
+  The dirty part starts at the checkpointed offset. Nothing happens when the dirty ratio (dirty bytes over
+  cleanable bytes) is below ``min.cleanable.dirty.ratio``.
+- The offset map (key -> last offset) is built over the dirty part; every cleanable segment (clean and
+  dirty) is then rewritten keeping a record when it has a key, no later offset exists for that key, and it
+  is not a tombstone old enough to drop: tombstones are removed once their segment's last-modified time is
+  ``delete.retention.ms`` in the past. The latest value of a key is never removed.
+- Batches keep Kafka's shape: a batch whose records all survive is copied byte for byte; otherwise the
+  survivors are re-encoded into one batch with the original base offset, last offset delta (so the producer's
+  last sequence survives), producer id/epoch/base sequence, partition leader epoch, timestamp type and
+  compression. A batch left without records is dropped, except that an idempotent producer's last batch is
+  kept as an empty batch (Kafka's RETAIN_EMPTY) so its sequence state survives compaction.
+- Transactions: records of aborted transactions are removed (their data batches, found from the ABORT markers
+  in the log); control batches (markers) are always kept; open transactions are never cleaned.
+Known gaps (Kafka does these, we do not): the KIP-534 delete horizon in batch headers (we use segment mtimes
+as pre-2.8 Kafka did), removing transaction markers once their data is gone, max.compaction.lag.ms, the
+cleaner's I/O throttle, and coordination with retention/truncation (the broker must not run those on a log
+while it is being cleaned; Kafka's LogCleanerManager pauses cleaning for them).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from storage import dump_log as codec
+from storage.checkpoints import OffsetCheckpointFile
+from storage.segment import LogSegment
+from storage.values import TopicPartition
+
+if TYPE_CHECKING:
+    from storage.log import Log
+
+log = logging.getLogger(__name__)
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEANED_SUFFIX = ".cleaned"
+INT32_MAX = 2147483647
+_READ_CHUNK = 4 * 1024 * 1024
+
+
+@dataclass
+class CleanerStats:
+    """What one ``clean`` call did; ``skipped`` says why nothing was cleaned."""
+
+    topic_partition: TopicPartition | None = None
+    skipped: str | None = None
+    first_dirty_offset: int = 0
+    end_offset: int = 0  # first offset not cleaned (the new cleaner checkpoint)
+    dirty_ratio: float = 0.0
+    map_entries: int = 0
+    segments_read: int = 0
+    segments_written: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_retained: int = 0
+    tombstones_removed: int = 0
+    keyless_removed: int = 0
+    aborted_removed: int = 0
+    elapsed_ms: float = 0.0
+
+    @property
+    def cleaned(self) -> bool:
+        return self.skipped is None
+
+
+@dataclass
+class _LogScan:
+    """Transaction and producer facts from one header walk of the whole log."""
+
+    aborted_batches: set[int] = field(default_factory=set)  # base offsets of aborted data batches
+    first_unstable_offset: int | None = None  # first offset of the earliest still-open transaction
+    last_batch_of_producer: dict[int, int] = field(default_factory=dict)  # producer id -> last data offset
+
+
+class CleanerError(Exception):
+    """The log changed under the cleaner (segments removed or truncated) or a segment is unreadable."""
+
+
+def segment_batches(seg: LogSegment) -> Iterator[tuple[codec.BatchHeader, memoryview]]:
+    """Every complete v2 batch of a segment, read in large chunks through the segment's fd."""
+    pos = 0
+    size = seg.size
+    while pos < size:
+        chunk = os.pread(seg.fd, min(_READ_CHUNK, size - pos), pos)
+        consumed = 0
+        for rel, header, batch in codec.iter_batches(chunk, max_batch_bytes=size):
+            yield header, batch
+            consumed = rel + header.size_in_bytes
+        if consumed == 0:
+            # One batch larger than the chunk: read exactly it.
+            head = os.pread(seg.fd, codec.BATCH_HEADER_SIZE, pos)
+            header = codec.parse_batch_header(head)
+            if header.size_in_bytes <= 0 or pos + header.size_in_bytes > size:
+                raise CleanerError(f"{seg.log_path}: unreadable batch at position {pos}")
+            data = os.pread(seg.fd, header.size_in_bytes, pos)
+            yield header, memoryview(data)
+            consumed = header.size_in_bytes
+        pos += consumed
+
+
+def _last_modified_ms(seg: LogSegment) -> int:
+    return int(os.stat(seg.log_path).st_mtime * 1000)
+
+
+def scan_transactions(segments: list[LogSegment]) -> _LogScan:
+    """Aborted data batches, the first unstable offset and each producer's last data batch."""
+    scan = _LogScan()
+    pending: dict[int, list[int]] = {}  # producer id -> base offsets of its open transaction's batches
+    for seg in segments:
+        for header, batch in segment_batches(seg):
+            pid = header.producer_id
+            if header.is_control:
+                if pid < 0:
+                    continue
+                records = codec.decode_records(batch, header)
+                kind = codec.control_record_type(records[0].key) if records else None
+                batches = pending.pop(pid, [])
+                if kind == 0:  # ABORT
+                    scan.aborted_batches.update(batches)
+                continue
+            if pid >= 0:
+                scan.last_batch_of_producer[pid] = header.last_offset
+                if header.is_transactional:
+                    pending.setdefault(pid, []).append(header.base_offset)
+    if pending:
+        scan.first_unstable_offset = min(offsets[0] for offsets in pending.values())
+    return scan
+
+
+def filter_batch(
+    header: codec.BatchHeader,
+    batch: memoryview,
+    offset_map: dict[bytes, int],
+    *,
+    drop_tombstones: bool,
+    aborted: bool,
+    retain_empty: bool,
+    stats: CleanerStats,
+) -> bytes | None:
+    """The bytes to keep for one batch: the original, a re-encoded subset, an empty batch, or None."""
+    if header.is_control:
+        return bytes(batch)
+    records = codec.decode_records(batch, header)
+    stats.records_read += len(records)
+    kept: list[codec.Record] = []
+    for r in records:
+        if aborted:
+            stats.aborted_removed += 1
+        elif r.key is None:
+            stats.keyless_removed += 1
+        elif offset_map.get(r.key, -1) > r.offset:
+            pass  # a later value of this key exists
+        elif r.value is None and drop_tombstones:
+            stats.tombstones_removed += 1
+        else:
+            kept.append(r)
+    stats.records_retained += len(kept)
+    if len(kept) == len(records):
+        return bytes(batch)
+    log_append_time = header.max_timestamp if header.attributes & codec.ATTR_TIMESTAMP_TYPE else None
+    if not kept:
+        if not retain_empty:
+            return None
+        # Kafka's writeEmptyHeader: no records, both timestamps set to the original max timestamp.
+        return codec.encode_batch(
+            [], base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
+            partition_leader_epoch=header.partition_leader_epoch, compression=header.compression,
+            log_append_time=log_append_time, is_transactional=header.is_transactional,
+            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence, base_timestamp=header.max_timestamp,
+        )
+    return codec.encode_batch(
+        kept, base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
+        partition_leader_epoch=header.partition_leader_epoch, compression=header.compression,
+        log_append_time=log_append_time, is_transactional=header.is_transactional,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+    )
+
+
+def _group_segments(segments: list[LogSegment], max_size: int) -> list[list[LogSegment]]:
+    """Kafka's groupSegmentsBySize: consecutive segments whose total fits one segment and one offset range."""
+    groups: list[list[LogSegment]] = []
+    i = 0
+    while i < len(segments):
+        group = [segments[i]]
+        total = segments[i].size
+        i += 1
+        while i < len(segments):
+            nxt = segments[i]
+            last_offset = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else nxt.next_offset - 1
+            if total + nxt.size > max_size or last_offset - group[0].base_offset > INT32_MAX:
+                break
+            group.append(nxt)
+            total += nxt.size
+            i += 1
+        groups.append(group)
+    return groups
+
+
+class LogCleaner:
+    """Compacts logs one at a time; safe to share between threads (checkpoint writes are serialized)."""
+
+    def __init__(self, *, max_map_entries: int = 1_000_000) -> None:
+        # A soft bound: the map stops growing after the segment that reaches it (at least one dirty segment).
+        self.max_map_entries = max_map_entries
+        self._checkpoint_lock = threading.Lock()
+
+    # -- checkpoint -------------------------------------------------------------------------------------
+    @staticmethod
+    def checkpoint_file(log_dir: Path) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(Path(log_dir) / CLEANER_CHECKPOINT)
+
+    def first_dirty_offset(self, log: Log) -> int:
+        checkpointed = self.checkpoint_file(log.dir.parent).read().get(log.topic_partition)
+        if checkpointed is None or checkpointed < log.log_start_offset or checkpointed > log.log_end_offset:
+            # Missing, below the log start (retention moved it) or past the end (truncation): restart.
+            return log.log_start_offset
+        return checkpointed
+
+    def update_checkpoint(self, log_dir: Path, tp: TopicPartition, offset: int | None) -> None:
+        """Set (or with None remove, e.g. on topic deletion) a partition's first dirty offset."""
+        with self._checkpoint_lock:
+            f = self.checkpoint_file(log_dir)
+            offsets = f.read()
+            if offset is None:
+                offsets.pop(tp, None)
+            else:
+                offsets[tp] = offset
+            f.write(offsets)
+
+    # -- cleaning ---------------------------------------------------------------------------------------
+    def clean(self, log: Log, now_ms: int) -> CleanerStats:
+        started = time.monotonic()
+        stats = CleanerStats(topic_partition=log.topic_partition)
+        try:
+            self._clean(log, now_ms, stats)
+        finally:
+            stats.elapsed_ms = (time.monotonic() - started) * 1000
+        return stats
+
+    def _clean(self, log: Log, now_ms: int, stats: CleanerStats) -> None:
+        config = log.config
+        if "compact" not in config.cleanup_policy.split(","):
+            stats.skipped = "cleanup.policy has no compact"
+            return
+        segments = list(log.segments)
+        if len(segments) < 2:
+            stats.skipped = "only the active segment"
+            return
+        first_dirty = self.first_dirty_offset(log)
+        stats.first_dirty_offset = first_dirty
+        scan = scan_transactions(segments[:-1])
+        # Open transactions may also reach into the active segment; only the non-active part matters here
+        # because the active segment is never cleaned.
+        limit = segments[-1].base_offset
+        if scan.first_unstable_offset is not None:
+            limit = min(limit, scan.first_unstable_offset)
+        if config.min_compaction_lag_ms > 0:
+            for seg in segments[:-1]:
+                if seg.largest_timestamp() > now_ms - config.min_compaction_lag_ms:
+                    limit = min(limit, seg.base_offset)
+                    break
+        # Cleanable segments end on a segment boundary at or below the limit.
+        cleanable = [seg for i, seg in enumerate(segments[:-1]) if segments[i + 1].base_offset <= limit]
+        dirty = [seg for i, seg in enumerate(cleanable) if segments[i + 1].base_offset > first_dirty]
+        if not dirty:
+            stats.skipped = "no dirty segments below the first uncleanable offset"
+            stats.end_offset = first_dirty
+            return
+        dirty_bytes = sum(seg.size for seg in dirty)
+        total_bytes = sum(seg.size for seg in cleanable)
+        stats.dirty_ratio = dirty_bytes / total_bytes if total_bytes else 0.0
+        if stats.dirty_ratio < config.min_cleanable_dirty_ratio:
+            stats.skipped = f"dirty ratio {stats.dirty_ratio:.3f} < min.cleanable.dirty.ratio"
+            return
+
+        offset_map, end_offset = self._build_offset_map(dirty, segments, first_dirty, scan, stats)
+        stats.map_entries = len(offset_map)
+        stats.end_offset = end_offset
+        to_clean = [seg for seg in cleanable if seg.base_offset < end_offset]
+        drop_before_ms = now_ms - config.delete_retention_ms
+        for group in _group_segments(to_clean, config.segment_bytes):
+            self._clean_group(log, group, offset_map, scan, drop_before_ms, stats)
+        self.update_checkpoint(log.dir.parent, log.topic_partition, end_offset)
+
+    def _build_offset_map(
+        self,
+        dirty: list[LogSegment],
+        segments: list[LogSegment],
+        first_dirty: int,
+        scan: _LogScan,
+        stats: CleanerStats,
+    ) -> tuple[dict[bytes, int], int]:
+        offset_map: dict[bytes, int] = {}
+        end_offset = first_dirty
+        for seg in dirty:
+            for header, batch in segment_batches(seg):
+                if header.is_control or header.base_offset in scan.aborted_batches:
+                    continue
+                if header.last_offset < first_dirty:
+                    continue
+                for r in codec.decode_records(batch, header):
+                    if r.key is not None and r.offset >= first_dirty:
+                        offset_map[r.key] = r.offset
+            stats.segments_read += 1
+            stats.bytes_read += seg.size
+            end_offset = segments[segments.index(seg) + 1].base_offset
+            if len(offset_map) >= self.max_map_entries:
+                break
+        return offset_map, end_offset
+
+    def _clean_group(
+        self,
+        log: Log,
+        group: list[LogSegment],
+        offset_map: dict[bytes, int],
+        scan: _LogScan,
+        drop_before_ms: int,
+        stats: CleanerStats,
+    ) -> None:
+        base = group[0].base_offset
+        for suffix in (".log", ".index", ".timeindex"):
+            (log.dir / f"{base:020d}{suffix}{CLEANED_SUFFIX}").unlink(missing_ok=True)
+        cleaned = LogSegment.open(log.dir, base, log.config, file_suffix=CLEANED_SUFFIX)
+        try:
+            newest_mtime = 0
+            for seg in group:
+                modified = _last_modified_ms(seg)
+                newest_mtime = max(newest_mtime, modified)
+                drop_tombstones = modified <= drop_before_ms
+                out = bytearray()
+                for header, batch in segment_batches(seg):
+                    last_of_producer = scan.last_batch_of_producer.get(header.producer_id)
+                    kept = filter_batch(
+                        header, batch, offset_map, drop_tombstones=drop_tombstones,
+                        aborted=header.base_offset in scan.aborted_batches,
+                        retain_empty=header.producer_id >= 0 and last_of_producer == header.last_offset,
+                        stats=stats,
+                    )
+                    if kept is not None:
+                        out += kept
+                    if len(out) >= _READ_CHUNK:
+                        cleaned.append(bytes(out))
+                        out.clear()
+                if out:
+                    cleaned.append(bytes(out))
+            cleaned.on_become_inactive()
+            cleaned.flush()
+            # Keep the sources' age: tombstone expiry and time retention read the segment's mtime (as Kafka).
+            os.utime(cleaned.log_path, ns=(newest_mtime * 1_000_000, newest_mtime * 1_000_000))
+            stats.bytes_written += cleaned.size
+            stats.segments_written += 1
+        except BaseException:
+            cleaned.delete_files()
+            raise
+        log.replace_segments([cleaned], group)

@@ -1,0 +1,142 @@
+"""The cleaner's per-batch rules (filter_batch) and its segment-level scans, on real bytes and segments."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+
+from storage import dump_log as dl
+from storage.cleaner import CleanerStats, _group_segments, filter_batch, scan_transactions, segment_batches
+from storage.config import LogConfig
+from storage.dump_log import Record
+from storage.segment import LogSegment
+
+T0 = 1_700_000_000_000
+
+
+def batch(base: int, kvs: list[tuple[bytes | None, bytes | None]], **kw) -> bytes:
+    records = [Record(base + i, T0 + i, k, v) for i, (k, v) in enumerate(kvs)]
+    return dl.encode_batch(records, base_offset=base, **kw)
+
+
+def run_filter(raw: bytes, offset_map: dict[bytes, int], *, drop_tombstones: bool = False,
+               aborted: bool = False, retain_empty: bool = False) -> tuple[bytes | None, CleanerStats]:
+    stats = CleanerStats()
+    header = dl.parse_batch_header(raw)
+    out = filter_batch(header, memoryview(raw), offset_map, drop_tombstones=drop_tombstones, aborted=aborted,
+                       retain_empty=retain_empty, stats=stats)
+    return out, stats
+
+
+def kafka_python_read(raw: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
+    out = []
+    for b in MemoryRecords(bytearray(raw)):
+        assert b.validate_crc()
+        out.extend((r.offset, r.key, r.value) for r in b)
+    return out
+
+
+def test_fully_retained_batch_is_copied_byte_for_byte() -> None:
+    raw = batch(10, [(b"a", b"1"), (b"b", b"2")], compression=dl.COMPRESSION_GZIP, producer_id=5,
+                producer_epoch=1, base_sequence=0)
+    out, stats = run_filter(raw, {b"a": 10, b"b": 11})
+    assert out == raw
+    assert stats.records_read == 2 and stats.records_retained == 2
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_partial_batch_keeps_offsets_producer_fields_and_compression(codec: int) -> None:
+    raw = batch(100, [(b"a", b"1"), (b"b", b"2"), (b"a", b"3"), (b"c", b"4")], compression=codec,
+                partition_leader_epoch=7, producer_id=42, producer_epoch=3, base_sequence=20)
+    out, stats = run_filter(raw, {b"a": 102, b"b": 101, b"c": 103})
+    assert out is not None and out != raw
+    h = dl.parse_batch_header(out)
+    orig = dl.parse_batch_header(raw)
+    assert (h.base_offset, h.last_offset_delta, h.partition_leader_epoch) == (100, 3, 7)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence) == (42, 3, 20, 23)
+    assert h.compression == codec and h.records_count == 3 and h.max_timestamp == orig.max_timestamp
+    assert dl.batch_crc_valid(out)
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in dl.decode_records(out)] == [
+        (101, b"b", b"2", T0 + 1), (102, b"a", b"3", T0 + 2), (103, b"c", b"4", T0 + 3)]
+    assert stats.records_retained == 3
+    if codec in (0, 1):
+        assert kafka_python_read(out) == [(101, b"b", b"2"), (102, b"a", b"3"), (103, b"c", b"4")]
+
+
+def test_tombstones_dropped_only_when_old_enough_and_keyless_always() -> None:
+    raw = batch(0, [(b"a", None), (None, b"x"), (b"b", b"2")])
+    out, stats = run_filter(raw, {b"a": 0, b"b": 2}, drop_tombstones=False)
+    assert [(r.offset, r.key, r.value) for r in dl.decode_records(out)] == [(0, b"a", None), (2, b"b", b"2")]
+    assert stats.keyless_removed == 1 and stats.tombstones_removed == 0
+    out, stats = run_filter(raw, {b"a": 0, b"b": 2}, drop_tombstones=True)
+    assert [(r.offset, r.key) for r in dl.decode_records(out)] == [(2, b"b")]
+    assert stats.tombstones_removed == 1
+
+
+def test_emptied_batch_dropped_or_kept_empty_for_the_producers_last_batch() -> None:
+    raw = batch(50, [(b"a", b"1"), (b"a", b"2")], producer_id=9, producer_epoch=0, base_sequence=4,
+                compression=dl.COMPRESSION_ZSTD)
+    out, _ = run_filter(raw, {b"a": 99})
+    assert out is None
+    out, _ = run_filter(raw, {b"a": 99}, retain_empty=True)
+    h = dl.parse_batch_header(out)
+    assert (h.base_offset, h.last_offset, h.records_count, h.last_sequence) == (50, 51, 0, 5)
+    assert h.max_timestamp == T0 + 1 and h.base_timestamp == T0 + 1
+    assert dl.batch_crc_valid(out) and len(out) == dl.BATCH_HEADER_SIZE
+    assert kafka_python_read(out) == []
+
+
+def test_aborted_records_removed_control_batches_kept() -> None:
+    raw = batch(0, [(b"a", b"1")], is_transactional=True, producer_id=3, producer_epoch=0, base_sequence=0)
+    out, stats = run_filter(raw, {b"a": 0}, aborted=True)
+    assert out is None and stats.aborted_removed == 1
+    abort = Record(1, T0, struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 0))
+    marker = dl.encode_batch([abort], base_offset=1, is_transactional=True, is_control=True, producer_id=3,
+                             producer_epoch=0)
+    out, _ = run_filter(marker, {}, drop_tombstones=True)
+    assert out == marker
+
+
+def test_log_append_time_is_preserved() -> None:
+    raw = batch(0, [(b"a", b"1"), (b"b", b"2")], log_append_time=T0 + 500)
+    out, _ = run_filter(raw, {b"a": 5, b"b": 1})
+    h = dl.parse_batch_header(out)
+    assert h.timestamp_type == "LogAppendTime" and h.max_timestamp == T0 + 500
+    assert [(r.offset, r.timestamp) for r in dl.decode_records(out)] == [(1, T0 + 500)]
+
+
+def _segment(tmp_path: Path, base: int, batches: list[bytes]) -> LogSegment:
+    seg = LogSegment.open(tmp_path, base, LogConfig(segment_index_bytes=4096, index_interval_bytes=1))
+    for b in batches:
+        seg.append(b)
+    return seg
+
+
+def test_scan_transactions_finds_aborted_open_and_last_producer_batches(tmp_path: Path) -> None:
+    def txn(base: int, pid: int, kind: int | None = None) -> bytes:
+        if kind is None:
+            return batch(base, [(b"k", b"v")], is_transactional=True, producer_id=pid, producer_epoch=0,
+                         base_sequence=base)
+        return dl.encode_batch([Record(base, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))],
+                               base_offset=base, is_transactional=True, is_control=True, producer_id=pid,
+                               producer_epoch=0)
+
+    seg0 = _segment(tmp_path, 0, [txn(0, 1), txn(1, 2), txn(2, 1, kind=0), txn(3, 2, kind=1)])
+    seg1 = _segment(tmp_path, 4, [txn(4, 1), batch(5, [(b"x", b"y")], producer_id=7, producer_epoch=0,
+                                                  base_sequence=0)])
+    scan = scan_transactions([seg0, seg1])
+    assert scan.aborted_batches == {0}
+    assert scan.first_unstable_offset == 4
+    assert scan.last_batch_of_producer == {1: 4, 2: 1, 7: 5}
+    assert [h.base_offset for h, _ in segment_batches(seg0)] == [0, 1, 2, 3]
+
+
+def test_group_segments_by_size(tmp_path: Path) -> None:
+    segs = [_segment(tmp_path, i * 10, [batch(i * 10, [(b"k", b"v" * 100)])]) for i in range(4)]
+    size = segs[0].size
+    assert [[s.base_offset for s in g] for g in _group_segments(segs, size * 2)] == [[0, 10], [20, 30]]
+    assert [[s.base_offset for s in g] for g in _group_segments(segs, size * 10)] == [[0, 10, 20, 30]]
+    assert [[s.base_offset for s in g] for g in _group_segments(segs, 1)] == [[0], [10], [20], [30]]
