@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEANED_SUFFIX = ".cleaned"
 INT32_MAX = 2147483647
-_READ_CHUNK = 4 * 1024 * 1024
+_WRITE_CHUNK = 4 * 1024 * 1024
 
 
 @dataclass
@@ -95,24 +95,15 @@ class CleanerError(Exception):
 
 def segment_batches(seg: LogSegment) -> Iterator[tuple[codec.BatchHeader, memoryview]]:
     """Every complete v2 batch of a segment, read in large chunks through the segment's fd."""
-    pos = 0
-    size = seg.size
-    while pos < size:
-        chunk = os.pread(seg.fd, min(_READ_CHUNK, size - pos), pos)
-        consumed = 0
-        for rel, header, batch in codec.iter_batches(chunk, max_batch_bytes=size):
-            yield header, batch
-            consumed = rel + header.size_in_bytes
-        if consumed == 0:
-            # One batch larger than the chunk: read exactly it.
-            head = os.pread(seg.fd, codec.BATCH_HEADER_SIZE, pos)
-            header = codec.parse_batch_header(head)
-            if header.size_in_bytes <= 0 or pos + header.size_in_bytes > size:
-                raise CleanerError(f"{seg.log_path}: unreadable batch at position {pos}")
-            data = os.pread(seg.fd, header.size_in_bytes, pos)
-            yield header, memoryview(data)
-            consumed = header.size_in_bytes
-        pos += consumed
+    end = 0
+    for pos, header, batch in codec.iter_file_batches(seg.fd, 0, seg.size, max_batch_bytes=max(seg.size, 1)):
+        if header.magic != codec.MAGIC_V2:
+            raise CleanerError(f"{seg.log_path}: magic {header.magic} batch at offset {header.base_offset}")
+        yield header, batch
+        end = pos + header.size_in_bytes
+    if end != seg.size:
+        # Never write a cleaned copy from a partial read: that would silently drop the rest of the segment.
+        raise CleanerError(f"{seg.log_path}: unreadable batch at position {end} of {seg.size}")
 
 
 def _last_modified_ms(seg: LogSegment) -> int:
@@ -357,7 +348,7 @@ class LogCleaner:
                     )
                     if kept is not None:
                         out += kept
-                    if len(out) >= _READ_CHUNK:
+                    if len(out) >= _WRITE_CHUNK:
                         cleaned.append(bytes(out))
                         out.clear()
                 if out:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import os
 import struct
 import sys
 import uuid
@@ -226,6 +227,38 @@ def _legacy_header(view: memoryview, pos: int, offset: int, length: int, magic: 
 def legacy_crc_valid(batch: memoryview) -> bool:
     (stored,) = struct.unpack_from(">I", batch, 12)
     return zlib.crc32(bytes(batch[16:])) & 0xFFFFFFFF == stored
+
+
+_FILE_CHUNK = 4 * 1024 * 1024
+
+
+def iter_file_batches(
+    fd: int, start: int, end: int, *, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """Like ``iter_batches`` over bytes [start, end) of an open file, read in chunks (segments can be 1 GiB).
+
+    Positions are absolute file positions. Stops at the first incomplete or oversized batch.
+    """
+    pos = start
+    while end - pos >= LOG_OVERHEAD + 5:
+        chunk = os.pread(fd, min(_FILE_CHUNK, end - pos), pos)
+        consumed = 0
+        for rel, header, batch in iter_batches(chunk, max_batch_bytes=max_batch_bytes):
+            yield pos + rel, header, batch
+            consumed = rel + header.size_in_bytes
+        if consumed == 0:
+            # Either one batch larger than the chunk, or an incomplete tail: read exactly what it declares.
+            (length,) = struct.unpack_from(">i", chunk, 8)
+            size = LOG_OVERHEAD + length
+            if length < 0 or length > max_batch_bytes or pos + size > end or size <= len(chunk):
+                return
+            whole = os.pread(fd, size, pos)
+            for rel, header, batch in iter_batches(whole, max_batch_bytes=max_batch_bytes):
+                yield pos + rel, header, batch
+                consumed = rel + header.size_in_bytes
+            if consumed == 0:
+                return
+        pos += consumed
 
 
 class _Reader:
@@ -783,34 +816,36 @@ def format_record(header: BatchHeader, record: Record, opts: DumpOptions) -> str
 
 def dump_log_file(path: Path, opts: DumpOptions, out: TextIO, problems: DumpProblems) -> None:
     out.write(f"Log starting offset: {base_offset_from_name(path)}\n")
-    data = path.read_bytes()[: opts.max_bytes]
-    valid_bytes = 0
-    last_offset = -1
-    for position, header, batch in iter_batches(data):
-        is_valid = batch_crc_valid(batch) if header.magic >= MAGIC_V2 else legacy_crc_valid(batch)
-        out.write(format_batch(header, position, is_valid) + "\n")
-        if opts.is_deep and header.magic >= MAGIC_V2:
-            try:
-                records = decode_records(batch, header)
-            except RecordDecodeError as exc:
-                out.write(f"| cannot decode records: {exc}\n")
-                records = []
-            for record in records:
-                if record.offset != last_offset + 1:
-                    problems.non_consecutive.setdefault(str(path.absolute()), []).append(
-                        (last_offset, record.offset))
-                last_offset = record.offset
-                out.write(format_record(header, record, opts) + "\n")
-        valid_bytes += header.size_in_bytes
-    trailing = len(data) - valid_bytes
+    with open(path, "rb") as f:
+        end = min(os.fstat(f.fileno()).st_size, opts.max_bytes)
+        valid_bytes = 0
+        last_offset = -1
+        for position, header, batch in iter_file_batches(f.fileno(), 0, end):
+            is_valid = batch_crc_valid(batch) if header.magic >= MAGIC_V2 else legacy_crc_valid(batch)
+            out.write(format_batch(header, position, is_valid) + "\n")
+            if opts.is_deep and header.magic >= MAGIC_V2:
+                try:
+                    records = decode_records(batch, header)
+                except RecordDecodeError as exc:
+                    out.write(f"| cannot decode records: {exc}\n")
+                    records = []
+                for record in records:
+                    if record.offset != last_offset + 1:
+                        problems.non_consecutive.setdefault(str(path.absolute()), []).append(
+                            (last_offset, record.offset))
+                    last_offset = record.offset
+                    out.write(format_record(header, record, opts) + "\n")
+            valid_bytes += header.size_in_bytes
+    trailing = end - valid_bytes
     if trailing > 0 and opts.max_bytes == INT32_MAX:
         out.write(f"Found {trailing} invalid bytes at the end of {path.name}\n")
 
 
-def _batch_at(log_data: bytes, position: int, max_size: int) -> BatchHeader | None:
-    if position < 0 or position >= len(log_data):
+def _batch_at(fd: int, position: int, max_size: int) -> BatchHeader | None:
+    size = os.fstat(fd).st_size
+    if position < 0 or position >= size:
         return None
-    for _pos, header, _batch in iter_batches(memoryview(log_data)[position : position + max_size]):
+    for _pos, header, _batch in iter_file_batches(fd, position, min(size, position + max_size)):
         return header
     return None
 
@@ -832,14 +867,14 @@ def dump_index_file(path: Path, opts: DumpOptions, out: TextIO, problems: DumpPr
                                         f"{base}.")
         out.write(f"{path} passed sanity check.\n")
         return
-    log_data = _sibling(path, ".log").read_bytes()
-    for offset, position in entries:
-        header = _batch_at(log_data, position, opts.max_message_size)
-        found = header.last_offset if header is not None else -1
-        if found != offset:
-            problems.index_mismatches.setdefault(str(path.absolute()), []).append((offset, found))
-        if not opts.verify_index_only:
-            out.write(f"offset: {offset} position: {position}\n")
+    with open(_sibling(path, ".log"), "rb") as f:
+        for offset, position in entries:
+            header = _batch_at(f.fileno(), position, opts.max_message_size)
+            found = header.last_offset if header is not None else -1
+            if found != offset:
+                problems.index_mismatches.setdefault(str(path.absolute()), []).append((offset, found))
+            if not opts.verify_index_only:
+                out.write(f"offset: {offset} position: {position}\n")
 
 
 def dump_time_index_file(path: Path, opts: DumpOptions, out: TextIO, problems: DumpProblems) -> None:
@@ -855,18 +890,26 @@ def dump_time_index_file(path: Path, opts: DumpOptions, out: TextIO, problems: D
                                         f"size but its last entry {entries[-1]} is out of order.")
         out.write(f"{path} passed sanity check.\n")
         return
-    log_data = _sibling(path, ".log").read_bytes()
-    batches = [(h, b) for _p, h, b in iter_batches(log_data)]
+    with open(_sibling(path, ".log"), "rb") as f:
+        fd = f.fileno()
+        # Headers only (small); a matching batch is re-read to check its records' timestamps.
+        batches = [(p, h) for p, h, _b in iter_file_batches(fd, 0, os.fstat(fd).st_size)]
+        _check_time_index(path, entries, batches, fd, opts, out, problems)
+
+
+def _check_time_index(path: Path, entries: list[tuple[int, int]], batches: list[tuple[int, BatchHeader]],
+                      fd: int, opts: DumpOptions, out: TextIO, problems: DumpProblems) -> None:
     key = str(path.absolute())
     prev_ts = NO_TIMESTAMP
     for timestamp, offset in entries:
-        match = next(((h, b) for h, b in batches if h.last_offset >= offset), None)
+        match = next(((p, h) for p, h in batches if h.last_offset >= offset), None)
         if match is None:
             problems.time_index_not_found.setdefault(key, []).append((offset, -1))
-        elif match[0].last_offset != offset:
-            problems.time_index_not_found.setdefault(key, []).append((offset, match[0].last_offset))
+        elif match[1].last_offset != offset:
+            problems.time_index_not_found.setdefault(key, []).append((offset, match[1].last_offset))
         else:
-            header, batch = match
+            position, header = match
+            batch = memoryview(os.pread(fd, header.size_in_bytes, position))
             max_ts = header.max_timestamp
             if header.magic >= MAGIC_V2 and not header.attributes & ATTR_TIMESTAMP_TYPE:
                 try:

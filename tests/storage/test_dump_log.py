@@ -324,3 +324,16 @@ def test_lz4_frame_is_javas_layout() -> None:
     assert frame[:6] == bytes.fromhex("04224d18") + b"\x60\x40"  # magic, FLG (independent blocks), BD 64 KiB
     assert bytes(cramjam.lz4.decompress(frame)) == data  # a reference decoder checks the descriptor checksum
     assert dl.decompress(dl.COMPRESSION_LZ4, frame) == data
+
+
+def test_file_batches_read_in_chunks_smaller_than_a_batch(tmp_path: Path, monkeypatch) -> None:
+    batches = [dl.encode_batch([Record(i, T0, b"k%d" % i, b"v" * (50 + i * 40))], base_offset=i)
+               for i in range(6)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(batches) + batches[0][:30])
+    monkeypatch.setattr(dl, "_FILE_CHUNK", 100)  # every batch is larger than one chunk, or straddles two
+    with open(path, "rb") as f:
+        got = list(dl.iter_file_batches(f.fileno(), 0, path.stat().st_size))
+    assert [h.base_offset for _p, h, _b in got] == list(range(6))
+    assert [bytes(b) for _p, _h, b in got] == batches
+    assert [p for p, _h, _b in got] == [sum(len(b) for b in batches[:i]) for i in range(6)]
