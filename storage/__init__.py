@@ -1,1 +1,60 @@
+"""Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, producer state, log directories.
 
+``storage`` knows files and bytes; it imports neither ``protocol`` nor ``broker``. The names re-exported
+here are the API the broker codes against.
+"""
+
+from storage.batch_header import BatchHeader
+from storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile, PartitionMetadataFile
+from storage.config import LogConfig
+from storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from storage.errors import (
+    CorruptIndexError,
+    CorruptLogError,
+    DuplicateSequenceError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    StorageError,
+)
+from storage.index import OffsetIndex, TimeIndex
+from storage.log import Log
+from storage.log_manager import LogManager
+from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.segment import LogSegment
+from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, TopicPartition
+
+__all__ = [
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "BatchHeader",
+    "CorruptIndexError",
+    "CorruptLogError",
+    "DuplicateSequenceError",
+    "FetchDataInfo",
+    "FileSlice",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "KafkaStorageError",
+    "LeaderEpochCheckpointFile",
+    "LeaderEpochFileCache",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogManager",
+    "LogSegment",
+    "OffsetCheckpointFile",
+    "OffsetIndex",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "PartitionMetadataFile",
+    "ProducerStateEntry",
+    "ProducerStateManager",
+    "RecordTooLargeError",
+    "StorageError",
+    "TimeIndex",
+    "TopicPartition",
+]

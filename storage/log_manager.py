@@ -1,0 +1,248 @@
+"""The broker's log directories: opening, recovering, creating, checkpointing and closing every Log.
+
+Contract (Kafka's LogManager): each of ``log.dirs`` holds ``meta.properties``, a ``.lock`` (flock'd while we
+run), ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``, ``replication-offset-checkpoint``
+and one directory per partition. ``startup`` locks the dirs, removes ``*-delete`` directories left by
+DeleteTopics, reads the checkpoints and opens every log, skipping the recovery scan when the clean-shutdown
+marker ``.kafka_cleanshutdown`` exists (then removes the marker so a crash is detected next time). A damaged
+partition is recovered (truncated), never fatal. ``shutdown`` closes all logs, writes the checkpoints and the
+marker. New partitions go to the log dir holding the fewest partitions. Not thread-safe: the broker's event
+loop calls it, except ``flush_dirty_logs`` which may run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from storage.checkpoints import OffsetCheckpointFile, read_properties, write_properties
+from storage.config import LogConfig
+from storage.errors import CorruptLogError, KafkaStorageError
+from storage.log import DELETE_DIR_SUFFIX, Log
+from storage.values import TopicPartition
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+META_PROPERTIES = "meta.properties"
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: LogConfig,
+        *,
+        topic_configs: Callable[[str], Mapping[str, str]] = lambda t: {},
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("log.dirs is empty")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.topic_configs = topic_configs
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._lock_fds: list[int] = []
+        self._deleted_logs: list[Log] = []
+
+    # ---- startup ------------------------------------------------------------------------------------
+    def config_for(self, topic: str) -> LogConfig:
+        return LogConfig.from_topic_config(self.topic_configs(topic), self.default_config)
+
+    def startup(self) -> None:
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self._lock_dir(d)
+        for d in self.log_dirs:
+            self._load_dir(d)
+
+    def _lock_dir(self, d: Path) -> None:
+        fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise KafkaStorageError(f"log dir {d} is locked by another process") from None
+        self._lock_fds.append(fd)
+
+    def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except (CorruptLogError, OSError) as e:
+            log.error("ignoring unreadable checkpoint %s: %s", path, e)
+            return {}
+
+    def _load_dir(self, d: Path) -> None:
+        clean_marker = d / CLEAN_SHUTDOWN_FILE
+        had_clean_shutdown = clean_marker.exists()
+        recovery_points = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        for child in sorted(d.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                log.info("removing deleted log directory %s", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            try:
+                tp = TopicPartition.from_dir_name(child.name)
+            except ValueError:
+                continue
+            if "." in child.name.rsplit("-", 1)[1] or child.name.endswith(("-future", "-stray")):
+                continue
+            if tp in self._logs:
+                raise KafkaStorageError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {d}")
+            try:
+                config = self.config_for(tp.topic)
+            except ValueError as e:
+                log.error("%s: bad topic config (%s); using defaults", tp, e)
+                config = self.default_config
+            lg = Log.open(
+                child,
+                config,
+                log_start_offset=log_starts.get(tp, 0),
+                recovery_point=recovery_points.get(tp, 0),
+                had_clean_shutdown=had_clean_shutdown,
+            )
+            self._logs[tp] = lg
+            self._dir_of[tp] = d
+        if had_clean_shutdown:
+            clean_marker.unlink()
+
+    # ---- meta.properties ----------------------------------------------------------------------------
+    def write_meta_properties(self, broker_id: int, cluster_id: str) -> None:
+        """Check each dir's meta.properties against these ids (mismatch: KafkaStorageError) or write it."""
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            path = d / META_PROPERTIES
+            props = read_properties(path)
+            if props is not None:
+                stored_id = props.get("broker.id", props.get("node.id"))
+                if stored_id is not None and stored_id != str(broker_id):
+                    raise KafkaStorageError(
+                        f"{path}: broker.id {stored_id} does not match configured {broker_id}"
+                    )
+                if props.get("cluster.id") not in (None, cluster_id):
+                    raise KafkaStorageError(
+                        f"{path}: cluster.id {props.get('cluster.id')} does not match {cluster_id}"
+                    )
+                if stored_id is not None and props.get("cluster.id") is not None:
+                    continue
+            write_properties(path, {"version": "0", "broker.id": str(broker_id), "cluster.id": cluster_id})
+
+    def read_meta_properties(self) -> list[dict[str, str] | None]:
+        return [read_properties(d / META_PROPERTIES) for d in self.log_dirs]
+
+    # ---- logs -------------------------------------------------------------------------------------------
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def get_or_create_log(
+        self, tp: TopicPartition, config: LogConfig | None = None, topic_id: uuid.UUID | None = None
+    ) -> Log:
+        existing = self._logs.get(tp)
+        if existing is not None:
+            if topic_id is not None and existing.topic_id is None:
+                existing.assign_topic_id(topic_id)
+            return existing
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        target = min(self.log_dirs, key=lambda d: counts[d])
+        lg = Log.open(
+            target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id, had_clean_shutdown=True
+        )
+        self._logs[tp] = lg
+        self._dir_of[tp] = target
+        return lg
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        lg = self._logs.pop(tp, None)
+        self._dir_of.pop(tp, None)
+        if lg is None:
+            return
+        lg.delete()
+        self._deleted_logs.append(lg)
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+
+    def remove_deleted_logs(self) -> None:
+        """Remove directories renamed by ``delete_log`` (Kafka does it after file.delete.delay.ms)."""
+        for lg in self._deleted_logs:
+            lg.remove_dir()
+        self._deleted_logs = []
+
+    # ---- checkpoints --------------------------------------------------------------------------------
+    def _logs_by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
+        out: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+        for tp, lg in self._logs.items():
+            out[self._dir_of[tp]][tp] = lg
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        for d, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+                {tp: lg.recovery_point for tp, lg in logs.items()}
+            )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, logs in self._logs_by_dir().items():
+            # Kafka writes only partitions whose start moved past their first segment
+            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+                {
+                    tp: lg.log_start_offset
+                    for tp, lg in logs.items()
+                    if lg.log_start_offset > lg.segments[0].base_offset
+                }
+            )
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        for d, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(d / HIGH_WATERMARK_CHECKPOINT).write(
+                {tp: hw for tp, hw in high_watermarks.items() if tp in logs}
+            )
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for d in self.log_dirs:
+            out.update(self._read_checkpoint(d / HIGH_WATERMARK_CHECKPOINT))
+        return out
+
+    # ---- background work -------------------------------------------------------------------------------
+    def cleanup_logs(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
+        """Retention on every log (segments above a partition's high watermark, when given, are kept)."""
+        for tp, lg in list(self._logs.items()):
+            hw = high_watermarks.get(tp) if high_watermarks is not None else None
+            lg.delete_retention_segments(now_ms, high_watermark=hw)
+            lg.delete_expired_files(now_ms)
+
+    def flush_dirty_logs(self, now_ms: int) -> None:
+        for lg in list(self._logs.values()):
+            if lg.log_end_offset > lg.recovery_point and now_ms - lg.last_flush_ms >= lg.config.flush_ms:
+                lg.flush()
+
+    # ---- shutdown -----------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        for lg in self._logs.values():
+            lg.close()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        for d in self.log_dirs:
+            (d / CLEAN_SHUTDOWN_FILE).touch()
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds = []
+        self._logs.clear()
+        self._dir_of.clear()

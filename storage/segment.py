@@ -1,0 +1,461 @@
+"""One log segment: ``<base_offset:020d>.log`` plus its ``.index`` and ``.timeindex``.
+
+Contract: the ``.log`` file holds v2 record batches back to back exactly as appended (offsets already
+assigned). ``append`` writes whole batches at the end and adds an index entry (last offset of the batch ->
+its position) whenever more than ``index_interval_bytes`` were written since the previous entry, plus a time
+index entry when the max timestamp grows. A failed write is rolled back by truncating the file to its previous
+size (``KafkaStorageError``). ``read`` returns a ``FileSlice`` of whole batches starting with the batch that
+contains the start offset. ``recover`` re-validates every batch (size, magic, CRC32C, monotonic offsets),
+rebuilds both indexes and truncates a torn or corrupt tail, reporting what it cut. Files may carry a suffix
+(``.cleaned``, ``.swap``, ``.deleted``) during the cleaner's swap protocol and deletion.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.batch_header import (
+    HEADER_SIZE,
+    MAX_TIMESTAMP_AT,
+    WALK_SIZE,
+    WALK_STRUCT,
+    BatchHeader,
+    crc_is_valid,
+    iter_batches,
+)
+from storage.config import LogConfig
+from storage.errors import CorruptIndexError, CorruptLogError, KafkaStorageError
+from storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from storage.values import FileSlice
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+INT32_MAX = 2147483647
+_READ_CHUNK = 1 << 20
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True)
+class RecoveryResult:
+    truncated_bytes: int
+    valid_bytes: int
+    next_offset: int
+    reason: str | None = None
+    bad_offset: int | None = None
+
+
+class LogSegment:
+    def __init__(
+        self,
+        dir: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        file_suffix: str = "",
+        now_ms: int | None = None,
+    ) -> None:
+        self.dir = Path(dir)
+        self.base_offset = base_offset
+        self.index_interval_bytes = config.index_interval_bytes
+        self.file_suffix = file_suffix
+        self.log_path = self.dir / segment_file_name(base_offset, LOG_SUFFIX + file_suffix)
+        existed = self.log_path.exists()
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.offset_index = OffsetIndex(
+            self.dir / segment_file_name(base_offset, INDEX_SUFFIX + file_suffix),
+            base_offset,
+            config.segment_index_bytes,
+        )
+        self.time_index = TimeIndex(
+            self.dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX + file_suffix),
+            base_offset,
+            config.segment_index_bytes,
+        )
+        self.created_ms = (
+            int(os.fstat(self.fd).st_mtime * 1000)
+            if existed
+            else (now_ms if now_ms is not None else _now_ms())
+        )
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = base_offset
+        self.next_offset = base_offset
+        self.rolling_based_timestamp: int | None = None
+        self._bytes_since_last_index_entry = 0
+        self._last_index_position = 0
+        self.deleted_at_ms: int | None = None
+        self.needs_recovery = False
+        self.index_problem: str | None = None
+
+    # -- opening -------------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        file_suffix: str = "",
+        now_ms: int | None = None,
+    ) -> LogSegment:
+        """Open or create a segment and load its state from the indexes (no CRC scan; see ``recover``).
+
+        When an index fails Kafka's sanity check (or the tail does not parse) ``needs_recovery`` is set and
+        ``index_problem`` says why; the caller then runs ``recover``, which rebuilds the indexes.
+        """
+        seg = cls(dir, base_offset, config, file_suffix=file_suffix, now_ms=now_ms)
+        try:
+            seg.offset_index.sanity_check(seg.size)
+            seg.time_index.sanity_check()
+            seg._load_tail()
+        except CorruptLogError as e:
+            seg.needs_recovery = True
+            seg.index_problem = str(e)
+        return seg
+
+    def _load_tail(self) -> None:
+        """next_offset and max timestamp from the last index entries plus a header walk of the tail."""
+        _, pos = self.offset_index.last_entry()
+        ts, ts_offset = self.time_index.last_entry()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = ts, ts_offset
+        self.next_offset = max(self.base_offset, self.offset_index.last_offset)
+        self._last_index_position = pos
+        while pos < self.size:
+            h = self._read_header(pos)
+            if h is None or pos + h.size > self.size:
+                raise CorruptIndexError(f"{self.log_path}: incomplete batch at position {pos}")
+            self._track(h)
+            pos += h.size
+        if self.offset_index.entries == 0 and self.size == 0:
+            self.next_offset = self.base_offset
+        self._bytes_since_last_index_entry = self.size - self._last_index_position
+        self._load_rolling_timestamp()
+
+    def _load_rolling_timestamp(self) -> None:
+        self.rolling_based_timestamp = None
+        if self.size >= HEADER_SIZE:
+            h = self._read_header(0)
+            if h is not None and h.max_timestamp >= 0:
+                self.rolling_based_timestamp = h.max_timestamp
+
+    def _track(self, h: BatchHeader) -> None:
+        if h.max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = h.max_timestamp
+            self.offset_of_max_timestamp_so_far = h.last_offset
+        self.next_offset = h.next_offset
+
+    def _read_header(self, pos: int) -> BatchHeader | None:
+        raw = os.pread(self.fd, HEADER_SIZE, pos)
+        if len(raw) < HEADER_SIZE:
+            return None
+        return BatchHeader.parse(raw)
+
+    def _read_walk(self, pos: int) -> tuple[int, int, int] | None:
+        """(base_offset, size, last_offset) from the first 27 bytes of the batch at ``pos``."""
+        raw = os.pread(self.fd, WALK_SIZE, pos)
+        if len(raw) < WALK_SIZE:
+            return None
+        base, length, _epoch, magic, _crc, _attr, delta = WALK_STRUCT.unpack_from(raw)
+        if magic != 2 or length < HEADER_SIZE - 12 or delta < 0:
+            raise CorruptLogError(f"{self.log_path}: invalid batch header at position {pos}")
+        return base, length + 12, base + delta
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        batches: list[tuple[int, BatchHeader]] | None = None,
+    ) -> int:
+        """Write whole batches at the end; returns the position they start at."""
+        if batches is None:
+            batches = iter_batches(records)
+        if not batches:
+            return self.size
+        position = self.size
+        for _, h in batches:
+            if not self.can_convert_to_relative_offset(h.last_offset):
+                raise CorruptLogError(f"offset {h.last_offset} does not fit segment base {self.base_offset}")
+        view = memoryview(records)
+        written = 0
+        try:
+            while written < len(view):
+                written += os.pwrite(self.fd, view[written:], position + written)
+        except OSError as e:
+            try:
+                os.ftruncate(self.fd, position)
+            except OSError:
+                log.exception("could not roll back partial write in %s", self.log_path)
+            raise KafkaStorageError(f"write to {self.log_path} failed: {e}") from e
+        finally:
+            view.release()
+        if self.size == 0 and batches[0][1].max_timestamp >= 0:
+            self.rolling_based_timestamp = batches[0][1].max_timestamp
+        for rel_pos, h in batches:
+            pos = position + rel_pos
+            self._track(h)
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(h.last_offset, pos)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                self._bytes_since_last_index_entry = 0
+                self._last_index_position = pos
+            self._bytes_since_last_index_entry += h.size
+        self.size = position + written
+        return position
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int, int, int] | None:
+        """(position, size, base_offset, last_offset) of the first batch with last_offset >= ``offset``."""
+        _, pos = self.offset_index.lookup(offset)
+        pos = max(pos, starting_position)
+        while pos < self.size:
+            walk = self._read_walk(pos)
+            if walk is None:
+                return None
+            base, size, last = walk
+            if last >= offset:
+                return pos, size, base, last
+            pos += size
+        return None
+
+    def read(
+        self, start_offset: int, max_size: int, *, max_offset: int | None = None, min_one_message: bool = True
+    ) -> tuple[FileSlice | None, bool] | None:
+        """Whole batches from the one containing ``start_offset``; None when this segment has no such batch.
+
+        Returns (slice, first_entry_incomplete); slice is None when nothing may be returned.
+        """
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        pos, size, base, _last = found
+        if max_offset is not None and base >= max_offset:
+            return None, False
+        end_limit = self.size
+        if max_offset is not None and max_offset < self.next_offset:
+            bound = self.translate_offset(max_offset, pos)
+            if bound is not None:
+                bpos, bsize, bbase, _ = bound
+                end_limit = bpos if bbase >= max_offset else bpos + bsize
+        if size > max_size:
+            if min_one_message:
+                return FileSlice(self.fd, pos, size, str(self.log_path)), False
+            return None, True
+        target = min(pos + max_size, end_limit)
+        end = pos + size
+        if target == end_limit:
+            end = end_limit
+        else:
+            _, ipos = self.offset_index.lookup_by_position(target)
+            cursor = max(ipos, end)
+            while cursor < target:
+                walk = self._read_walk(cursor)
+                if walk is None or cursor + walk[1] > target:
+                    break
+                cursor += walk[1]
+            end = max(end, cursor)
+        return FileSlice(self.fd, pos, end - pos, str(self.log_path)), False
+
+    def batches_from(self, position: int = 0) -> list[tuple[int, BatchHeader]]:
+        """Headers of every batch from ``position`` to the end (header walk, no CRC)."""
+        out = []
+        while position < self.size:
+            h = self._read_header(position)
+            if h is None:
+                break
+            out.append((position, h))
+            position += h.size
+        return out
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int, int] | None:
+        """(offset, max_timestamp, leader_epoch) of the first batch with max_timestamp >= ``timestamp``."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
+        while pos < self.size:
+            h = self._read_header(pos)
+            if h is None:
+                return None
+            if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:
+                return max(h.base_offset, starting_offset), h.max_timestamp, h.partition_leader_epoch
+            pos += h.size
+        return None
+
+    # -- recovery and truncation -----------------------------------------------------------------------
+    def recover(self, max_message_size: int = INT32_MAX, on_batch=None) -> RecoveryResult:  # noqa: ANN001
+        """Validate every batch, rebuild both indexes, truncate an invalid tail."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = self.base_offset
+        self.next_offset = self.base_offset
+        self._bytes_since_last_index_entry = 0
+        self._last_index_position = 0
+        self.size = os.fstat(self.fd).st_size
+        pos = 0
+        reason: str | None = None
+        bad_offset: int | None = None
+        expected_min = self.base_offset
+        while pos < self.size:
+            raw = os.pread(self.fd, HEADER_SIZE, pos)
+            if len(raw) < HEADER_SIZE:
+                reason = f"torn batch header ({len(raw)} of {HEADER_SIZE} bytes)"
+                break
+            try:
+                h = BatchHeader.parse(raw)
+            except CorruptLogError as e:
+                reason = str(e)
+                break
+            bad_offset = h.base_offset
+            if h.size > self.size - pos:
+                reason = f"torn batch: {h.size} bytes declared, {self.size - pos} on disk"
+                break
+            if h.size > max_message_size:
+                reason = f"batch size {h.size} exceeds {max_message_size}"
+                break
+            if h.base_offset < expected_min or not self.can_convert_to_relative_offset(h.last_offset):
+                reason = f"non-monotonic base offset {h.base_offset} (expected >= {expected_min})"
+                break
+            data = os.pread(self.fd, h.size, pos)
+            if len(data) < h.size or not crc_is_valid(data, 0, h.size):
+                reason = "CRC32C mismatch"
+                break
+            if on_batch is not None:
+                on_batch(h)
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(h.last_offset, pos)
+                self._track(h)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                self._bytes_since_last_index_entry = 0
+                self._last_index_position = pos
+            else:
+                self._track(h)
+            self._bytes_since_last_index_entry += h.size
+            expected_min = h.next_offset
+            pos += h.size
+            bad_offset = None
+        truncated = self.size - pos
+        if truncated:
+            os.ftruncate(self.fd, pos)
+            self.size = pos
+        self._load_rolling_timestamp()
+        return RecoveryResult(truncated, pos, self.next_offset, reason if truncated else None, bad_offset)
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batch containing ``offset`` and everything after it; returns the bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        # Kafka cuts at the start of the batch that contains ``offset``: batches are never split
+        cut = found[0]
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - cut
+        os.ftruncate(self.fd, cut)
+        self.size = cut
+        # the surviving index entries are exact; walk only from the last one to recompute the tail state
+        self._load_tail()
+        return removed
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def should_roll(
+        self, size_to_append: int, max_timestamp: int, last_offset: int, config: LogConfig, now_ms: int
+    ) -> bool:
+        rolling_ts = self.rolling_based_timestamp
+        if rolling_ts is None:
+            rolling_ts = self.created_ms
+        return (
+            self.size > config.segment_bytes - size_to_append
+            or (self.size > 0 and now_ms - rolling_ts > config.segment_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.can_convert_to_relative_offset(last_offset)
+        )
+
+    def on_become_inactive(self) -> None:
+        """Final time index entry and trimmed indexes, as Kafka does when the segment rolls."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+            )
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def largest_timestamp(self) -> int:
+        """Max batch timestamp, or the file's mtime when no batch carries one (Kafka's largestTimestamp)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except OSError:
+            return 0
+
+    def flush(self) -> None:
+        try:
+            os.fsync(self.fd)
+        except OSError as e:
+            if self.fd >= 0:
+                raise KafkaStorageError(f"fsync of {self.log_path} failed: {e}") from e
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        self.on_become_inactive()
+        self.close_handles()
+
+    def close_handles(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename .log/.index/.timeindex from ``old_suffix`` to ``new_suffix`` (e.g. "" -> ".deleted")."""
+
+        def renamed(p: Path) -> Path:
+            name = p.name
+            if old_suffix and name.endswith(old_suffix):
+                name = name[: -len(old_suffix)]
+            return p.with_name(name + new_suffix)
+
+        new_log = renamed(self.log_path)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        for idx in (self.offset_index, self.time_index):
+            if idx.path.exists():
+                idx.rename_to(renamed(idx.path))
+            else:
+                idx.path = renamed(idx.path)
+        self.file_suffix = new_suffix
+
+    def delete_files(self) -> None:
+        self.close_handles()
+        for p in (self.log_path, self.offset_index.path, self.time_index.path):
+            p.unlink(missing_ok=True)
+
+    def read_all(self) -> bytes:
+        """Copy of the whole .log file (tests and tools)."""
+        return FileSlice(self.fd, 0, self.size, str(self.log_path)).read()
+
+    def max_timestamp_at(self, position: int) -> int:
+        raw = os.pread(self.fd, 8, position + MAX_TIMESTAMP_AT)
+        return int.from_bytes(raw, "big", signed=True)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log_path})"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
