@@ -649,15 +649,16 @@ def validate_batches(
     first_view = last_view = view
     last_h: tuple = ()
     while pos < n:
+        if n - pos > _MAGIC_OFFSET and view[pos + _MAGIC_OFFSET] in (0, 1):
+            raise InvalidRecordError(
+                f"message format v{view[pos + _MAGIC_OFFSET]} where record batch v2 is required"
+            )
         if n - pos < BATCH_HEADER_SIZE:
             raise CorruptRecordError(f"{n - pos} trailing bytes are too few for a batch header")
         h = unpack(view, pos)
         length = h[1]
-        magic = h[3]
-        if magic != 2:
-            if magic in (0, 1):
-                raise InvalidRecordError(f"message format v{magic} where record batch v2 is required")
-            raise CorruptRecordError(f"unknown magic byte {magic}")
+        if h[3] != 2:
+            raise CorruptRecordError(f"unknown magic byte {h[3]}")
         if length < _MIN_BATCH_LENGTH:
             raise CorruptRecordError(f"batch_length {length} is below the minimum {_MIN_BATCH_LENGTH}")
         end = pos + LOG_OVERHEAD + length
