@@ -1,0 +1,345 @@
+"""Frames in, typed messages out, and back: the sans-I/O request/response codec.
+
+Contract:
+- A *frame* is the bytes after the 4-byte size prefix. `read_frame_size` checks that prefix against
+  `socket.request.max.bytes` before anything is allocated for the frame.
+- `decode_request(frame)` parses the request header (v0 for ControlledShutdown v0, v1, or v2 for
+  flexible versions) and the body; the result carries `.header`, `.API_KEY` and `.API_VERSION`.
+  Malformed input of any kind (truncation, bad lengths or varints, trailing bytes, non-UTF-8 strings)
+  raises `MalformedMessage`; an API key we do not implement raises `UnknownApiKey`; a version outside
+  `SUPPORTED_VERSIONS` raises `UnsupportedVersion`. Both carry the parsed header when it could be read.
+  No other exception escapes, and nothing is allocated beyond a constant factor of the frame's size.
+- `records` fields of ProduceRequest (and FetchResponse) decode as zero-copy memoryviews into `frame`;
+  when `frame` is a `bytearray` they are writable, so the broker may patch offsets in place.
+- `encode_request` / `encode_response` produce frames without the size prefix. Responses use header v1
+  when the body version is flexible, except ApiVersions, whose response header is always v0.
+- decode followed by encode gives back the same bytes for any valid frame, unknown tagged fields included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from struct import pack, pack_into, unpack_from
+from typing import Any
+
+from kafka.protocol.api_header import RequestHeader, ResponseHeader
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
+
+from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from protocol.errors import (
+    InvalidFrameSize,
+    MalformedMessage,
+    ProtocolError,
+    UnknownApiKey,
+    UnsupportedVersion,
+)
+from protocol.kafka_python_ext import decode_tagged_fields, uvarint_bytes
+from protocol.messages import request_class, response_class
+
+Frame = bytes | bytearray | memoryview
+
+_UNSUPPORTED_VERSION = 35
+
+# Kafka's socket.request.max.bytes default.
+DEFAULT_MAX_REQUEST_BYTES = 100 * 1024 * 1024
+
+# The tagged-field tables for headers: neither header version defines a known tag, so every tag in a
+# header is kept raw in `unknown_tags`.
+_REQUEST_HEADER_TAGS = RequestHeader._struct.tagged_fields(2)
+_RESPONSE_HEADER_TAGS = ResponseHeader._struct.tagged_fields(1)
+
+
+def read_frame_size(prefix: Frame, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> int:
+    """Validate the 4-byte big-endian size prefix; the caller allocates only after this returns."""
+    if len(prefix) != 4:
+        raise InvalidFrameSize(f'size prefix must be 4 bytes, got {len(prefix)}')
+    (size,) = unpack_from('>i', prefix, 0)
+    if size <= 0:
+        raise InvalidFrameSize(f'invalid frame size {size}')
+    if size > max_bytes:
+        raise InvalidFrameSize(f'frame size {size} larger than socket.request.max.bytes {max_bytes}')
+    return size
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """Header layout for a request: 0 (no client_id), 1, or 2 (flexible: tagged fields)."""
+    known = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
+    if known is not None:
+        return known
+    return _request_header_version(api_key, api_version)
+
+
+def _request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+        # ControlledShutdown v0 predates client_id in the header.
+        return 0
+    try:
+        cls = request_class(api_key)
+    except UnknownApiKey:
+        return 1
+    return 2 if api_version >= 0 and cls.flexible_version_q(api_version) else 1
+
+
+_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {
+    (key, version): _request_header_version(key, version)
+    for key, (low, high) in SUPPORTED_VERSIONS.items() for version in range(low, high + 1)
+}
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        # Clients read the ApiVersions response before they know our versions, so it is always v0.
+        return 0
+    return 1 if response_class(api_key).flexible_version_q(api_version) else 0
+
+
+# --- compiled body codecs, cached per (api_key, version) -----------------------------------------------
+
+_REQUEST_DECODERS: dict[tuple[int, int], Callable[[Any, int], tuple[Any, int]]] = {}
+_RESPONSE_DECODERS: dict[tuple[int, int], Callable[[Any, int], tuple[Any, int]]] = {}
+
+
+def _compiled_decoder(cls: type[ApiMessage], version: int) -> Callable[[Any, int], tuple[Any, int]]:
+    flexible = cls.flexible_version_q(version)
+    return cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
+
+
+def _request_decoder(api_key: int, version: int) -> Callable[[Any, int], tuple[Any, int]]:
+    key = (api_key, version)
+    fn = _REQUEST_DECODERS.get(key)
+    if fn is None:
+        fn = _REQUEST_DECODERS[key] = _compiled_decoder(request_class(api_key), version)
+    return fn
+
+
+def _response_decoder(api_key: int, version: int) -> Callable[[Any, int], tuple[Any, int]]:
+    key = (api_key, version)
+    fn = _RESPONSE_DECODERS.get(key)
+    if fn is None:
+        fn = _RESPONSE_DECODERS[key] = _compiled_decoder(response_class(api_key), version)
+    return fn
+
+
+def _check_version(api_key: int, api_version: int, header: Any) -> None:
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    if supported is None:
+        raise UnknownApiKey(f'unknown api key {api_key}', header)
+    if not supported[0] <= api_version <= supported[1]:
+        raise UnsupportedVersion(
+            f'{ApiKey(api_key).name} v{api_version} not supported'
+            f' (we implement v{supported[0]}-v{supported[1]})',
+            header)
+
+
+# --- request headers ------------------------------------------------------------------------------------
+
+def _parse_request_header(mv: memoryview, header_version: int) -> tuple[RequestHeader, int]:
+    n = len(mv)
+    if n < 8:
+        raise MalformedMessage(f'request header needs 8 bytes, frame has {n}')
+    api_key, api_version, correlation_id = unpack_from('>hhi', mv, 0)
+    pos = 8
+    client_id = None
+    if header_version >= 1:
+        if n < 10:
+            raise MalformedMessage('truncated client_id length')
+        (length,) = unpack_from('>h', mv, 8)
+        pos = 10
+        if length >= 0:
+            if pos + length > n:
+                raise MalformedMessage('client_id overruns the frame')
+            try:
+                client_id = str(mv[pos:pos + length], 'utf-8')
+            except UnicodeDecodeError as e:
+                raise MalformedMessage('client_id is not UTF-8') from e
+            pos += length
+        elif length != -1:
+            raise MalformedMessage(f'negative client_id length {length}')
+    header = object.__new__(RequestHeader)
+    header._version = header_version
+    header.tags = None
+    header.unknown_tags = None
+    header.request_api_key = api_key
+    header.request_api_version = api_version
+    header.correlation_id = correlation_id
+    header.client_id = client_id
+    if header_version >= 2:
+        if pos >= n:
+            raise MalformedMessage('truncated header tagged fields')
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = decode_tagged_fields(_REQUEST_HEADER_TAGS, header, mv, pos, 2)
+    return header, pos
+
+
+def _minimal_header(mv: memoryview) -> RequestHeader | None:
+    """Best-effort header (key, version, correlation id) for answering a request we cannot parse."""
+    if len(mv) < 8:
+        return None
+    header = object.__new__(RequestHeader)
+    header._version = 1
+    header.tags = None
+    header.unknown_tags = None
+    header.request_api_key, header.request_api_version, header.correlation_id = unpack_from('>hhi', mv, 0)
+    header.client_id = None
+    return header
+
+
+def decode_request(frame: Frame) -> ApiMessage:
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast('B')
+    n = len(mv)
+    if n < 8:
+        raise MalformedMessage(f'request frame of {n} bytes is shorter than a request header')
+    api_key, api_version = unpack_from('>hh', mv, 0)
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    if supported is None or not supported[0] <= api_version <= supported[1]:
+        try:
+            header, _ = _parse_request_header(mv, request_header_version(api_key, api_version))
+        except ProtocolError:
+            header = _minimal_header(mv)
+        _check_version(api_key, api_version, header)
+    try:
+        header, pos = _parse_request_header(mv, request_header_version(api_key, api_version))
+        request, pos = _request_decoder(api_key, api_version)(mv, pos)
+    except ProtocolError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure inside the generated decoder is malformed input
+        raise MalformedMessage(f'malformed {ApiKey(api_key).name} v{api_version} request: {e!r}',
+                               _minimal_header(mv)) from None
+    if pos != n:
+        raise MalformedMessage(
+            f'{ApiKey(api_key).name} v{api_version} request: {n - pos} bytes left over after the body'
+            if pos < n else f'{ApiKey(api_key).name} v{api_version} request overruns the frame', header)
+    request._header = header
+    return request
+
+
+def _write_tags(out: Any, tagged: Any, item: Any) -> None:
+    tagged.encode_into(item, out, version=None)
+
+
+def encode_request(request: ApiMessage) -> bytes:
+    header = request.header
+    if header is None:
+        raise ValueError('request has no header: call with_header(correlation_id=..., client_id=...) first')
+    api_key = request.API_KEY
+    version = request.API_VERSION
+    header_version = request_header_version(api_key, version)
+    cls = type(request)
+    flexible = cls.flexible_version_q(version)
+    encode_body = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+    with EncodeBufferPool.acquire() as out:
+        out.ensure(8)
+        pack_into('>hhi', out.buf, out.pos, api_key, version, header.correlation_id)
+        out.pos += 8
+        if header_version >= 1:
+            client_id = header.client_id
+            if client_id is None:
+                out.ensure(2)
+                pack_into('>h', out.buf, out.pos, -1)
+                out.pos += 2
+            else:
+                raw = client_id.encode('utf-8')
+                out.ensure(2 + len(raw))
+                pack_into('>h', out.buf, out.pos, len(raw))
+                out.buf[out.pos + 2:out.pos + 2 + len(raw)] = raw
+                out.pos += 2 + len(raw)
+        if header_version >= 2:
+            _write_tags(out, _REQUEST_HEADER_TAGS, header)
+        encode_body(request, out)
+        return bytes(memoryview(out.buf)[:out.pos])
+
+
+# --- responses ------------------------------------------------------------------------------------------
+
+def _parse_response_header(mv: memoryview, header_version: int) -> tuple[ResponseHeader, int]:
+    if len(mv) < 4:
+        raise MalformedMessage('response frame shorter than its header')
+    header = object.__new__(ResponseHeader)
+    header._version = header_version
+    header.tags = None
+    header.unknown_tags = None
+    (header.correlation_id,) = unpack_from('>i', mv, 0)
+    pos = 4
+    if header_version >= 1:
+        if pos >= len(mv):
+            raise MalformedMessage('truncated response header tagged fields')
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = decode_tagged_fields(_RESPONSE_HEADER_TAGS, header, mv, pos, 1)
+    return header, pos
+
+
+def decode_response(frame: Frame, api_key: int, api_version: int) -> ApiMessage:
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast('B')
+    _check_version(api_key, api_version, None)
+    try:
+        header, pos = _parse_response_header(mv, response_header_version(api_key, api_version))
+        if (api_key == ApiKey.API_VERSIONS and len(mv) >= pos + 2
+                and unpack_from('>h', mv, pos)[0] == _UNSUPPORTED_VERSION):
+            # A broker answering an ApiVersions version it does not support replies in the v0 layout
+            # (KIP-511); clients read such a response as v0, and so do we.
+            api_version = 0
+        response, pos = _response_decoder(api_key, api_version)(mv, pos)
+    except ProtocolError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure inside the generated decoder is malformed input
+        raise MalformedMessage(f'malformed {ApiKey(api_key).name} v{api_version} response: {e!r}') from None
+    if pos != len(mv):
+        raise MalformedMessage(f'{ApiKey(api_key).name} v{api_version} response: body does not end the frame')
+    response._header = header
+    return response
+
+
+def encode_response_header_into(out: Any, response: ApiMessage) -> None:
+    header = response.header
+    if header is None:
+        raise ValueError('response has no header: call with_header(correlation_id=...) first')
+    out.ensure(4)
+    pack_into('>i', out.buf, out.pos, header.correlation_id)
+    out.pos += 4
+    if response_header_version(response.API_KEY, response.API_VERSION) >= 1:
+        _write_tags(out, _RESPONSE_HEADER_TAGS, header)
+
+
+def encode_response(response: ApiMessage) -> bytes:
+    version = response.API_VERSION
+    cls = type(response)
+    flexible = cls.flexible_version_q(version)
+    encode_body = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+    with EncodeBufferPool.acquire() as out:
+        encode_response_header_into(out, response)
+        encode_body(response, out)
+        return bytes(memoryview(out.buf)[:out.pos])
+
+
+def api_versions_fallback_response(header: Any) -> bytes:
+    """The frame Kafka sends for an ApiVersions request at a version it does not implement.
+
+    As Kafka (KIP-511): response header v0, body in the v0 layout, error UNSUPPORTED_VERSION, and the
+    api_keys array holding only ApiVersions' own range, so the client retries at a version we support.
+    """
+    correlation_id = header.correlation_id if header is not None else 0
+    low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+    return pack('>ihihhh', correlation_id, 35, 1, ApiKey.API_VERSIONS, low, high)
+
+
+__all__ = [
+    'DEFAULT_MAX_REQUEST_BYTES',
+    'api_versions_fallback_response',
+    'decode_request',
+    'decode_response',
+    'encode_request',
+    'encode_response',
+    'read_frame_size',
+    'request_header_version',
+    'response_header_version',
+    'uvarint_bytes',
+]
