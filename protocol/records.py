@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from crc32c import crc32c
 
@@ -95,7 +95,6 @@ _CONTROL_MASK = 0x20
 _DELETE_HORIZON_MASK = 0x40
 
 _INT32_MAX = 2**31 - 1
-_CODECS = tuple(Compression)
 
 # Cap on a decompressed batch payload when decoding records, in the absence of a caller's limit. Kafka's
 # own limit is implicit (heap); ours keeps a hostile frame from expanding without bound.
@@ -598,7 +597,8 @@ def parse_control_record(record: Record) -> tuple[ControlRecordType, int]:
 
 
 # ----------------------------------------------------------------------------------------------------
-class BatchesSummary(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class BatchesSummary:
     """What the produce path needs to know about one partition's batches, from headers only.
 
     ``offset_count`` is how many offsets ``assign_offsets`` consumes (sum of last_offset_delta + 1).
@@ -694,7 +694,7 @@ def validate_batches(
                 raise InvalidRecordError("a produce request may carry only one v2 batch per partition")
         elif last_offset_delta < 0 or count < 0:
             raise CorruptRecordError("negative last_offset_delta or records_count")
-        codecs.add(_CODECS[code])
+        codecs.add(Compression(code))
         span = last_offset_delta + 1
         if h[8] > max_ts:
             max_ts = h[8]
@@ -711,14 +711,13 @@ def validate_batches(
     if first_h is None:  # unreachable: n > 0 means one iteration ran
         raise InvalidRecordError("no record batches")
     last_sequence = -1 if last_h[11] < 0 else _increment_sequence(last_h[11], last_h[6])
-    first_batch = RecordBatch(first_view)
     return BatchesSummary(
         batch_count=batch_count,
         record_count=record_count,
         offset_count=offset_count,
         size_in_bytes=n,
-        first_batch=first_batch,
-        last_batch=first_batch if batch_count == 1 else RecordBatch(last_view),
+        first_batch=RecordBatch(first_view),
+        last_batch=RecordBatch(last_view),
         max_timestamp=max_ts,
         offset_delta_of_max_timestamp=max_ts_delta,
         producer_id=first_h[9],
