@@ -70,6 +70,10 @@ class LogSegment:
         self.file_suffix = file_suffix
         self.log_path = self.dir / segment_file_name(base_offset, LOG_SUFFIX + file_suffix)
         existed = self.log_path.exists()
+        indexes_existed = all(
+            (self.dir / segment_file_name(base_offset, ext + file_suffix)).exists()
+            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        )
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(
@@ -96,6 +100,9 @@ class LogSegment:
         self.deleted_at_ms: int | None = None
         self.needs_recovery = False
         self.index_problem: str | None = None
+        if self.size > 0 and not indexes_existed:
+            self.needs_recovery = True
+            self.index_problem = "index file missing"
 
     # -- opening -------------------------------------------------------------------------------------------
     @classmethod
@@ -114,6 +121,8 @@ class LogSegment:
         ``index_problem`` says why; the caller then runs ``recover``, which rebuilds the indexes.
         """
         seg = cls(dir, base_offset, config, file_suffix=file_suffix, now_ms=now_ms)
+        if seg.needs_recovery:
+            return seg
         try:
             seg.offset_index.sanity_check(seg.size)
             seg.time_index.sanity_check()
