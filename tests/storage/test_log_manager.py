@@ -1,0 +1,164 @@
+"""LogManager: log dirs, checkpoints, clean-shutdown marker, placement, deletion, meta.properties, locking."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage import KafkaStorageError, LogConfig, LogManager, TopicPartition
+from storage.batch_header import iter_batches
+
+from .conftest import build_batch
+
+CFG = LogConfig(segment_bytes=2048, index_interval_bytes=256, segment_index_bytes=4096)
+NOW = 1_700_000_000_000
+
+
+def _fill(mgr: LogManager, tp: TopicPartition, batches: int) -> None:
+    lg = mgr.get_or_create_log(tp)
+    for i in range(batches):
+        lg.append_as_leader(build_batch(3, value_size=30, seed=i), 0, now_ms=NOW)
+
+
+def test_startup_shutdown_round_trip(tmp_path: Path) -> None:
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    mgr = LogManager(dirs, CFG)
+    mgr.startup()
+    tps = [TopicPartition("orders", p) for p in range(4)]
+    for tp in tps:
+        _fill(mgr, tp, 20)
+    # placement: the dir with fewest partitions
+    assert sorted(len(list(d.glob("orders-*"))) for d in dirs) == [2, 2]
+    mgr.get_log(tps[0]).maybe_increment_log_start_offset(40)
+    mgr.checkpoint_high_watermarks({tp: 55 for tp in tps})
+    mgr.shutdown()
+    for d in dirs:
+        assert (d / ".kafka_cleanshutdown").exists()
+        text = (d / "recovery-point-offset-checkpoint").read_text().splitlines()
+        assert text[:2] == ["0", "2"] and all(line.endswith(" 60") for line in text[2:])
+    mgr2 = LogManager(dirs, CFG)
+    mgr2.startup()
+    assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    assert {lg.topic_partition for lg in mgr2.all_logs()} == set(tps)
+    assert mgr2.get_log(tps[0]).log_start_offset == 40
+    assert mgr2.get_log(tps[1]).log_end_offset == 60
+    assert mgr2.read_high_watermarks() == {tp: 55 for tp in tps}
+    mgr2.shutdown()
+
+
+def test_topic_with_dashes_and_topic_configs(tmp_path: Path) -> None:
+    mgr = LogManager(
+        [tmp_path], CFG, topic_configs=lambda t: {"retention.ms": "1234"} if t == "a-b-c" else {}
+    )
+    mgr.startup()
+    lg = mgr.get_or_create_log(TopicPartition("a-b-c", 12))
+    assert lg.dir.name == "a-b-c-12" and lg.config.retention_ms == 1234
+    mgr.shutdown()
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    assert mgr.get_log(TopicPartition("a-b-c", 12)) is not None
+    mgr.shutdown()
+
+
+def test_damaged_partition_does_not_stop_startup(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    good, bad = TopicPartition("good", 0), TopicPartition("bad", 0)
+    _fill(mgr, good, 10)
+    _fill(mgr, bad, 10)
+    for lg in mgr.all_logs():
+        lg.flush()
+    mgr.checkpoint_recovery_points()
+    bad_log = mgr.get_log(bad).segments[0].log_path
+    for lg in mgr.all_logs():
+        lg.close_handles()  # crash: no clean shutdown marker
+    for fd in mgr._lock_fds:  # the crashed process's locks die with it
+        os.close(fd)
+    data = bytearray(bad_log.read_bytes())
+    second = iter_batches(bytes(data))[1][0]
+    data[second + 70] ^= 0xFF
+    bad_log.write_bytes(data)
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    assert mgr.get_log(good).log_end_offset == 30
+    assert mgr.get_log(bad).log_end_offset == 3
+    assert mgr.get_log(good).read(0, 1 << 20).records.length > 0
+    mgr.shutdown()
+
+
+def test_delete_log_renames_and_startup_removes(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    tp = TopicPartition("gone", 0)
+    _fill(mgr, tp, 3)
+    mgr.delete_log(tp)
+    assert mgr.get_log(tp) is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+    mgr.shutdown()
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+    assert mgr.get_log(tp) is None
+    mgr.shutdown()
+
+
+def test_meta_properties(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.write_meta_properties(1, "cluster-x")
+    props = mgr.read_meta_properties()[0]
+    assert props == {"version": "0", "broker.id": "1", "cluster.id": "cluster-x"}
+    mgr.write_meta_properties(1, "cluster-x")
+    with pytest.raises(KafkaStorageError):
+        mgr.write_meta_properties(2, "cluster-x")
+
+
+def test_log_dir_lock(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    with pytest.raises(KafkaStorageError):
+        LogManager([tmp_path], CFG).startup()
+    mgr.shutdown()
+
+
+def test_topic_id_written_to_partition_metadata(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    tid = uuid.uuid4()
+    lg = mgr.get_or_create_log(TopicPartition("t", 0), topic_id=tid)
+    assert (lg.dir / "partition.metadata").read_text().startswith("version: 0\ntopic_id: ")
+    mgr.shutdown()
+
+
+def test_cleanup_and_flush_dirty_logs(tmp_path: Path) -> None:
+    import dataclasses
+
+    cfg = dataclasses.replace(CFG, retention_bytes=2048, flush_ms=0)
+    mgr = LogManager([tmp_path], cfg)
+    mgr.startup()
+    tp = TopicPartition("r", 0)
+    _fill(mgr, tp, 40)
+    lg = mgr.get_log(tp)
+    mgr.flush_dirty_logs(int(time.time() * 1000) + 1)
+    assert lg.recovery_point == lg.log_end_offset
+    n = len(lg.segments)
+    mgr.cleanup_logs(NOW)
+    assert len(lg.segments) < n and lg.log_start_offset > 0
+    mgr.shutdown()
+
+
+def test_log_config_from_topic_config() -> None:
+    base = LogConfig()
+    cfg = LogConfig.from_topic_config(
+        {"segment.bytes": "1000", "cleanup.policy": "delete,compact", "min.insync.replicas": "2"}, base
+    )
+    assert cfg.segment_bytes == 1000 and cfg.cleanup_policy == "compact,delete" and cfg.compact
+    with pytest.raises(ValueError, match="no.such.key"):
+        LogConfig.from_topic_config({"no.such.key": "1"}, base)
+    with pytest.raises(ValueError, match="retention.ms"):
+        LogConfig.from_topic_config({"retention.ms": "soon"}, base)
+    with pytest.raises(ValueError, match="cleanup.policy"):
+        LogConfig.from_topic_config({"cleanup.policy": "forever"}, base)
