@@ -326,21 +326,52 @@ def _gzip_decompress(view: memoryview, max_size: int | None) -> bytes:
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+def _zstd_frame_content_size(view: memoryview) -> int | None:
+    """Frame_Content_Size from the first frame header, when the writer recorded it."""
+    if len(view) < 6:
+        return None
+    descriptor = view[4]
+    fcs_flag = descriptor >> 6
+    single_segment = bool(descriptor & 0x20)
+    pos = 5 if single_segment else 6
+    pos += (0, 1, 2, 4)[descriptor & 0x03]
+    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or len(view) < pos + size:
+        return None
+    value = int.from_bytes(view[pos:pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
 def _zstd_decompress(view: memoryview, max_size: int | None) -> bytes:
     if len(view) < 4 or bytes(view[:4]) != _ZSTD_MAGIC:
         raise CorruptRecordError("zstd frame has bad magic")
-    try:
-        if max_size is None:
+    if max_size is None:
+        try:
             return bytes(cramjam.zstd.decompress(view))
-        # decompress_into stops with an error when the output buffer is full, so allocation is bounded.
-        out = bytearray(max_size + 1)
-        produced = cramjam.zstd.decompress_into(view, out)
-    except cramjam.DecompressionError as exc:
-        raise CorruptRecordError(f"zstd frame cannot be decompressed (or exceeds limit): {exc}") from None
-    if produced > max_size:
-        raise CorruptRecordError(f"zstd output exceeds limit {max_size}")
-    del out[produced:]
-    return bytes(out)
+        except cramjam.DecompressionError as exc:
+            raise CorruptRecordError(f"zstd frame cannot be decompressed: {exc}") from None
+    # decompress_into stops with an error when its buffer is full, so every allocation is bounded. Start at
+    # the declared content size (Java's streaming writer leaves it out; then guess) and grow 4x up to the
+    # limit; one spare byte tells "exactly full" apart from "more to come".
+    cap = max_size + 1
+    declared = _zstd_frame_content_size(view)
+    if declared is not None and declared > max_size:
+        raise CorruptRecordError(f"zstd content size {declared} exceeds limit {max_size}")
+    size = min(cap, declared + 1 if declared is not None else max(64 * 1024, 4 * len(view)))
+    while True:
+        out = bytearray(size)
+        try:
+            produced = cramjam.zstd.decompress_into(view, out)
+        except cramjam.DecompressionError as exc:
+            if "whole buffer" not in str(exc):
+                raise CorruptRecordError(f"zstd frame cannot be decompressed: {exc}") from None
+            produced = size
+        if produced < size:
+            del out[produced:]
+            return bytes(out)
+        if size >= cap:
+            raise CorruptRecordError(f"zstd output exceeds limit {max_size}")
+        size = min(cap, size * 4)
 
 
 def compress(codec: Compression, data: bytes | bytearray | memoryview) -> bytes:

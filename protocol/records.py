@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
@@ -95,6 +95,7 @@ _CONTROL_MASK = 0x20
 _DELETE_HORIZON_MASK = 0x40
 
 _INT32_MAX = 2**31 - 1
+_CODECS = tuple(Compression)
 
 # Cap on a decompressed batch payload when decoding records, in the absence of a caller's limit. Kafka's
 # own limit is implicit (heap); ours keeps a hostile frame from expanding without bound.
@@ -308,8 +309,12 @@ class RecordBatch:
         return _iter_records(payload, count, h[0], h[7], h[8] if log_append else None, h[11])
 
 
-def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Zigzag varint up to 64 bits; returns (value, new_pos)."""
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:  # one byte: the common case for lengths, deltas and counts
+            return (b >> 1) ^ -(b & 1), pos + 1
     result = 0
     shift = 0
     while True:
@@ -334,49 +339,52 @@ def _iter_records(
     log_append_time: int | None,
     base_sequence: int,
 ) -> Iterator[Record]:
+    # One copy of the records section: indexing and slicing bytes is cheaper than a memoryview, and keys
+    # and values come out as bytes anyway.
+    data = bytes(payload)
     pos = 0
-    end = len(payload)
+    end = len(data)
     for _ in range(count):
-        length, pos = _read_varint(payload, pos, end)
+        length, pos = _read_varint(data, pos, end)
         if length < 0 or pos + length > end:
             raise CorruptRecordError(f"record length {length} is negative or past the batch end")
         record_end = pos + length
         if pos >= record_end:
             raise CorruptRecordError("empty record")
         pos += 1  # attributes, unused
-        timestamp_delta, pos = _read_varint(payload, pos, record_end)
-        offset_delta, pos = _read_varint(payload, pos, record_end)
-        key_len, pos = _read_varint(payload, pos, record_end)
+        timestamp_delta, pos = _read_varint(data, pos, record_end)
+        offset_delta, pos = _read_varint(data, pos, record_end)
+        key_len, pos = _read_varint(data, pos, record_end)
         if key_len < -1 or pos + key_len > record_end:
             raise CorruptRecordError(f"record key length {key_len} is invalid")
         key = None
         if key_len >= 0:
-            key = bytes(payload[pos:pos + key_len])
+            key = data[pos:pos + key_len]
             pos += key_len
-        value_len, pos = _read_varint(payload, pos, record_end)
+        value_len, pos = _read_varint(data, pos, record_end)
         if value_len < -1 or pos + value_len > record_end:
             raise CorruptRecordError(f"record value length {value_len} is invalid")
         value = None
         if value_len >= 0:
-            value = bytes(payload[pos:pos + value_len])
+            value = data[pos:pos + value_len]
             pos += value_len
-        header_count, pos = _read_varint(payload, pos, record_end)
+        header_count, pos = _read_varint(data, pos, record_end)
         if header_count < 0 or header_count > record_end - pos:
             raise CorruptRecordError(f"invalid record header count {header_count}")
         headers: list[tuple[str, bytes | None]] = []
         for _h in range(header_count):
-            hk_len, pos = _read_varint(payload, pos, record_end)
+            hk_len, pos = _read_varint(data, pos, record_end)
             if hk_len < 0 or pos + hk_len > record_end:
                 raise CorruptRecordError(f"record header key length {hk_len} is invalid")
             # Java decodes with replacement of malformed UTF-8; so do we.
-            hkey = bytes(payload[pos:pos + hk_len]).decode("utf-8", "replace")
+            hkey = data[pos:pos + hk_len].decode("utf-8", "replace")
             pos += hk_len
-            hv_len, pos = _read_varint(payload, pos, record_end)
+            hv_len, pos = _read_varint(data, pos, record_end)
             if hv_len < -1 or pos + hv_len > record_end:
                 raise CorruptRecordError(f"record header value length {hv_len} is invalid")
             hval = None
             if hv_len >= 0:
-                hval = bytes(payload[pos:pos + hv_len])
+                hval = data[pos:pos + hv_len]
                 pos += hv_len
             headers.append((hkey, hval))
         if pos != record_end:
@@ -597,8 +605,7 @@ def parse_control_record(record: Record) -> tuple[ControlRecordType, int]:
 
 
 # ----------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class BatchesSummary:
+class BatchesSummary(NamedTuple):
     """What the produce path needs to know about one partition's batches, from headers only.
 
     ``offset_count`` is how many offsets ``assign_offsets`` consumes (sum of last_offset_delta + 1).
@@ -694,7 +701,7 @@ def validate_batches(
                 raise InvalidRecordError("a produce request may carry only one v2 batch per partition")
         elif last_offset_delta < 0 or count < 0:
             raise CorruptRecordError("negative last_offset_delta or records_count")
-        codecs.add(Compression(code))
+        codecs.add(_CODECS[code])
         span = last_offset_delta + 1
         if h[8] > max_ts:
             max_ts = h[8]
@@ -711,13 +718,14 @@ def validate_batches(
     if first_h is None:  # unreachable: n > 0 means one iteration ran
         raise InvalidRecordError("no record batches")
     last_sequence = -1 if last_h[11] < 0 else _increment_sequence(last_h[11], last_h[6])
+    first_batch = RecordBatch(first_view)
     return BatchesSummary(
         batch_count=batch_count,
         record_count=record_count,
         offset_count=offset_count,
         size_in_bytes=n,
-        first_batch=RecordBatch(first_view),
-        last_batch=RecordBatch(last_view),
+        first_batch=first_batch,
+        last_batch=first_batch if batch_count == 1 else RecordBatch(last_view),
         max_timestamp=max_ts,
         offset_delta_of_max_timestamp=max_ts_delta,
         producer_id=first_h[9],

@@ -198,3 +198,13 @@ def test_arbitrary_input_only_raises_corrupt(codec: Compression, data: bytes) ->
         decompress(codec, data, max_size=1 << 16)
     except CorruptRecordError:
         pass
+
+
+def test_zstd_without_content_size_and_concatenated_frames() -> None:
+    streaming = zstandard.ZstdCompressor(write_content_size=False).compress(DATA)
+    assert decompress(Compression.ZSTD, streaming, max_size=len(DATA)) == DATA
+    two_frames = compress(Compression.ZSTD, DATA[:5000]) + compress(Compression.ZSTD, DATA[5000:])
+    assert decompress(Compression.ZSTD, two_frames, max_size=len(DATA)) == DATA
+    assert decompress(Compression.ZSTD, two_frames) == DATA
+    with pytest.raises(CorruptRecordError):
+        decompress(Compression.ZSTD, two_frames, max_size=len(DATA) - 1)
