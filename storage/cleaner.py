@@ -93,6 +93,10 @@ class CleanerError(Exception):
     """The log changed under the cleaner (segments removed or truncated) or a segment is unreadable."""
 
 
+class CleanerAbortedError(CleanerError):
+    """``abort_and_pause`` stopped a clean in progress; its partial output was discarded."""
+
+
 def segment_batches(seg: LogSegment) -> Iterator[tuple[codec.BatchHeader, memoryview]]:
     """Every complete v2 batch of a segment, read in large chunks through the segment's fd."""
     end = 0
@@ -146,6 +150,9 @@ def filter_batch(
     stats: CleanerStats,
 ) -> bytes | None:
     """The bytes to keep for one batch: the original, a re-encoded subset, an empty batch, or None."""
+    if not codec.batch_crc_valid(batch):
+        # Recovery validated these bytes once; a mismatch now means the file changed under us. Never copy it.
+        raise CleanerError(f"CRC mismatch in the batch at offset {header.base_offset}")
     if header.is_control:
         return bytes(batch)
     records = codec.decode_records(batch, header)
@@ -213,6 +220,62 @@ class LogCleaner:
         # A soft bound: the map stops growing after the segment that reaches it (at least one dirty segment).
         self.max_map_entries = max_map_entries
         self._checkpoint_lock = threading.Lock()
+        self._state = threading.Condition()
+        self._in_progress: set[TopicPartition] = set()
+        self._paused: dict[TopicPartition, int] = {}
+        self._aborting: set[TopicPartition] = set()
+
+    # -- pausing (Kafka's LogCleanerManager.abortAndPauseCleaning / resumeCleaning) ---------------------
+    def abort_and_pause(self, tp: TopicPartition, timeout: float | None = None) -> bool:
+        """Stop a running clean of ``tp`` and keep it from being cleaned until ``resume(tp)``.
+
+        The broker calls this before truncating, deleting, or applying retention to a compacted log, then
+        ``resume`` after. Blocks until a clean in progress has stopped (or swapped its current group in);
+        returns False if ``timeout`` passed first. Pauses nest: each needs its own resume.
+        """
+        with self._state:
+            self._paused[tp] = self._paused.get(tp, 0) + 1
+            if tp in self._in_progress:
+                self._aborting.add(tp)
+            return self._state.wait_for(lambda: tp not in self._in_progress, timeout)
+
+    def resume(self, tp: TopicPartition) -> None:
+        with self._state:
+            left = self._paused.get(tp, 0) - 1
+            if left > 0:
+                self._paused[tp] = left
+            else:
+                self._paused.pop(tp, None)
+
+    def is_paused(self, tp: TopicPartition) -> bool:
+        with self._state:
+            return tp in self._paused
+
+    def _check_abort(self, tp: TopicPartition) -> None:
+        if tp in self._aborting:  # a set read under the GIL; the flag is only ever added while we run
+            raise CleanerAbortedError(f"cleaning of {tp} aborted")
+
+    def dirtiest_log(self, logs: list[Log]) -> Log | None:
+        """Kafka's grabFilthiestCompactedLog, by sizes only: the compacted, unpaused log with the highest
+        dirty ratio at or above its min.cleanable.dirty.ratio (``clean`` re-checks transactions and lag)."""
+        best: tuple[float, Log] | None = None
+        for candidate in logs:
+            if "compact" not in candidate.config.cleanup_policy.split(",") or self.is_paused(
+                    candidate.topic_partition):
+                continue
+            segments = list(candidate.segments)
+            if len(segments) < 2:
+                continue
+            first_dirty = self.first_dirty_offset(candidate)
+            total = sum(seg.size for seg in segments[:-1])
+            dirty = sum(seg.size for i, seg in enumerate(segments[:-1])
+                        if segments[i + 1].base_offset > first_dirty)
+            ratio = dirty / total if total else 0.0
+            if not dirty or ratio < candidate.config.min_cleanable_dirty_ratio:
+                continue
+            if best is None or ratio > best[0]:
+                best = (ratio, candidate)
+        return None if best is None else best[1]
 
     # -- checkpoint -------------------------------------------------------------------------------------
     @staticmethod
@@ -239,12 +302,28 @@ class LogCleaner:
 
     # -- cleaning ---------------------------------------------------------------------------------------
     def clean(self, log: Log, now_ms: int) -> CleanerStats:
+        """Compact ``log`` once (see the module contract). Raises CleanerError if the log is unreadable."""
         started = time.monotonic()
-        stats = CleanerStats(topic_partition=log.topic_partition)
+        tp = log.topic_partition
+        stats = CleanerStats(topic_partition=tp)
+        with self._state:
+            if tp in self._paused:
+                stats.skipped = "paused"
+                return stats
+            if tp in self._in_progress:
+                stats.skipped = "already being cleaned"
+                return stats
+            self._in_progress.add(tp)
         try:
             self._clean(log, now_ms, stats)
+        except CleanerAbortedError:
+            stats.skipped = "aborted"
         finally:
             stats.elapsed_ms = (time.monotonic() - started) * 1000
+            with self._state:
+                self._in_progress.discard(tp)
+                self._aborting.discard(tp)
+                self._state.notify_all()
         return stats
 
     def _clean(self, log: Log, now_ms: int, stats: CleanerStats) -> None:
@@ -283,7 +362,8 @@ class LogCleaner:
             stats.skipped = f"dirty ratio {stats.dirty_ratio:.3f} < min.cleanable.dirty.ratio"
             return
 
-        offset_map, end_offset = self._build_offset_map(dirty, segments, first_dirty, scan, stats)
+        offset_map, end_offset = self._build_offset_map(
+            log.topic_partition, dirty, segments, first_dirty, scan, stats)
         stats.map_entries = len(offset_map)
         stats.end_offset = end_offset
         to_clean = [seg for seg in cleanable if seg.base_offset < end_offset]
@@ -294,6 +374,7 @@ class LogCleaner:
 
     def _build_offset_map(
         self,
+        tp: TopicPartition,
         dirty: list[LogSegment],
         segments: list[LogSegment],
         first_dirty: int,
@@ -304,6 +385,7 @@ class LogCleaner:
         end_offset = first_dirty
         for seg in dirty:
             for header, batch in segment_batches(seg):
+                self._check_abort(tp)
                 if header.is_control or header.base_offset in scan.aborted_batches:
                     continue
                 if header.last_offset < first_dirty:
@@ -339,6 +421,7 @@ class LogCleaner:
                 drop_tombstones = modified <= drop_before_ms
                 out = bytearray()
                 for header, batch in segment_batches(seg):
+                    self._check_abort(log.topic_partition)
                     last_of_producer = scan.last_batch_of_producer.get(header.producer_id)
                     kept = filter_batch(
                         header, batch, offset_map, drop_tombstones=drop_tombstones,
@@ -359,6 +442,7 @@ class LogCleaner:
             os.utime(cleaned.log_path, ns=(newest_mtime * 1_000_000, newest_mtime * 1_000_000))
             stats.bytes_written += cleaned.size
             stats.segments_written += 1
+            self._check_abort(log.topic_partition)
         except BaseException:
             cleaned.delete_files()
             raise

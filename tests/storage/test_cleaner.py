@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from storage import dump_log as dl
 from storage.checkpoints import OffsetCheckpointFile
-from storage.cleaner import CLEANER_CHECKPOINT, LogCleaner
+from storage.cleaner import CLEANER_CHECKPOINT, CleanerError, LogCleaner
 from storage.config import LogConfig
 from storage.dump_log import Record
 from storage.log import Log
@@ -296,3 +297,77 @@ def test_kill_9_during_swap_leaves_a_recoverable_log(tmp_path: Path) -> None:
         assert LogCleaner().clean(reopened, now_ms()).cleaned
         assert latest_by_key(read_all(reopened)) == latest_by_key(before)
         reopened.close()
+
+
+class _HoldingCleaner(LogCleaner):
+    """Stops at its first abort check until an abort is requested, so the test hits a clean mid-way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+
+    def _check_abort(self, tp: TopicPartition) -> None:
+        self.started.set()
+        deadline = time.monotonic() + 10
+        while tp not in self._aborting and time.monotonic() < deadline:
+            time.sleep(0.001)
+        super()._check_abort(tp)
+
+
+def test_abort_and_pause_stops_a_running_clean_and_blocks_new_ones(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fill(log, 3, 4)
+    before = read_all(log)
+    files_before = sorted(p.name for p in (tmp_path / "orders-0").iterdir())
+    cleaner = _HoldingCleaner()
+    tp = log.topic_partition
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(cleaner.clean(log, now_ms())))
+    worker.start()
+    assert cleaner.started.wait(10)
+    assert cleaner.abort_and_pause(tp, timeout=10)
+    worker.join(10)
+    assert result[0].skipped == "aborted"
+    assert read_all(log) == before
+    assert sorted(p.name for p in (tmp_path / "orders-0").iterdir()) == files_before  # no .cleaned left
+    assert cleaner.clean(log, now_ms()).skipped == "paused"
+    assert cleaner.dirtiest_log([log]) is None
+    cleaner.resume(tp)
+    assert not cleaner.is_paused(tp)
+    assert cleaner.dirtiest_log([log]) is log
+    assert LogCleaner().clean(log, now_ms()).cleaned  # the aborted run left nothing that blocks a new one
+    assert latest_by_key(read_all(log)) == latest_by_key(before)
+    log.close()
+
+
+def test_corrupt_batch_in_a_cleanable_segment_is_never_copied(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    fill(log, 2, 3)
+    first = log.segments[0]
+    raw = bytearray(first.read_all())
+    os.pwrite(first.fd, bytes([raw[-2] ^ 0xFF]), len(raw) - 2)  # bit rot after recovery validated the file
+    try:
+        LogCleaner().clean(log, now_ms())
+    except CleanerError as exc:
+        assert "CRC mismatch" in str(exc)
+    else:
+        raise AssertionError("a corrupt batch was cleaned")
+    assert not list((tmp_path / "orders-0").glob("*.cleaned*"))
+    assert len(log.segments) == 3
+    log.close()
+
+
+def test_dirtiest_log_picks_the_highest_ratio(tmp_path: Path) -> None:
+    a = Log.open(tmp_path / "a-0", COMPACT, now_ms=now_ms())
+    b = Log.open(tmp_path / "b-0", COMPACT, now_ms=now_ms())
+    d = Log.open(tmp_path / "d-0", LogConfig(), now_ms=now_ms())  # delete policy: never picked
+    for log in (a, b, d):
+        fill(log, 2, 3)
+    cleaner = LogCleaner()
+    assert cleaner.clean(a, now_ms()).cleaned
+    fill(a, 1, 3, start_round=9)  # a: partly dirty; b: all dirty
+    assert cleaner.dirtiest_log([a, b, d]) is b
+    assert cleaner.clean(b, now_ms()).cleaned
+    assert cleaner.dirtiest_log([a, b, d]) is a
+    for log in (a, b, d):
+        log.close()
