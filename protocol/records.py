@@ -308,6 +308,29 @@ class RecordBatch:
         log_append = bool(h[5] & _TIMESTAMP_TYPE_MASK)
         return _iter_records(payload, count, h[0], h[7], h[8] if log_append else None, h[11])
 
+    def validate_records(
+        self, *, require_keys: bool = False, max_size: int | None = DEFAULT_MAX_DECOMPRESSED_SIZE
+    ) -> int:
+        """The record-level checks of Kafka's LogValidator, for when the broker must decode (compacted
+        topics, compressed client batches): offset deltas 0..n-1 in order (INVALID_RECORD otherwise), a key
+        on every record if ``require_keys``. Returns the largest record timestamp (-1 if none)."""
+        base = self._h[0]
+        max_timestamp = -1
+        expected = 0
+        for record in self.records(max_size):
+            if record.offset - base != expected:
+                raise InvalidRecordError(
+                    f"record offset delta {record.offset - base} where {expected} was expected"
+                )
+            if require_keys and record.key is None:
+                raise InvalidRecordError("compacted topic cannot accept a record without a key")
+            if record.timestamp > max_timestamp:
+                max_timestamp = record.timestamp
+            expected += 1
+        if expected and expected - 1 != self._h[6]:
+            raise InvalidRecordError(f"last_offset_delta {self._h[6]} but {expected} records")
+        return max_timestamp
+
 
 def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Zigzag varint up to 64 bits; returns (value, new_pos)."""

@@ -373,3 +373,16 @@ def test_sequence_wraps_like_kafka() -> None:
     batch = RecordBatch(memoryview(raw))
     assert [r.sequence for r in batch.records()] == [2**31 - 2, 2**31 - 1, 0]
     assert batch.last_sequence == 0
+
+
+def test_validate_records_kafka_record_level_checks() -> None:
+    rows = sample_records(8)
+    batch = RecordBatch(memoryview(build_batch(rows, compression=Compression.SNAPPY)))
+    assert batch.validate_records() == max(r[3] for r in rows)
+    with pytest.raises(InvalidRecordError, match="key"):
+        batch.validate_records(require_keys=True)  # sample row 0 has a null key
+    keyed = RecordBatch(memoryview(build_batch([(b"k", b"v", [], 5), (b"j", None, [], 9)])))
+    assert keyed.validate_records(require_keys=True) == 9
+    gap = RecordBatch(memoryview(build_batch([(b"k", b"v", [], 1)] * 2, offset_deltas=[0, 3])))
+    with pytest.raises(InvalidRecordError, match="offset delta"):
+        gap.validate_records()
