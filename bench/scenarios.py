@@ -1,0 +1,504 @@
+"""The benchmark scenarios (issue 7), each runnable against any `Target`.
+
+Contract: `build_scenarios(quick) -> list[Scenario]`. A `Scenario` has an `id`, its `metrics`
+(name, unit, direction, the issue's goal for our broker and, for produce, the required ratio
+against the mock), `reps`, and:
+- `not_applicable(target) -> str | None`: a reason when the scenario cannot run there
+  (e.g. recovery after kill -9 needs a broker process we own and that persists data);
+- `run(target, ctx, rep) -> (values, notes)`: one measurement; raises on failure (the harness
+  turns that into an error row, never a crashed run);
+- `cleanup(target, ctx)`: after the last repetition (deletes topics, stops fresh brokers).
+`profiled` scenarios get one extra, uncounted run against our broker under py-spy with --profile.
+Sizes: --quick keeps every scenario small (the whole run ≤ 60 s); the full run uses the issue's
+sizes (300,000 x 1 KiB produce, 1 GiB consume and recovery, 1,000 partitions).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.runner import LoadError, LoadProcess, delete_topics, ensure_partitions, run_load
+from bench.targets import AttachedTarget, MockProcess, OurBrokerCli, Target, TargetError
+from bench.wire import wait_for_api_versions
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    goal: float | None = None  # for our broker: >= goal if higher_is_better else <= goal
+    peer_ratio_goal: float | None = None  # ours/mock must be >= this (produce)
+
+
+@dataclass
+class Context:
+    quick: bool
+    work_dir: Path
+    results_dir: Path
+    stamp: str
+    deadline: float
+    profile: bool = False
+    state: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def timeout(self, wanted: float) -> float:
+        return max(5.0, min(wanted, self.remaining() + 5.0))
+
+
+Values = dict[str, float]
+
+
+class Scenario:
+    id = ""
+    metrics: list[Metric] = []
+    reps = 1
+    profiled = False
+    # Scenarios that start their own broker process run even when the long-lived target did not start.
+    fresh_broker = False
+
+    def not_applicable(self, target: Target) -> str | None:
+        return None
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        raise NotImplementedError
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        pass
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class ProduceScenario(Scenario):
+    profiled = True
+
+    def __init__(self, partitions: int, acks: str, compression: str, count: int, reps: int) -> None:
+        self.partitions = partitions
+        self.acks = acks
+        self.compression = compression
+        self.count = count
+        self.reps = reps
+        acks_label = "all" if acks == "-1" else acks
+        self.id = f"produce p={partitions} acks={acks_label} {compression}"
+        self.metrics = [Metric("MB/s", "MB/s", True, goal=400.0, peer_ratio_goal=1.0)]
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        tps = ensure_partitions(target, _unique("bench-produce"), self.partitions)
+        try:
+            result = run_load(
+                {
+                    "kind": "produce",
+                    "bootstrap": target.bootstrap,
+                    "tps": tps,
+                    "count": self.count,
+                    "size": KIB,
+                    "acks": self.acks,
+                    "compression": self.compression,
+                    "linger_ms": 5,
+                    "batch_bytes": MIB,
+                },
+                ctx.timeout(120),
+            )
+        finally:
+            delete_topics(target, {t for t, _ in tps})
+        notes = []
+        if target.kind == "mock" and len({t for t, _ in tps}) > 1:
+            notes.append(f"mock: {self.partitions} partitions spread over auto-created 4-partition topics")
+        return {"MB/s": result["MB/s"]}, notes
+
+
+class _FilledTopic:
+    """A topic filled once per target and read by every repetition."""
+
+    def __init__(self, messages: int, partitions: int = 1) -> None:
+        self.messages = messages
+        self.partitions = partitions
+
+    def get(self, scenario: Scenario, target: Target, ctx: Context) -> list[tuple[str, int]]:
+        key = (scenario.id, target.name)
+        if key not in ctx.state:
+            tps = ensure_partitions(target, _unique("bench-filled"), self.partitions)
+            ctx.state[key] = tps
+            run_load(
+                {
+                    "kind": "produce",
+                    "bootstrap": target.bootstrap,
+                    "tps": tps,
+                    "count": self.messages,
+                    "size": KIB,
+                    "acks": "1",
+                    "compression": "none",
+                    "linger_ms": 5,
+                    "batch_bytes": MIB,
+                },
+                ctx.timeout(300),
+            )
+        return ctx.state[key]
+
+    def cleanup(self, scenario: Scenario, target: Target, ctx: Context) -> None:
+        tps = ctx.state.pop((scenario.id, target.name), None)
+        if tps:
+            delete_topics(target, {t for t, _ in tps})
+
+
+class ConsumeScenario(Scenario):
+    profiled = True
+
+    def __init__(self, total_bytes: int, reps: int) -> None:
+        self.messages = total_bytes // KIB
+        self.reps = reps
+        label = f"{total_bytes // GIB} GiB" if total_bytes >= GIB else f"{total_bytes // MIB} MiB"
+        self.id = f"consume {label} from earliest"
+        self.metrics = [Metric("MB/s", "MB/s", True, goal=1000.0)]
+        self.topic = _FilledTopic(self.messages)
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        tps = self.topic.get(self, target, ctx)
+        result = run_load(
+            {"kind": "consume", "bootstrap": target.bootstrap, "tps": tps, "expected": self.messages},
+            ctx.timeout(180),
+        )
+        notes = []
+        if result["messages"] != self.messages:
+            notes.append(
+                f"{target.name} returned {result['messages']} of {self.messages} messages "
+                f"(log start offset {result['log_start_offsets']}; the mock keeps little data)"
+                if target.kind == "mock"
+                else f"{target.name} returned {result['messages']} of {self.messages} messages"
+            )
+        if result.get("timed_out"):
+            notes.append("consume timed out")
+        return {"MB/s": result["MB/s"]}, notes
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        self.topic.cleanup(self, target, ctx)
+
+
+class LatencyScenario(Scenario):
+    def __init__(self, rate: int, seconds: float, reps: int) -> None:
+        self.rate = rate
+        self.count = int(rate * seconds)
+        self.warmup = min(self.count // 10, rate // 2)
+        self.reps = reps
+        self.id = f"e2e latency {rate:,} msg/s x {seconds:g}s"
+        self.metrics = [
+            Metric("p50", "ms", False),
+            Metric("p99", "ms", False, goal=5.0),
+            Metric("p99.9", "ms", False),
+        ]
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        key = (self.id, target.name)
+        if key not in ctx.state:
+            ctx.state[key] = ensure_partitions(target, _unique("bench-latency"), 1)
+        tp = ctx.state[key][0]
+        seconds = self.count / self.rate
+        consumer = LoadProcess(
+            {
+                "kind": "latency_consumer",
+                "bootstrap": target.bootstrap,
+                "tp": tp,
+                "count": self.count,
+                "warmup": self.warmup,
+                "timeout_s": seconds + 30,
+            }
+        )
+        try:
+            consumer.wait_for("READY", 30)
+            sent = run_load(
+                {
+                    "kind": "latency_producer",
+                    "bootstrap": target.bootstrap,
+                    "tp": tp,
+                    "rate": self.rate,
+                    "count": self.count,
+                    "size": KIB,
+                    "acks": "1",
+                    "linger_ms": 0,
+                },
+                ctx.timeout(seconds + 30),
+            )
+            result = consumer.result(seconds + 45)
+        finally:
+            consumer.kill()
+        notes = [f"producer acks=1 linger.ms=0, consumer fetch.wait.max.ms=100, {self.warmup} warm-up msgs"]
+        if target.kind == "mock":
+            notes.append("mock answers a waiting fetch only at fetch.wait.max.ms, not on append")
+        if sent["achieved_rate"] < 0.95 * self.rate:
+            notes.append(f"producer only reached {sent['achieved_rate']:.0f} msg/s")
+        if result["received"] < self.count:
+            notes.append(f"received {result['received']} of {self.count}")
+        return {"p50": result["p50_ms"], "p99": result["p99_ms"], "p99.9": result["p99.9_ms"]}, notes
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        tps = ctx.state.pop((self.id, target.name), None)
+        if tps:
+            delete_topics(target, {t for t, _ in tps})
+
+
+class FanoutScenario(Scenario):
+    profiled = True
+
+    def __init__(self, consumers: int, processes: int, total_bytes: int, reps: int) -> None:
+        self.consumers = consumers
+        self.processes = processes
+        self.messages = total_bytes // KIB
+        self.reps = reps
+        self.id = f"fetch fan-out {consumers} consumers x {total_bytes // MIB} MiB"
+        self.metrics = [Metric("MB/s", "MB/s", True)]
+        self.topic = _FilledTopic(self.messages)
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        tps = self.topic.get(self, target, ctx)
+        per_process = self.consumers // self.processes
+        loads = [
+            LoadProcess(
+                {
+                    "kind": "fanout",
+                    "bootstrap": target.bootstrap,
+                    "tps": tps,
+                    "consumers": per_process,
+                    "expected": self.messages,
+                    "timeout_s": ctx.timeout(120),
+                }
+            )
+            for _ in range(self.processes)
+        ]
+        try:
+            for load in loads:
+                load.wait_for("READY", 60)
+            for load in loads:
+                load.send("GO")
+            results = [load.result(ctx.timeout(120) + 30) for load in loads]
+        finally:
+            for load in loads:
+                load.kill()
+        seconds = (max(r["end_ns"] for r in results) - min(r["start_ns"] for r in results)) / 1e9
+        total = sum(r["bytes"] for r in results)
+        messages = sum(r["messages"] for r in results)
+        notes = [f"{self.processes} client processes x {per_process} consumers, each reads the whole topic"]
+        if messages != self.messages * self.consumers:
+            notes.append(f"delivered {messages} of {self.messages * self.consumers} messages")
+        return {"MB/s": total / max(seconds, 1e-9) / 1e6}, notes
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        self.topic.cleanup(self, target, ctx)
+
+
+def _fresh_dir(ctx: Context, prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=ctx.work_dir)) / "logs"
+
+
+def _start_fresh(target: Target, ctx: Context, prefix: str) -> tuple[Any, float]:
+    """A new broker process of the target's kind; returns (handle, seconds to first ApiVersions)."""
+    if target.kind == "ours":
+        broker = OurBrokerCli(_fresh_dir(ctx, prefix))
+        broker.spawn()
+        try:
+            answered = wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + 30)
+        except Exception as exc:
+            tail = broker.output_tail()
+            broker.stop()
+            raise TargetError(f"our broker did not answer ApiVersions: {exc} | output: {tail}") from exc
+        return broker, answered - broker.spawned_at
+    mock = MockProcess()
+    spawned_at = time.monotonic()
+    mock.spawn()
+    try:
+        host, _, port = mock.wait_bootstrap().split(",")[0].rpartition(":")
+        answered = wait_for_api_versions(host, int(port), time.monotonic() + 30)
+    except Exception:
+        mock.stop()
+        raise
+    return mock, answered - spawned_at
+
+
+def _owned_only(target: Target) -> str | None:
+    return "needs a broker process the harness starts itself" if target.kind == "external" else None
+
+
+class StartupScenario(Scenario):
+    fresh_broker = True
+    id = "start-up to first ApiVersions"
+    metrics = [Metric("seconds", "s", False, goal=0.3)]
+
+    def __init__(self, reps: int) -> None:
+        self.reps = reps
+
+    def not_applicable(self, target: Target) -> str | None:
+        return _owned_only(target)
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        broker, seconds = _start_fresh(target, ctx, "startup-")
+        broker.stop()
+        notes = (
+            ["includes interpreter start (python -m broker)"]
+            if target.kind == "ours"
+            else ["mock: python + confluent_kafka import + mock cluster start"]
+        )
+        return {"seconds": seconds}, notes
+
+
+class PartitionsScenario(Scenario):
+    fresh_broker = True
+    def __init__(self, partitions: int, reps: int) -> None:
+        self.partitions = partitions
+        self.reps = reps
+        self.id = f"{partitions:,} partitions (fresh broker)"
+        self.metrics = [
+            Metric("create", "s", False),
+            Metric("metadata", "ms", False),
+            Metric("RSS", "MB", False, goal=80.0 if partitions >= 1000 else None),
+        ]
+
+    def not_applicable(self, target: Target) -> str | None:
+        return _owned_only(target)
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        import psutil
+
+        broker, _ = _start_fresh(target, ctx, "partitions-")
+        try:
+            fresh = AttachedTarget(target.name, target.kind, broker.bootstrap, broker.pid)
+            t0 = time.monotonic()
+            tps = ensure_partitions(fresh, "bench-many", self.partitions, timeout_s=ctx.timeout(120))
+            created = time.monotonic() - t0
+            # One record per partition, so brokers that create segment files lazily pay for them too.
+            run_load(
+                {
+                    "kind": "produce",
+                    "bootstrap": broker.bootstrap,
+                    "tps": tps,
+                    "count": len(tps),
+                    "size": KIB,
+                    "acks": "1",
+                    "compression": "none",
+                    "linger_ms": 5,
+                    "batch_bytes": MIB,
+                },
+                ctx.timeout(120),
+            )
+            meta = run_load({"kind": "metadata", "bootstrap": broker.bootstrap, "calls": 5}, ctx.timeout(60))
+            rss = psutil.Process(broker.pid).memory_info().rss / 1e6
+        finally:
+            broker.stop()
+        notes = []
+        if target.kind == "mock":
+            notes.append(
+                "mock: RSS is a python process hosting librdkafka; topics auto-created, 4 partitions each"
+            )
+        if meta["partitions"] < self.partitions:
+            notes.append(f"metadata listed {meta['partitions']} partitions")
+        return {"create": created, "metadata": meta["metadata_ms"], "RSS": rss}, notes
+
+
+class RecoveryScenario(Scenario):
+    fresh_broker = True
+    def __init__(self, total_bytes: int, reps: int) -> None:
+        self.messages = total_bytes // KIB
+        self.reps = reps
+        label = f"{total_bytes // GIB} GiB" if total_bytes >= GIB else f"{total_bytes // MIB} MiB"
+        self.id = f"recovery of {label} unflushed after kill -9"
+        self.metrics = [Metric("first ApiVersions", "s", False), Metric("data served", "s", False, goal=3.0)]
+
+    def not_applicable(self, target: Target) -> str | None:
+        if target.kind != "ours":
+            return "mock keeps no log on disk" if target.kind == "mock" else "needs a broker process we own"
+        return None
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        broker, _ = _start_fresh(target, ctx, "recovery-")
+        log_dir = broker.log_dir
+        try:
+            fresh = AttachedTarget("ours", "ours", broker.bootstrap, broker.pid)
+            tps = ensure_partitions(fresh, "bench-recovery", 1)
+            run_load(
+                {
+                    "kind": "produce",
+                    "bootstrap": broker.bootstrap,
+                    "tps": tps,
+                    "count": self.messages,
+                    "size": KIB,
+                    "acks": "1",
+                    "compression": "none",
+                    "linger_ms": 5,
+                    "batch_bytes": MIB,
+                },
+                ctx.timeout(300),
+            )
+        finally:
+            broker.kill()
+        restarted = OurBrokerCli(log_dir)
+        restarted.spawn()
+        try:
+            ready = wait_for_api_versions("127.0.0.1", restarted.port, time.monotonic() + ctx.timeout(60))
+            consumer = Consumer(
+                {"bootstrap.servers": restarted.bootstrap, "group.id": "bench-recovery", "log_level": 3}
+            )
+            deadline = time.monotonic() + ctx.timeout(60)
+            high = -1
+            while time.monotonic() < deadline:
+                try:
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(tps[0][0], 0), timeout=1)
+                except Exception:  # noqa: BLE001 - partition not loaded yet: keep polling
+                    high = -1
+                if high >= self.messages:
+                    break
+                time.sleep(0.005)
+            served = time.monotonic()
+            consumer.close()
+            if high < self.messages:
+                raise LoadError(f"after restart the high watermark is {high}, expected {self.messages}")
+        except Exception:
+            tail = restarted.output_tail()
+            restarted.stop()
+            shutil.rmtree(log_dir.parent, ignore_errors=True)
+            raise LoadError(f"recovery failed | output: {tail}") from None
+        restarted.stop()
+        shutil.rmtree(log_dir.parent, ignore_errors=True)
+        return {
+            "first ApiVersions": ready - restarted.spawned_at,
+            "data served": served - restarted.spawned_at,
+        }, ["times from process spawn; includes interpreter start"]
+
+
+def build_scenarios(quick: bool) -> list[Scenario]:
+    produce_count = 50_000 if quick else 300_000
+    produce_reps = 1 if quick else 3
+    produce = [
+        ProduceScenario(partitions, acks, compression, produce_count, produce_reps)
+        for partitions in (1, 8)
+        for acks in ("1", "-1")
+        for compression in ("none", "lz4")
+    ]
+    if quick:
+        produce = [
+            s
+            for s in produce
+            if (s.partitions, s.acks, s.compression) in {(1, "1", "none"), (8, "-1", "lz4")}
+        ]
+    return [
+        *produce,
+        ConsumeScenario(32 * MIB if quick else GIB, 1 if quick else 3),
+        LatencyScenario(10_000, 2 if quick else 10, 1 if quick else 3),
+        FanoutScenario(16, 4, 8 * MIB if quick else 64 * MIB, 1 if quick else 3),
+        PartitionsScenario(100 if quick else 1000, 1 if quick else 2),
+        StartupScenario(2 if quick else 5),
+        RecoveryScenario(16 * MIB if quick else GIB, 1 if quick else 2),
+    ]

@@ -1,0 +1,287 @@
+"""Brokers the benchmark runs against: ours, librdkafka's mock cluster, or any bootstrap address.
+
+Contract:
+- `parse_targets("ours,mock,127.0.0.1:9092")` -> list of `Target` (not started).
+- `Target.start()` brings the broker up (or just remembers the address for an external one) and
+  sets `bootstrap`; `Target.stop()` is idempotent and never raises; `Target.pid` is the broker
+  process id when we own it (RSS, profiles), else None; `Target.kind` is "ours", "mock" or
+  "external"; `Target.name` is the label printed in the table.
+- `OurBrokerCli` and `MockProcess` are single broker processes spawned directly by the harness
+  for the scenarios that time the process itself (start-up, recovery after kill -9, RSS with
+  1,000 partitions); they do not go through `broker.testing` so that no helper's polling
+  interval ends up inside the measurement.
+Every process we spawn listens on 127.0.0.1 only and is stopped by `stop()`/`kill()`.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.wire import free_port
+
+MOCK_AUTO_CREATE_PARTITIONS = 4
+
+
+class TargetError(Exception):
+    """A broker could not be started or reached."""
+
+
+def _rss_of(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        return psutil.Process(pid).memory_info().rss
+    except psutil.Error:
+        return None
+
+
+class Target:
+    kind = "external"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bootstrap = ""
+        self.pid: int | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        pass
+
+    def rss_bytes(self) -> int | None:
+        return _rss_of(self.pid)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, bootstrap={self.bootstrap!r}, pid={self.pid})"
+
+
+class AttachedTarget(Target):
+    """A broker some scenario already started itself, seen through the `Target` interface."""
+
+    def __init__(self, name: str, kind: str, bootstrap: str, pid: int | None = None) -> None:
+        super().__init__(name)
+        self.kind = kind
+        self.bootstrap = bootstrap
+        self.pid = pid
+
+    def start(self) -> None:
+        pass
+
+
+class ExternalTarget(Target):
+    kind = "external"
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(f"peer@{bootstrap}")
+        self._address = bootstrap
+
+    def start(self) -> None:
+        from bench.wire import ProbeError, api_versions_probe
+
+        host, _, port = self._address.split(",")[0].rpartition(":")
+        try:
+            api_versions_probe(host, int(port), timeout_s=3.0)
+        except (ProbeError, ValueError) as exc:
+            raise TargetError(f"{self._address}: {exc}") from exc
+        self.bootstrap = self._address
+
+
+class MockProcess:
+    """`python -m bench.mock_cluster N` as a child process."""
+
+    def __init__(self, brokers: int = 1) -> None:
+        self.brokers = brokers
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.bootstrap = ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def spawn(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.mock_cluster", str(self.brokers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def wait_bootstrap(self, timeout_s: float = 15.0) -> str:
+        assert self.proc is not None and self.proc.stdout is not None  # internal invariant, not input
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                raise TargetError("mock cluster did not print its bootstrap in time")
+        line = self.proc.stdout.readline().decode(errors="replace").strip()
+        if not line.startswith("BOOTSTRAP "):
+            raise TargetError(f"mock cluster failed to start: {line!r}")
+        self.bootstrap = line.split(" ", 1)[1]
+        return self.bootstrap
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.terminate()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.proc = None
+
+
+class MockTarget(Target):
+    kind = "mock"
+
+    def __init__(self, brokers: int = 1) -> None:
+        super().__init__("mock" if brokers == 1 else f"mock{brokers}")
+        self._process = MockProcess(brokers)
+
+    def start(self) -> None:
+        self._process.spawn()
+        try:
+            self.bootstrap = self._process.wait_bootstrap()
+        except TargetError:
+            self._process.stop()
+            raise
+        self.pid = self._process.pid
+
+    def stop(self) -> None:
+        self._process.stop()
+        self.pid = None
+
+
+class OurBrokerCli:
+    """`python -m broker --override ...` spawned directly, output to `log_path`."""
+
+    def __init__(
+        self, log_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None
+    ) -> None:
+        self.log_dir = log_dir
+        self.port = port or free_port()
+        self.overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(log_dir),
+            **(overrides or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.spawned_at = 0.0
+        self.output_path = log_dir.parent / f"{log_dir.name}.broker-output.txt"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def spawn(self, env: dict[str, str] | None = None) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "broker"]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        with open(self.output_path, "ab") as out:
+            self.spawned_at = time.monotonic()
+            self.proc = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+
+    def output_tail(self, limit: int = 1500) -> str:
+        try:
+            return self.output_path.read_text(errors="replace")[-limit:]
+        except OSError:
+            return ""
+
+    def exited(self) -> int | None:
+        return self.proc.poll() if self.proc else None
+
+    def kill(self) -> None:
+        """SIGKILL: the unclean shutdown the recovery scenario needs."""
+        if self.proc is None:
+            return
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+class OursTarget(Target):
+    """Our broker through `broker.testing.start_broker_process` (the team's supported way)."""
+
+    kind = "ours"
+
+    def __init__(self, work_dir: Path) -> None:
+        super().__init__("ours")
+        self._work_dir = work_dir
+        self._handle: object | None = None
+
+    def start(self) -> None:
+        try:
+            from broker.testing import start_broker_process
+        except Exception as exc:  # noqa: BLE001 - a half-written broker may fail to import in any way
+            raise TargetError(f"broker.testing is not importable: {type(exc).__name__}: {exc}") from exc
+        data_dir = Path(tempfile.mkdtemp(prefix="ours-", dir=self._work_dir))
+        try:
+            handle = start_broker_process({"num.partitions": "1"}, data_dir=data_dir)
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"start_broker_process failed: {type(exc).__name__}: {exc}") from exc
+        self._handle = handle
+        self.bootstrap = handle.bootstrap
+        self.pid = handle.pid
+
+    def stop(self) -> None:
+        if self._handle is None:
+            return
+        try:
+            self._handle.stop()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - stopping must never hide the results
+            pass
+        self._handle = None
+        self.pid = None
+
+
+def parse_targets(spec: str, work_dir: Path) -> list[Target]:
+    targets: list[Target] = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        if item == "ours":
+            targets.append(OursTarget(work_dir))
+        elif item == "mock":
+            targets.append(MockTarget())
+        elif ":" in item:
+            targets.append(ExternalTarget(item))
+        else:
+            raise ValueError(f"unknown target {item!r}: use ours, mock or host:port")
+    if not targets:
+        raise ValueError("no targets given")
+    return targets
