@@ -1,0 +1,75 @@
+"""`python -m broker [--config server.properties] [--override key=value ...]`
+
+Starts one broker. With no arguments: the embedded default (one node, PLAINTEXT://127.0.0.1:9092,
+data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration exits 1 with
+one line naming the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import ConfigError, KafkaConfig
+
+
+def setup_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m broker", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", "-c", help="a Kafka server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one property (repeatable)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+async def serve(config: KafkaConfig) -> int:
+    from broker.server import KafkaServer
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = None
+    try:
+        server = KafkaServer(config)
+        await server.start()
+    except Exception as e:
+        logging.getLogger("broker").error("start-up failed: %s", e, exc_info=not isinstance(e, ConfigError))
+        if server is not None:
+            await server.shutdown()
+        return 1
+    await stop.wait()
+    await server.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        config = KafkaConfig.load(args.config, args.override)
+    except ConfigError as e:
+        print(f"configuration error: {e}", file=sys.stderr)
+        return 1
+    log = logging.getLogger("broker")
+    for key in config.ignored_keys():
+        log.info("configuration key %s is accepted but has no effect in this broker", key)
+    import uvloop
+
+    return uvloop.run(serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The request handlers, one module per Kafka API (see `broker.apis.base` for the module contract).
+
+`HANDLERS` maps API key -> handler module; `advertised_versions()` is what ApiVersions answers, derived
+from the modules themselves so the table never claims an API nobody implemented.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from broker.apis import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+    sasl_handshake,
+)
+
+HANDLER_MODULES: list[ModuleType] = [
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    find_coordinator,
+    sasl_handshake,
+    api_versions,
+    create_topics,
+    delete_topics,
+    init_producer_id,
+    create_partitions,
+    describe_cluster,
+]
+
+HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in HANDLER_MODULES}
+
+
+def advertised_versions() -> dict[int, tuple[int, int]]:
+    return {key: (m.MIN_VERSION, m.MAX_VERSION) for key, m in sorted(HANDLERS.items())}

@@ -1,0 +1,27 @@
+"""ApiVersions (key 18), versions 0–4.
+
+Answers with the version ranges of the handler modules that exist (`broker.apis.HANDLERS`), so the
+table can never claim an API nobody implemented. A request at a version above ours never reaches this
+module: the server answers it in the v0 layout with UNSUPPORTED_VERSION and our ranges, as Kafka does,
+so the client retries at a version we serve.
+Gaps: no supported/finalized features (KRaft feature levels) are advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+
+API_KEY = 18
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    from broker.apis import advertised_versions
+
+    Resp = response_type(request)
+    keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(advertised_versions().items())]
+    return response_for(request, error_code=0, api_keys=keys, throttle_time_ms=0)

@@ -1,0 +1,66 @@
+"""CreateTopics (key 19), versions 0–7.
+
+Each topic: name validated (INVALID_TOPIC_EXCEPTION), TOPIC_ALREADY_EXISTS, partitions and replication
+factor (-1 = the broker's `num.partitions` / `default.replication.factor`) or a manual assignment
+(INVALID_REPLICA_ASSIGNMENT), configs validated (INVALID_CONFIG); replicas placed as Kafka's
+rack-unaware round robin. `validate_only` checks everything and creates nothing. The answer waits
+(up to `timeout_ms`) until the new partitions have leaders in this broker's metadata, else
+REQUEST_TIMED_OUT. v5+ returns partitions, replication factor and configs; v7 the topic id.
+Duplicate names in one request: INVALID_REQUEST for that name, as Kafka.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller import NewTopic, TopicResult
+from protocol.errors import ErrorCode
+
+API_KEY = 19
+MIN_VERSION = 0
+MAX_VERSION = 7
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    server = ctx.server
+    assert server.controller is not None
+    counts = Counter(t.name for t in request.topics)
+    specs = []
+    results: dict[str, TopicResult] = {}
+    for t in request.topics:
+        if counts[t.name] > 1:
+            results[t.name] = TopicResult(ErrorCode.INVALID_REQUEST,
+                                          f"Create topics request from client contains duplicate topic {t.name}")
+            continue
+        specs.append(NewTopic(
+            t.name, t.num_partitions, t.replication_factor,
+            {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])},
+            {c.name: c.value for c in (t.configs or []) if c.value is not None}))
+    validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
+    results.update(await server.controller.create_topics(specs, validate_only=validate_only,
+                                                         timeout_ms=request.timeout_ms))
+    Resp = response_type(request)
+    out = []
+    for name in dict.fromkeys(t.name for t in request.topics):
+        r = results[name]
+        fields: dict[str, Any] = dict(name=name, error_code=r.error, error_message=r.message)
+        if request.API_VERSION >= 5:
+            ok = r.error == ErrorCode.NONE
+            fields.update(num_partitions=r.num_partitions if ok else -1,
+                          replication_factor=r.replication_factor if ok else -1,
+                          topic_id=r.topic_id or ZERO_UUID, topic_config_error_code=0)
+            if ok:
+                merged = dict(server.topic_configs.broker_config.topic_defaults())
+                merged.update(r.configs)
+                fields["configs"] = [
+                    Resp.CreatableTopicResult.CreatableTopicConfigs(
+                        name=k, value=v, read_only=False,
+                        config_source=1 if k in r.configs else 5, is_sensitive=False)
+                    for k, v in sorted(merged.items())]
+        out.append(Resp.CreatableTopicResult(**fields))
+    return response_for(request, throttle_time_ms=0, topics=out)

@@ -1,0 +1,50 @@
+"""DeleteTopics (key 20), versions 0–6.
+
+Marks each topic for deletion in the metadata store (Kafka: /admin/delete_topics); the controller
+stops and deletes the replicas and removes the topic. The answer waits up to `timeout_ms` for the
+topic to leave this broker's metadata (else REQUEST_TIMED_OUT). Unknown topics:
+UNKNOWN_TOPIC_OR_PARTITION; v6 may name topics by id (UNKNOWN_TOPIC_ID when unknown);
+`delete.topic.enable=false`: TOPIC_DELETION_DISABLED.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
+
+API_KEY = 20
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    server = ctx.server
+    assert server.controller is not None
+    cache = server.metadata_cache
+    entries: list[tuple[str | None, uuid.UUID | None]] = []
+    if request.API_VERSION >= 6:
+        for t in request.topics:
+            if t.name is None and t.topic_id is not None and t.topic_id != ZERO_UUID:
+                entries.append((cache.topic_name(t.topic_id), t.topic_id))
+            else:
+                entries.append((t.name, None))
+    else:
+        entries = [(n, None) for n in request.topic_names]
+    names = [n for n, _ in entries if n is not None]
+    results = await server.controller.delete_topics(names, request.timeout_ms) if names else {}
+    Resp = response_type(request)
+    out = []
+    for name, tid in entries:
+        if name is None:
+            out.append(Resp.DeletableTopicResult(name=None, topic_id=tid or ZERO_UUID,
+                                                 error_code=ErrorCode.UNKNOWN_TOPIC_ID, error_message=None))
+            continue
+        err, msg = results[name]
+        out.append(Resp.DeletableTopicResult(name=name, topic_id=tid or ZERO_UUID, error_code=err,
+                                             error_message=msg))
+    return response_for(request, throttle_time_ms=0, responses=out)

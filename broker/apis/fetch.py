@@ -1,0 +1,177 @@
+"""Fetch (key 1), versions 0–17.
+
+Consumers (replica_id -1) read from partition leaders up to the high watermark (read_uncommitted) or the
+last stable offset (read_committed; equal to the HW here, as no transactions are open); followers
+(replica_id >= 0, or ReplicaState from v15) read up to the log end offset, and their fetch offset
+updates the leader's view of them (ISR, HW). Data leaves as file slices that the server `sendfile`s:
+nothing is copied or decoded, except for v0–v3 clients whose batches are down-converted to magic 0/1.
+`min_bytes`/`max_wait_ms` park the request in the fetch purgatory (DelayedFetch). `max_bytes` and each
+partition's max bytes are soft limits: the first batch is always returned whole (v3+), as in Kafka.
+Incremental fetch sessions (KIP-227, v7+), topic ids (v13+, UNKNOWN_TOPIC_ID), diverging epochs for
+followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (v12+).
+Gaps: no fetch from follower (KIP-392: preferred_read_replica is always -1), no aborted transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
+from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
+from broker.replica_manager import FetchParams, FetchPartitionData, PartitionFetchInfo
+from protocol import RecordsRef
+from protocol.errors import ErrorCode
+from protocol.legacy import down_convert
+from storage import TopicPartition
+
+API_KEY = 1
+MIN_VERSION = 0
+MAX_VERSION = 17
+
+ZERO_UUID = uuid.UUID(int=0)
+NO_LIMIT = 2**31 - 1
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    server = ctx.server
+    v = request.API_VERSION
+    cache = server.metadata_cache
+    replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
+    if replica_id >= 0:
+        isolation = FETCH_LOG_END
+    elif v >= 4 and request.isolation_level == 1:
+        isolation = FETCH_TXN_COMMITTED
+    else:
+        isolation = FETCH_HIGH_WATERMARK
+
+    # The partitions this request names, with their topic ids (v13+ names topics by id only).
+    requested: list[tuple[TopicPartition, CachedPartition]] = []
+    unknown_ids: list[tuple[uuid.UUID, int]] = []
+    for topic in request.topics:
+        if v >= 13:
+            name = cache.topic_name(topic.topic_id)
+            if name is None:
+                unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
+                continue
+            tid = topic.topic_id
+        else:
+            name, tid = topic.topic, None
+        for p in topic.partitions:
+            requested.append((TopicPartition(name, p.partition), CachedPartition(
+                fetch_offset=p.fetch_offset,
+                max_bytes=p.partition_max_bytes,
+                current_leader_epoch=p.current_leader_epoch if v >= 9 else -1,
+                last_fetched_epoch=p.last_fetched_epoch if v >= 12 else -1,
+                log_start_offset=p.log_start_offset if v >= 5 else -1,
+                topic_id=tid)))
+
+    sessions = server.fetch_sessions
+    session = None
+    incremental = False
+    if v >= 7:
+        sid, epoch = request.session_id, request.session_epoch
+        try:
+            if epoch > INITIAL_EPOCH:
+                session = sessions.get(sid, epoch)
+                incremental = True
+                for tp, cp in requested:
+                    old = session.partitions.get(tp)
+                    if old is not None:
+                        cp.high_watermark, cp.last_stable_offset = old.high_watermark, old.last_stable_offset
+                        cp.log_start_offset = cp.log_start_offset if cp.log_start_offset >= 0 else \
+                            old.log_start_offset
+                    session.partitions[tp] = cp
+                for ft in request.forgotten_topics_data or []:
+                    fname = ft.topic if v < 13 else cache.topic_name(ft.topic_id)
+                    for p in ft.partitions:
+                        session.partitions.pop(TopicPartition(fname, p), None)
+            else:
+                if sid:
+                    sessions.remove(sid)
+                if epoch == INITIAL_EPOCH:
+                    session = sessions.new_session()
+                    if session is not None:
+                        session.partitions = dict(requested)
+        except FetchSessionError as e:
+            return response_for(request, throttle_time_ms=0, error_code=e.code, session_id=0, responses=[])
+        if epoch == FINAL_EPOCH:
+            session = None
+    fetch_list = list(session.partitions.items()) if session is not None else requested
+
+    params = FetchParams(
+        replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes if v >= 3 else NO_LIMIT, isolation=isolation,
+        hard_max_bytes_limit=v < 3)
+    infos = [(tp, PartitionFetchInfo(cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
+                                     cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in fetch_list]
+    result = server.replica_manager.fetch_messages(params, infos)
+
+    def build(results: list[tuple[TopicPartition, FetchPartitionData]]) -> Any:
+        return _response(ctx, request, session, incremental, dict(fetch_list), results, unknown_ids)
+
+    if isinstance(result, asyncio.Future):
+        async def wait() -> Any:
+            return build(await result)
+        return wait()
+    return build(result)
+
+
+def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool,
+              cached: dict[TopicPartition, CachedPartition],
+              results: list[tuple[TopicPartition, FetchPartitionData]],
+              unknown_ids: list[tuple[uuid.UUID, int]]) -> Any:
+    v = request.API_VERSION
+    Resp = response_type(request)
+    TopicResp = Resp.FetchableTopicResponse
+    PartData = TopicResp.PartitionData
+    by_topic: dict[str, list] = {}
+    rotate = []
+    for tp, data in results:
+        cp = cached[tp]
+        has_data = data.records is not None and data.size > 0
+        include = cp.maybe_update_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
+                                           has_data or data.error != ErrorCode.NONE
+                                           or data.diverging_epoch is not None)
+        if has_data:
+            rotate.append(tp)
+        if incremental and not include:
+            continue
+        fields: dict[str, Any] = dict(
+            partition_index=tp.partition, error_code=data.error, high_watermark=data.high_watermark,
+            last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
+            aborted_transactions=None if v >= 4 else [], preferred_read_replica=-1,
+            records=_records(v, data))
+        if data.diverging_epoch is not None:
+            fields["diverging_epoch"] = PartData.EpochEndOffset(epoch=data.diverging_epoch[0],
+                                                                end_offset=data.diverging_epoch[1])
+        if data.current_leader is not None:
+            fields["current_leader"] = PartData.LeaderIdAndEpoch(leader_id=data.current_leader[0],
+                                                                 leader_epoch=data.current_leader[1])
+        by_topic.setdefault(tp.topic, []).append(PartData(**fields))
+    if session is not None:
+        for tp in rotate:
+            session.partitions[tp] = session.partitions.pop(tp)
+        session.epoch = next_epoch(session.epoch if incremental else 0)
+    cache = ctx.server.metadata_cache
+    topics = [TopicResp(topic=name, topic_id=cache.topic_id(name) or ZERO_UUID, partitions=parts)
+              for name, parts in by_topic.items()]
+    unknown: dict[uuid.UUID, list] = {}
+    for tid, p in unknown_ids:
+        unknown.setdefault(tid, []).append(PartData(
+            partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
+            last_stable_offset=-1, log_start_offset=-1, records=b""))
+    topics.extend(TopicResp(topic="", topic_id=tid, partitions=parts) for tid, parts in unknown.items())
+    return response_for(request, throttle_time_ms=0, error_code=0,
+                        session_id=session.session_id if session is not None else 0, responses=topics)
+
+
+def _records(version: int, data: FetchPartitionData) -> Any:
+    if data.records is None or data.size == 0:
+        return b""
+    if version < 4:
+        # Pre-v2 clients understand only magic 0 (Fetch v0–v1) or magic 1 (v2–v3): down-convert, as Kafka does.
+        return down_convert(data.records.read(), 0 if version < 2 else 1)  # type: ignore[attr-defined]
+    return RecordsRef(length=data.size, source=data.records)

@@ -1,0 +1,60 @@
+"""FindCoordinator (key 10), versions 0–6.
+
+Group keys (key_type 0) map to the leader of `__consumer_offsets` partition
+abs(hashCode(group_id)) % offsets.topic.num.partitions, as in Kafka; the topic is created on first use,
+and until its partition has a leader the answer is COORDINATOR_NOT_AVAILABLE (clients retry). v4+
+batches several keys (`coordinator_keys`). Transaction keys (key_type 1) answer
+COORDINATOR_NOT_AVAILABLE: there is no transaction coordinator (compat/GAPS.md).
+Invalid (empty) group ids: INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.groups import GROUP_METADATA_TOPIC
+from protocol.errors import ErrorCode
+
+API_KEY = 10
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+GROUP = 0
+TRANSACTION = 1
+
+
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
+    server = ctx.server
+    if key_type != GROUP:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    if not key:
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    groups = server.group_coordinator
+    if not groups.offsets_topic_ready():
+        groups.ensure_offsets_topic()
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    pm = server.metadata_cache.partition(GROUP_METADATA_TOPIC, groups.partition_for(key))
+    if pm is None or pm.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    ep = server.metadata_cache.alive_broker(pm.leader)
+    if ep is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return ErrorCode.NONE, ep.broker_id, ep.host, ep.port
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    v = request.API_VERSION
+    key_type = request.key_type if v >= 1 else GROUP
+    if v < 4:
+        err, node, host, port = _lookup(ctx, request.key, key_type)
+        return response_for(request, throttle_time_ms=0, error_code=err,
+                            error_message=None if err == ErrorCode.NONE else err.name,
+                            node_id=node, host=host, port=port)
+    Resp = response_type(request)
+    coordinators = []
+    for key in request.coordinator_keys:
+        err, node, host, port = _lookup(ctx, key, key_type)
+        coordinators.append(Resp.Coordinator(key=key, node_id=node, host=host, port=port, error_code=err,
+                                             error_message=None if err == ErrorCode.NONE else err.name))
+    return response_for(request, throttle_time_ms=0, coordinators=coordinators)

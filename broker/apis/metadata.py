@@ -1,0 +1,91 @@
+"""Metadata (key 3), versions 0–12.
+
+Lists the live brokers, the controller, the cluster id and, for the requested topics (all topics when
+the list is null; none when empty), each partition's leader, leader epoch, replicas, ISR and offline
+replicas, with topic ids from v10. Unknown topics are auto-created when `auto.create.topics.enable`
+is on and the request allows it (v4+), answering LEADER_NOT_AVAILABLE for that round as Kafka does;
+otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid topic names get INVALID_TOPIC_EXCEPTION. Topics named by id
+(v10+) that we do not know get UNKNOWN_TOPIC_ID.
+Gaps: no authorized-operations bitfields (left at Kafka's "not requested" value), no racks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.topics import valid_topic_name
+from protocol.errors import ErrorCode
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 12
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    server = ctx.server
+    cache = server.metadata_cache
+    Resp = response_type(request)
+    version = request.API_VERSION
+
+    requested: list[str | None] | None
+    by_id: dict[str, uuid.UUID] = {}
+    if request.topics is None or (version == 0 and not request.topics):
+        requested = None  # all topics (v0 uses an empty list for "all")
+    else:
+        requested = []
+        for t in request.topics:
+            name = t.name
+            tid = getattr(t, "topic_id", None)
+            if not name and tid is not None and tid != ZERO_UUID:
+                name = cache.topic_name(tid)
+                if name is None:
+                    by_id[str(tid)] = tid
+                    continue
+            requested.append(name)
+
+    allow_auto = getattr(request, "allow_auto_topic_creation", True) if version >= 4 else True
+    topics_out = []
+    names = sorted(cache.topics) if requested is None else requested
+    to_create = []
+    for name in names:
+        if name is None:
+            continue
+        tm = cache.topics.get(name)
+        if tm is None:
+            if not valid_topic_name(name):
+                topics_out.append(_topic(Resp, name, None, ErrorCode.INVALID_TOPIC_EXCEPTION, []))
+            elif allow_auto and server.config["auto.create.topics.enable"] and not name.startswith("__"):
+                to_create.append(name)
+                topics_out.append(_topic(Resp, name, None, ErrorCode.LEADER_NOT_AVAILABLE, []))
+            else:
+                topics_out.append(_topic(Resp, name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []))
+            continue
+        parts = []
+        for p in sorted(tm.partitions.values(), key=lambda pm: pm.partition):
+            leader_alive = p.leader >= 0 and cache.alive_broker(p.leader) is not None
+            err = ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE
+            parts.append(Resp.MetadataResponseTopic.MetadataResponsePartition(
+                error_code=err, partition_index=p.partition, leader_id=p.leader if leader_alive else -1,
+                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+                offline_replicas=list(p.offline_replicas)))
+        topics_out.append(_topic(Resp, name, tm.topic_id, ErrorCode.NONE, parts, tm.is_internal))
+    for tid in by_id.values():
+        topics_out.append(_topic(Resp, None, tid, ErrorCode.UNKNOWN_TOPIC_ID, []))
+    if to_create:
+        server.auto_create_topics(to_create)
+
+    brokers = [Resp.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+               for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)]
+    return response_for(
+        request, throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id if cache.controller_id >= 0 else -1, topics=topics_out)
+
+
+def _topic(Resp: Any, name: str | None, topic_id: uuid.UUID | None, error: ErrorCode, partitions: list,
+           internal: bool = False) -> Any:
+    return Resp.MetadataResponseTopic(
+        error_code=error, name=name, topic_id=topic_id or ZERO_UUID, is_internal=internal,
+        partitions=partitions)

@@ -1,0 +1,90 @@
+"""Produce (key 0), versions 0–11.
+
+Per partition: the record batches are validated (magic 2, CRC32C, sizes, `max.message.bytes`) without
+decoding records, offsets and the leader epoch are written into the batch in place, and the bytes are
+appended to the leader's log (`ReplicaManager.append_records`). acks=0: no response at all; acks=1: answer
+after the local append; acks=-1: answer when the high watermark passes the batch (DelayedProduce) or
+REQUEST_TIMED_OUT at `timeout_ms`, with `min.insync.replicas` enforced (NOT_ENOUGH_REPLICAS before the
+append, NOT_ENOUGH_REPLICAS_AFTER_APPEND after). Idempotent producers: duplicates get the original
+offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
+v0–v2 carry magic 0/1 message sets; they are up-converted to v2 batches before the append.
+Invalid acks: INVALID_REQUIRED_ACKS. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+Gaps: transactional produce (transactional_id set) is appended like an idempotent produce,
+without transaction-coordinator checks (see compat/GAPS.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.replica_manager import ProducePartitionResult
+from protocol.errors import ErrorCode
+from protocol.legacy import up_convert
+from protocol.records import CorruptRecordError, InvalidRecordError, read_magic
+from storage import TopicPartition
+
+log = logging.getLogger("broker.apis.produce")
+
+API_KEY = 0
+MIN_VERSION = 0
+MAX_VERSION = 11
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    rm = ctx.server.replica_manager
+    acks = request.acks
+    entries: dict[TopicPartition, memoryview] = {}
+    early: dict[TopicPartition, ProducePartitionResult] = {}
+    for topic in request.topic_data:
+        for pd in topic.partition_data:
+            tp = TopicPartition(topic.name, pd.index)
+            records = pd.records
+            if records is None or len(records) == 0:
+                early[tp] = ProducePartitionResult(ErrorCode.INVALID_RECORD, error_message="no records")
+                continue
+            if acks not in (0, 1, -1):
+                early[tp] = ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS)
+                continue
+            if ctx.server.metadata_cache.partition(tp.topic, tp.partition) is None:
+                early[tp] = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            buf = records if isinstance(records, memoryview) and not records.readonly else \
+                memoryview(bytearray(records))
+            try:
+                if read_magic(buf) < 2:
+                    buf = memoryview(bytearray(up_convert(buf, base_offset=0, log_append_time=None)))
+            except (CorruptRecordError, InvalidRecordError) as e:
+                early[tp] = ProducePartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(e))
+                continue
+            entries[tp] = buf
+    if acks not in (0, 1, -1):
+        result: Any = early
+    else:
+        result = rm.append_records(request.timeout_ms, acks, entries,
+                                   internal_topics_allowed=ctx.client_id == "__broker_internal")
+    if acks == 0:
+        # No response is written for acks=0; errors are only logged (the client cannot hear them).
+        return None
+    if isinstance(result, asyncio.Future):
+        async def wait() -> Any:
+            results = await result
+            return _response(request, {**early, **results})
+        return wait()
+    return _response(request, {**early, **result})
+
+
+def _response(request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
+    Resp = response_type(request)
+    TopicResp = Resp.TopicProduceResponse
+    PartResp = TopicResp.PartitionProduceResponse
+    by_topic: dict[str, list] = {}
+    for tp, r in results.items():
+        by_topic.setdefault(tp.topic, []).append(PartResp(
+            index=tp.partition, error_code=r.error, base_offset=r.base_offset,
+            log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
+            error_message=r.error_message if r.error != ErrorCode.NONE else None))
+    return response_for(request, responses=[TopicResp(name=t, partition_responses=ps)
+                                            for t, ps in by_topic.items()], throttle_time_ms=0)

@@ -1,0 +1,678 @@
+"""The controller (Kafka's ZooKeeper-mode KafkaController) and the broker's admin entry points to it.
+
+Every broker runs a `Controller`; the one that wins `/controller` in the metadata store is *active*.
+The embedded default uses the local store (one node, always active); `zookeeper.connect` selects the
+ZooKeeper store — the same code either way.
+
+Active controller duties (events are processed one at a time, in order, like Kafka's event manager):
+- On election: read topics, assignments and partition states; create missing states; elect leaders for
+  partitions whose leader is not alive; send LeaderAndIsr to every replica and UpdateMetadata to every
+  live broker.
+- New topics / partitions: leader = first live replica of the assignment, ISR = live replicas, epoch 0.
+- Deleted topics: StopReplica(delete) to the replicas, remove the topic from the store and the metadata.
+- Broker changes: partitions led by a dead broker get a new leader from the live ISR (unclean only if
+  `unclean.leader.election.enable`), the dead broker leaves the ISR, leader epochs are bumped, partition
+  states are written with version checks (and a controller-epoch fence), then LeaderAndIsr/UpdateMetadata.
+Broker-side entry points (any broker): `create_topics`, `delete_topics`, `create_partitions`,
+`alter_topic_configs` write to the store and wait (bounded) until this broker's metadata shows the result.
+
+Messages to brokers go through a `BrokerChannel`: in-process for this broker, over the wire
+(LeaderAndIsr, UpdateMetadata, StopReplica requests) for others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.metadata import (
+    BadVersionError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    LeaderAndIsr,
+    LocalMetadataStore,
+    MetadataError,
+    TopicExistsError,
+    TopicInfo,
+    UnknownTopicError,
+    ZkMetadataStore,
+)
+from broker.metadata.assignment import (
+    assign_additional_partitions,
+    assign_replicas_to_brokers,
+    validate_manual_assignment,
+)
+from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.partition import PartitionState
+from broker.topics import topic_name_error
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger("broker.controller")
+
+LEADER_DURING_DELETE = -2
+NO_LEADER = -1
+
+
+@dataclass
+class NewTopic:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignment: dict[int, list[int]] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TopicResult:
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class BrokerChannel(Protocol):
+    async def leader_and_isr(self, controller_id: int, controller_epoch: int,
+                             states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
+                             leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]: ...
+
+    async def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
+                              partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> None: ...
+
+    async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
+                           delete: bool) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalChannel:
+    """This broker, reached without a socket."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+
+    async def leader_and_isr(self, controller_id: int, controller_epoch: int,
+                             states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
+                             leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:
+        return self.server.apply_leader_and_isr(controller_id, controller_epoch, states, topic_ids, leaders)
+
+    async def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
+                              partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> None:
+        self.server.apply_update_metadata(controller_id, controller_epoch, brokers, partitions)
+
+    async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
+                           delete: bool) -> None:
+        self.server.apply_stop_replica(controller_id, controller_epoch, partitions, delete)
+
+    async def close(self) -> None:
+        pass
+
+
+def elect_leader(assignment: Sequence[int], isr: Sequence[int], live: set[int], unclean: bool) -> int:
+    """Kafka's OfflinePartitionLeaderElection: first live replica (assignment order) in the ISR."""
+    for r in assignment:
+        if r in live and r in isr:
+            return r
+    if unclean:
+        for r in assignment:
+            if r in live:
+                return r
+    return NO_LEADER
+
+
+class Controller:
+    def __init__(self, server: KafkaServer, store: Any) -> None:
+        self.server = server
+        self.store = store
+        self.broker_id = server.broker_id
+        self.cluster_id = ""
+        self.active = False
+        self.epoch = 0
+        self.live_brokers: dict[int, BrokerEndpoint] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.states: dict[TopicPartition, LeaderAndIsr] = {}
+        self.versions: dict[TopicPartition, int] = {}
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata")
+        self._events: asyncio.Queue[tuple[Callable[[], Awaitable[Any]], asyncio.Future]] = asyncio.Queue()
+        self._worker: asyncio.Task | None = None
+        self._channels: dict[int, BrokerChannel] = {}
+        self._metadata_changed = asyncio.Event()
+        self._auto_creating: set[str] = set()
+
+    @classmethod
+    def create(cls, server: KafkaServer) -> Controller:
+        loop = asyncio.get_running_loop()
+        connect = server.config.get("zookeeper.connect")
+        if connect:
+            store: Any = ZkMetadataStore(connect, session_timeout_ms=server.config["zookeeper.session.timeout.ms"],
+                                         dispatch=loop.call_soon_threadsafe)
+        else:
+            store = LocalMetadataStore(server.config.log_dirs[0], dispatch=loop.call_soon_threadsafe)
+        return cls(server, store)
+
+    # ------------------------------------------------------------------ plumbing
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a (blocking) store call on the metadata thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    def _enqueue(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        self._events.put_nowait((fn, fut))
+        return fut
+
+    async def _process_events(self) -> None:
+        while True:
+            fn, fut = await self._events.get()
+            try:
+                result = await fn()
+            except Exception as e:
+                if not isinstance(e, MetadataError):
+                    log.exception("controller event failed")
+                if not fut.done():
+                    fut.set_exception(e)
+            else:
+                if not fut.done():
+                    fut.set_result(result)
+
+    def channel(self, broker_id: int) -> BrokerChannel:
+        ch = self._channels.get(broker_id)
+        if ch is None:
+            if broker_id == self.broker_id:
+                ch = LocalChannel(self.server)
+            else:
+                from broker.controller_channel import RemoteChannel
+
+                ep = self.live_brokers[broker_id]
+                ch = RemoteChannel(self.broker_id, ep, self.server.config)
+            self._channels[broker_id] = ch
+        return ch
+
+    # ------------------------------------------------------------------ lifecycle
+    async def startup(self) -> None:
+        self._worker = asyncio.ensure_future(self._process_events())
+        self.cluster_id = await self._call(self.store.get_or_create_cluster_id)
+        configured = self.server.config.get("cluster.id")
+        if configured and configured != self.cluster_id:
+            raise MetadataError(f"cluster.id {configured} does not match the stored cluster id {self.cluster_id}")
+        ep = self.server.endpoint
+        await self._call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack)
+        self.server.metadata_cache.set_brokers([ep])
+        self.store.watch_controller(lambda cid: self._enqueue(lambda: self._on_controller_change(cid)))
+        self.store.watch_brokers(lambda ids: self._enqueue(lambda: self._on_brokers_change(ids)))
+        self.store.watch_topics(lambda names: self._enqueue(lambda: self._on_topics_change(names)))
+        self.store.watch_deletions(lambda names: self._enqueue(lambda: self._on_deletions(names)))
+        self.store.watch_config_changes(lambda names: self._enqueue(lambda: self._on_config_changes(names)))
+        # Wait for our own election attempt (the embedded default always wins it) to be processed.
+        await self._enqueue(lambda: self._on_controller_change(None))
+
+    async def shutdown(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+        for ch in self._channels.values():
+            try:
+                await ch.close()
+            except Exception:
+                pass
+        try:
+            await self._call(self.store.close)
+        except Exception:
+            log.exception("closing the metadata store failed")
+        self._executor.shutdown(wait=False)
+
+    async def controlled_shutdown(self) -> None:
+        """Cluster mode moves leadership away first; the single-node default has nowhere to move it."""
+        return None
+
+    # ------------------------------------------------------------------ controller events
+    async def _on_controller_change(self, controller_id: int | None) -> None:
+        if controller_id is None or controller_id == -1:
+            epoch = await self._call(self.store.elect_controller, self.broker_id)
+            if epoch is not None:
+                await self._become_active(epoch)
+                return
+            controller_id = await self._call(self.store.current_controller)
+        if controller_id != self.broker_id and self.active:
+            log.info("broker %d resigns as controller (controller is now %s)", self.broker_id, controller_id)
+            self.active = False
+        self.server.metadata_cache.controller_id = controller_id if controller_id is not None else -1
+
+    async def _become_active(self, epoch: int) -> None:
+        self.active = True
+        self.epoch = epoch
+        log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
+        self.server.metadata_cache.controller_id = self.broker_id
+        await self._refresh_brokers()
+        self.topics = await self._call(self.store.topics)
+        for name in list(self.topics):
+            await self._load_states(name)
+        await self._create_missing_states(list(self.topics))
+        await self._elect_offline_leaders()
+        pending = await self._call(self.store.topics_pending_deletion)
+        await self._send_all()
+        if pending:
+            await self._delete_topics(pending)
+
+    async def _refresh_brokers(self) -> None:
+        infos = await self._call(self.store.live_brokers)
+        live = {}
+        for bid, info in infos.items():
+            hp = info.endpoint("PLAINTEXT") or info.endpoint()
+            if hp is not None:
+                live[bid] = BrokerEndpoint(bid, hp[0], hp[1], info.rack)
+        self.live_brokers = live
+
+    async def _load_states(self, topic: str) -> None:
+        states = await self._call(self.store.partition_states, topic)
+        for p, (state, version) in states.items():
+            tp = TopicPartition(topic, p)
+            self.states[tp] = state
+            self.versions[tp] = version
+
+    async def _create_missing_states(self, topics: list[str]) -> list[TopicPartition]:
+        created = []
+        live = set(self.live_brokers)
+        for name in topics:
+            info = self.topics.get(name)
+            if info is None:
+                continue
+            for p, replicas in sorted(info.assignment.items()):
+                tp = TopicPartition(name, p)
+                if tp in self.states:
+                    continue
+                live_replicas = [r for r in replicas if r in live]
+                leader = live_replicas[0] if live_replicas else NO_LEADER
+                state = LeaderAndIsr(leader, 0, tuple(live_replicas), self.epoch)
+                try:
+                    version = await self._call(self.store.create_partition_state, name, p, state,
+                                               controller_epoch_zk_version=self.store.controller_epoch_zk_version)
+                except MetadataError as e:
+                    log.warning("%s: cannot create partition state: %s", tp, e)
+                    await self._load_states(name)
+                    continue
+                self.states[tp] = state
+                self.versions[tp] = version
+                created.append(tp)
+        return created
+
+    async def _elect_offline_leaders(self) -> list[TopicPartition]:
+        changed = []
+        live = set(self.live_brokers)
+        unclean = self.server.config["unclean.leader.election.enable"]
+        for tp, state in list(self.states.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or (state.leader in live and all(r in live for r in state.isr)):
+                continue
+            replicas = info.assignment.get(tp.partition, ())
+            new_isr = tuple(r for r in state.isr if r in live)
+            leader = state.leader if state.leader in live else elect_leader(
+                replicas, state.isr, live, unclean or self._topic_unclean(tp.topic))
+            if leader != NO_LEADER and leader not in new_isr:
+                new_isr = (leader,)  # unclean election: the new leader alone is in sync
+            if not new_isr and state.isr:
+                new_isr = state.isr[:1]  # Kafka keeps the last ISR member when no replica is live
+            epoch = state.leader_epoch + 1 if leader != state.leader or new_isr != state.isr else state.leader_epoch
+            new_state = LeaderAndIsr(leader, epoch, new_isr, self.epoch, state.partition_epoch)
+            if await self._write_state(tp, new_state):
+                changed.append(tp)
+        return changed
+
+    def _topic_unclean(self, topic: str) -> bool:
+        v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")
+        return v is not None and v.lower() == "true"
+
+    async def _write_state(self, tp: TopicPartition, state: LeaderAndIsr) -> bool:
+        try:
+            version = await self._call(self.store.update_partition_state, tp.topic, tp.partition, state,
+                                       self.versions.get(tp, 0),
+                                       controller_epoch_zk_version=self.store.controller_epoch_zk_version)
+        except BadVersionError:
+            await self._load_states(tp.topic)
+            return False
+        self.states[tp] = state
+        self.versions[tp] = version
+        return True
+
+    async def _send_all(self, only: Sequence[TopicPartition] | None = None) -> None:
+        """LeaderAndIsr to the replicas of `only` (all partitions when None), UpdateMetadata to every broker."""
+        tps = list(self.states) if only is None else list(only)
+        by_broker: dict[int, dict[TopicPartition, PartitionState]] = {}
+        topic_ids: dict[str, uuid.UUID] = {}
+        for tp in tps:
+            info = self.topics.get(tp.topic)
+            st = self.states.get(tp)
+            if info is None or st is None:
+                continue
+            if info.topic_id is not None:
+                topic_ids[tp.topic] = info.topic_id
+            replicas = list(info.assignment.get(tp.partition, ()))
+            ps = PartitionState(st.leader, st.leader_epoch, list(st.isr), replicas, self.versions.get(tp, 0),
+                                st.controller_epoch)
+            for r in replicas:
+                if r in self.live_brokers:
+                    by_broker.setdefault(r, {})[tp] = ps
+        leaders = list(self.live_brokers.values())
+        for bid, states in by_broker.items():
+            try:
+                await self.channel(bid).leader_and_isr(self.broker_id, self.epoch, states, topic_ids, leaders)
+            except Exception as e:
+                log.warning("LeaderAndIsr to broker %d failed: %s", bid, e)
+        await self._send_update_metadata(tps)
+
+    async def _send_update_metadata(self, tps: Sequence[TopicPartition],
+                                    deleted: Sequence[tuple[TopicPartition, uuid.UUID]] = ()) -> None:
+        parts = []
+        for tp in tps:
+            info = self.topics.get(tp.topic)
+            st = self.states.get(tp)
+            if info is None or st is None:
+                continue
+            replicas = tuple(info.assignment.get(tp.partition, ()))
+            offline = tuple(r for r in replicas if r not in self.live_brokers)
+            parts.append((tp, info.topic_id or uuid.UUID(int=0),
+                          PartitionMetadata(tp.partition, st.leader, st.leader_epoch, replicas, st.isr, offline)))
+        for tp, tid in deleted:
+            parts.append((tp, tid, PartitionMetadata(tp.partition, LEADER_DURING_DELETE, 0, (), ())))
+        brokers = list(self.live_brokers.values())
+        for bid in list(self.live_brokers):
+            try:
+                await self.channel(bid).update_metadata(self.broker_id, self.epoch, brokers, parts)
+            except Exception as e:
+                log.warning("UpdateMetadata to broker %d failed: %s", bid, e)
+        self._metadata_changed.set()
+
+    async def _on_brokers_change(self, ids: frozenset[int]) -> None:
+        if not self.active:
+            return
+        before = set(self.live_brokers)
+        await self._refresh_brokers()
+        after = set(self.live_brokers)
+        dead = before - after
+        born = after - before
+        for bid in dead:
+            ch = self._channels.pop(bid, None)
+            if ch is not None:
+                await ch.close()
+        if dead:
+            log.info("controller: brokers %s are gone", sorted(dead))
+        if born:
+            log.info("controller: brokers %s joined", sorted(born))
+        changed = await self._elect_offline_leaders() if dead or born else []
+        if born:
+            await self._create_missing_states(list(self.topics))
+            await self._send_all()
+        elif changed:
+            await self._send_all(changed)
+
+    async def _on_topics_change(self, names: frozenset[str]) -> None:
+        if not self.active:
+            return
+        current = await self._call(self.store.topics)
+        new = [n for n in current if n not in self.topics or
+               current[n].assignment.keys() != self.topics[n].assignment.keys()]
+        self.topics = current
+        if not new:
+            return
+        for n in new:
+            self.server.topic_configs.set_overrides(n, await self._call(self.store.topic_configs, n))
+        created = await self._create_missing_states(new)
+        if created:
+            log.info("controller: new partitions %s", ", ".join(str(tp) for tp in created))
+            await self._send_all(created)
+
+    async def _on_deletions(self, names: frozenset[str]) -> None:
+        if self.active and names:
+            await self._delete_topics(set(names))
+
+    async def _delete_topics(self, names: set[str]) -> None:
+        for name in sorted(names):
+            info = self.topics.get(name)
+            tps = [tp for tp in self.states if tp.topic == name]
+            replicas_by_broker: dict[int, list[TopicPartition]] = {}
+            if info is not None:
+                for p, replicas in info.assignment.items():
+                    for r in replicas:
+                        replicas_by_broker.setdefault(r, []).append(TopicPartition(name, p))
+            for bid, bt in replicas_by_broker.items():
+                if bid in self.live_brokers:
+                    try:
+                        await self.channel(bid).stop_replica(self.broker_id, self.epoch, bt, True)
+                    except Exception as e:
+                        log.warning("StopReplica to broker %d failed: %s", bid, e)
+            try:
+                await self._call(self.store.delete_topic, name,
+                                 controller_epoch_zk_version=self.store.controller_epoch_zk_version)
+            except UnknownTopicError:
+                pass
+            tid = info.topic_id if info is not None and info.topic_id else uuid.UUID(int=0)
+            for tp in tps:
+                self.states.pop(tp, None)
+                self.versions.pop(tp, None)
+            self.topics.pop(name, None)
+            await self._send_update_metadata([], [(tp, tid) for tp in tps])
+            log.info("controller: deleted topic %s", name)
+
+    async def _on_config_changes(self, names: list[str]) -> None:
+        for name in names:
+            try:
+                configs = await self._call(self.store.topic_configs, name)
+                self.server.topic_configs.set_overrides(name, configs)
+                self.server.on_topic_config_change(name)
+            except (MetadataError, ValueError) as e:
+                log.warning("cannot apply config change of topic %s: %s", name, e)
+
+    # ------------------------------------------------------------------ broker-side admin entry points
+    def _live_broker_ids(self) -> list[int]:
+        return sorted(self.server.metadata_cache.brokers) or [self.broker_id]
+
+    async def create_topics(self, topics: list[NewTopic], *, validate_only: bool,
+                            timeout_ms: int) -> dict[str, TopicResult]:
+        results: dict[str, TopicResult] = {}
+        created: list[str] = []
+        cfg = self.server.config
+        for t in topics:
+            err = topic_name_error(t.name)
+            if err is not None:
+                results[t.name] = TopicResult(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+                continue
+            if t.name in self.server.metadata_cache.topics:
+                results[t.name] = TopicResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+                continue
+            try:
+                self.server.topic_configs.validate(t.configs)
+            except ValueError as e:
+                results[t.name] = TopicResult(ErrorCode.INVALID_CONFIG, str(e))
+                continue
+            try:
+                if t.assignment:
+                    if t.num_partitions != -1 or t.replication_factor != -1:
+                        raise InvalidReplicaAssignmentError(
+                            "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                            "Both cannot be used at the same time.")
+                    validate_manual_assignment(t.assignment, self._live_broker_ids())
+                    assignment = {p: list(r) for p, r in t.assignment.items()}
+                else:
+                    n = t.num_partitions if t.num_partitions != -1 else cfg["num.partitions"]
+                    rf = t.replication_factor if t.replication_factor != -1 else cfg["default.replication.factor"]
+                    assignment = assign_replicas_to_brokers(n, rf, self._live_broker_ids())
+            except InvalidPartitionsError as e:
+                results[t.name] = TopicResult(ErrorCode.INVALID_PARTITIONS, str(e))
+                continue
+            except InvalidReplicationFactorError as e:
+                results[t.name] = TopicResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(e))
+                continue
+            except InvalidReplicaAssignmentError as e:
+                results[t.name] = TopicResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(e))
+                continue
+            topic_id = uuid.uuid4()
+            result = TopicResult(ErrorCode.NONE, None, topic_id, len(assignment), len(assignment[0]),
+                                 dict(t.configs))
+            if not validate_only:
+                try:
+                    await self._call(self.store.create_topic, t.name, topic_id, assignment, t.configs)
+                except TopicExistsError:
+                    results[t.name] = TopicResult(ErrorCode.TOPIC_ALREADY_EXISTS,
+                                                  f"Topic '{t.name}' already exists.")
+                    continue
+                except MetadataError as e:
+                    results[t.name] = TopicResult(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+                    continue
+                self.server.topic_configs.set_overrides(t.name, t.configs)
+                created.append(t.name)
+                log.info("created topic %s (id %s) with %d partitions, replicas %s", t.name, topic_id,
+                         len(assignment), assignment)
+            results[t.name] = result
+        if created:
+            if self.active:
+                await self._enqueue(lambda: self._on_topics_change(frozenset(created)))
+            ok = await self._wait_for(lambda: all(self._topic_ready(n) for n in created), timeout_ms)
+            if not ok:
+                for n in created:
+                    if not self._topic_ready(n):
+                        results[n] = TopicResult(ErrorCode.REQUEST_TIMED_OUT,
+                                                 "Topic creation did not complete in time")
+            for n in created:
+                tm = self.server.metadata_cache.topics.get(n)
+                if tm is not None:
+                    results[n].topic_id = tm.topic_id
+        return results
+
+    def _topic_ready(self, name: str) -> bool:
+        tm = self.server.metadata_cache.topics.get(name)
+        return tm is not None and all(p.leader >= 0 for p in tm.partitions.values()) and bool(tm.partitions)
+
+    async def _wait_for(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._metadata_changed.clear()
+            try:
+                await asyncio.wait_for(self._metadata_changed.wait(), min(remaining, 0.1))
+            except TimeoutError:
+                pass
+        return True
+
+    def auto_create_topic(self, name: str) -> None:
+        if name in self._auto_creating:
+            return
+        self._auto_creating.add(name)
+
+        async def run() -> None:
+            try:
+                await self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000)
+            finally:
+                self._auto_creating.discard(name)
+
+        asyncio.ensure_future(run())
+
+    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                    configs: Mapping[str, str]) -> None:
+        if name in self.server.metadata_cache.topics:
+            return
+        rf = max(1, min(replication_factor, len(self._live_broker_ids())))
+        await self.create_topics([NewTopic(name, partitions, rf, configs=dict(configs))],
+                                 validate_only=False, timeout_ms=30000)
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, tuple[ErrorCode, str | None]]:
+        results: dict[str, tuple[ErrorCode, str | None]] = {}
+        marked = []
+        for name in names:
+            if name not in self.server.metadata_cache.topics:
+                results[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.")
+                continue
+            if not self.server.config["delete.topic.enable"]:
+                results[name] = (ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+                continue
+            try:
+                await self._call(self.store.mark_topic_for_deletion, name)
+            except UnknownTopicError:
+                results[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+                continue
+            marked.append(name)
+            results[name] = (ErrorCode.NONE, None)
+        if marked:
+            if self.active:
+                await self._enqueue(lambda: self._delete_topics(set(marked)))
+            ok = await self._wait_for(lambda: all(n not in self.server.metadata_cache.topics for n in marked),
+                                      timeout_ms)
+            if not ok:
+                for n in marked:
+                    if n in self.server.metadata_cache.topics:
+                        results[n] = (ErrorCode.REQUEST_TIMED_OUT, "Topic deletion did not complete in time")
+        return results
+
+    async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
+                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+        info = await self._call(self.store.topic, topic)
+        if info is None or topic in await self._call(self.store.topics_pending_deletion):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
+        current = len(info.assignment)
+        try:
+            if count <= current:
+                raise InvalidPartitionsError(
+                    f"Topic currently has {current} partitions, {count} would not be an increase.")
+            if assignment:
+                if len(assignment) != count - current:
+                    raise InvalidReplicaAssignmentError(
+                        f"Increasing the number of partitions by {count - current} but {len(assignment)} "
+                        "assignments provided.")
+                rf = len(info.assignment[0])
+                live = set(self._live_broker_ids())
+                for a in assignment:
+                    if len(a) != rf or len(set(a)) != len(a) or not set(a) <= live:
+                        raise InvalidReplicaAssignmentError(f"invalid replica assignment {a}")
+                extra = {current + i: list(a) for i, a in enumerate(assignment)}
+            else:
+                extra = assign_additional_partitions(info.assignment, count, self._live_broker_ids())
+        except InvalidPartitionsError as e:
+            return ErrorCode.INVALID_PARTITIONS, str(e)
+        except InvalidReplicationFactorError as e:
+            return ErrorCode.INVALID_REPLICATION_FACTOR, str(e)
+        except InvalidReplicaAssignmentError as e:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(e)
+        if validate_only:
+            return ErrorCode.NONE, None
+        full = {p: list(r) for p, r in info.assignment.items()}
+        full.update(extra)
+        try:
+            await self._call(self.store.set_assignment, topic, full, expected_version=info.zk_version)
+        except BadVersionError:
+            return ErrorCode.REASSIGNMENT_IN_PROGRESS, "the topic's assignment changed concurrently"
+        if self.active:
+            await self._enqueue(lambda: self._on_topics_change(frozenset([topic])))
+        ok = await self._wait_for(
+            lambda: topic in self.server.metadata_cache.topics
+            and len(self.server.metadata_cache.topics[topic].partitions) >= count, timeout_ms)
+        if not ok:
+            return ErrorCode.REQUEST_TIMED_OUT, "Partition creation did not complete in time"
+        log.info("topic %s now has %d partitions", topic, count)
+        return ErrorCode.NONE, None
+
+    async def alter_topic_configs(self, topic: str, configs: dict[str, str], validate_only: bool
+                                  ) -> tuple[ErrorCode, str | None]:
+        if topic not in self.server.metadata_cache.topics:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist"
+        try:
+            self.server.topic_configs.validate(configs)
+        except ValueError as e:
+            return ErrorCode.INVALID_CONFIG, str(e)
+        if validate_only:
+            return ErrorCode.NONE, None
+        await self._call(self.store.set_topic_configs, topic, configs)
+        self.server.topic_configs.set_overrides(topic, configs)
+        self.server.on_topic_config_change(topic)
+        return ErrorCode.NONE, None

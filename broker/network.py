@@ -1,0 +1,386 @@
+"""The socket layer: size-prefixed frames in, responses out in request order, fetched data by sendfile.
+
+Why raw non-blocking sockets instead of asyncio transports: uvloop's transports implement neither
+`loop.sendfile` nor writability callbacks on their sockets (measured: `NotImplementedError`, and
+`add_writer` refuses a transport's fd), so zero-copy fetch needs the socket to ourselves. Each connection
+registers its fd with `loop.add_reader`/`add_writer` and does its own buffering (about what a transport
+does), which also lets a response be written as a gather of buffers (`socket.sendmsg`) plus `os.sendfile`
+of segment slices without ever joining them in memory.
+
+Contract:
+- A frame is read whole before it is handled; its size prefix is checked against `max_request_bytes`
+  (`socket.request.max.bytes`) before anything is allocated for it. A bad size closes that connection
+  with one log line.
+- Requests on one connection are handled one at a time, in arrival order (Kafka mutes a channel while a
+  request is in flight), so responses leave in request order; other connections are unaffected.
+- The handler returns `None` (no response, e.g. acks=0), a `Response` (size + parts) or an awaitable
+  of one. Parts are bytes-like objects or `SendfileChunk`s.
+- Reading pauses while a connection has queued frames or a large unsent output (back-pressure).
+- Idle connections are closed after `connections.max.idle.ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+log = logging.getLogger("broker.network")
+
+_RECV_SIZE = 256 * 1024
+_MAX_QUEUED_FRAMES = 16
+_OUTPUT_HIGH_WATER = 8 * 1024 * 1024
+_SENDMSG_MAX_PARTS = 512
+
+
+@dataclass(slots=True)
+class SendfileChunk:
+    """A byte range of an open file to send with os.sendfile (never read into memory)."""
+
+    fileno: int
+    offset: int
+    length: int
+
+
+Part = bytes | bytearray | memoryview | SendfileChunk
+
+
+@dataclass(slots=True)
+class Response:
+    size: int  # the frame size (without the 4-byte prefix)
+    parts: list[Part]
+
+
+class FrameHandler(Protocol):
+    def __call__(self, conn: Connection, frame: bytearray) -> Response | Awaitable[Response | None] | None: ...
+
+
+class Connection:
+    __slots__ = (
+        "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
+        "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests",
+    )
+
+    def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
+        self.server = server
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.loop = server.loop
+        self.peer = peer
+        self.id = conn_id
+        self._rbuf = bytearray()
+        self._body: bytearray | None = None
+        self._body_pos = 0
+        self._frames: deque[bytearray] = deque()
+        self._busy = False
+        self._out: deque[Any] = deque()
+        self._out_bytes = 0
+        self._writing = False
+        self._reading = False
+        self.closed = False
+        self.last_active = time.monotonic()
+        self.requests = 0
+        self._resume_reading()
+
+    def __repr__(self) -> str:
+        return f"connection {self.peer[0]}:{self.peer[1]}#{self.id}"
+
+    # ---- reading
+    def _resume_reading(self) -> None:
+        if not self._reading and not self.closed:
+            self.loop.add_reader(self.fd, self._on_readable)
+            self._reading = True
+
+    def _pause_reading(self) -> None:
+        if self._reading:
+            self.loop.remove_reader(self.fd)
+            self._reading = False
+
+    def _on_readable(self) -> None:
+        try:
+            if self._body is not None:
+                n = self.sock.recv_into(memoryview(self._body)[self._body_pos:])
+                if n == 0:
+                    self.close("client closed the connection mid-request")
+                    return
+                self._body_pos += n
+                if self._body_pos == len(self._body):
+                    self._frames.append(self._body)
+                    self._body = None
+            else:
+                data = self.sock.recv(_RECV_SIZE)
+                if not data:
+                    self.close(None)
+                    return
+                self._rbuf += data
+                if not self._split_frames():
+                    return
+        except (BlockingIOError, InterruptedError):
+            return
+        except ConnectionResetError:
+            self.close(None)  # the client went away: routine, not worth a log line
+            return
+        except OSError as e:
+            self.close(f"read failed: {e.strerror or e}")
+            return
+        self.last_active = time.monotonic()
+        if len(self._frames) >= _MAX_QUEUED_FRAMES:
+            self._pause_reading()
+        self._process()
+
+    def _split_frames(self) -> bool:
+        buf = self._rbuf
+        limit = self.server.max_request_bytes
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
+            if size <= 0 or size > limit:
+                self.close(f"request size {size} is outside 1..{limit} (socket.request.max.bytes)")
+                return False
+            if end - pos - 4 >= size:
+                self._frames.append(buf[pos + 4:pos + 4 + size])
+                pos += 4 + size
+                continue
+            if size > _RECV_SIZE:
+                # Large body: allocate once and let recv_into fill it, instead of growing a buffer.
+                body = bytearray(size)
+                have = end - pos - 4
+                body[:have] = buf[pos + 4:end]
+                self._body = body
+                self._body_pos = have
+                pos = end
+            break
+        if pos:
+            del buf[:pos]
+        return True
+
+    # ---- request processing (one at a time per connection)
+    def _process(self) -> None:
+        while self._frames and not self._busy and not self.closed:
+            frame = self._frames.popleft()
+            self.requests += 1
+            try:
+                result = self.server.handler(self, frame)
+            except Exception:
+                log.exception("%s: unexpected error handling a request; closing the connection", self)
+                self.close(None)
+                return
+            if result is None:
+                continue
+            if isinstance(result, Response):
+                self.send(result)
+                continue
+            self._busy = True
+            fut = asyncio.ensure_future(result)
+            fut.add_done_callback(self._on_result)
+            return
+        if not self._frames and not self.closed and self._out_bytes < _OUTPUT_HIGH_WATER:
+            self._resume_reading()
+
+    def _on_result(self, fut: asyncio.Future[Response | None]) -> None:
+        self._busy = False
+        if self.closed:
+            return
+        if fut.cancelled():
+            self.close("request cancelled")
+            return
+        exc = fut.exception()
+        if exc is not None:
+            log.error("%s: unexpected error handling a request; closing the connection", self,
+                      exc_info=exc)
+            self.close(None)
+            return
+        response = fut.result()
+        if response is not None:
+            self.send(response)
+        self._process()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy or bool(self._frames)
+
+    # ---- writing
+    def send(self, response: Response) -> None:
+        if self.closed:
+            return
+        self._out.append(response.size.to_bytes(4, "big"))
+        self._out.extend(response.parts)
+        self._out_bytes += 4 + response.size
+        if not self._writing:
+            self._flush()
+        if self._out_bytes >= _OUTPUT_HIGH_WATER:
+            self._pause_reading()
+
+    def _flush(self) -> None:
+        out = self._out
+        sock = self.sock
+        try:
+            while out:
+                head = out[0]
+                if isinstance(head, SendfileChunk):
+                    n = os.sendfile(self.fd, head.fileno, head.offset, head.length)
+                    if n == 0:
+                        # The file is shorter than the slice promised (truncated under us): the frame
+                        # cannot be completed, so the connection must go.
+                        self.close(f"segment file shrank while sending fetch data (fd {head.fileno})")
+                        return
+                    self._out_bytes -= n
+                    if n < head.length:
+                        head.offset += n
+                        head.length -= n
+                        break
+                    out.popleft()
+                    continue
+                bufs = []
+                for item in out:
+                    if isinstance(item, SendfileChunk) or len(bufs) >= _SENDMSG_MAX_PARTS:
+                        break
+                    bufs.append(item)
+                n = sock.sendmsg(bufs) if len(bufs) > 1 else sock.send(bufs[0])
+                self._out_bytes -= n
+                while n:
+                    item = out[0]
+                    ln = len(item)
+                    if n >= ln:
+                        out.popleft()
+                        n -= ln
+                    else:
+                        out[0] = memoryview(item)[n:]
+                        n = 0
+                if out and not isinstance(out[0], SendfileChunk) and len(bufs) < _SENDMSG_MAX_PARTS:
+                    break  # the kernel took less than offered: socket buffer full
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                pass
+            else:
+                self.close(f"write failed: {e.strerror or e}")
+                return
+        if out:
+            if not self._writing:
+                self.loop.add_writer(self.fd, self._on_writable)
+                self._writing = True
+        else:
+            if self._writing:
+                self.loop.remove_writer(self.fd)
+                self._writing = False
+            self.last_active = time.monotonic()
+            if not self._reading and len(self._frames) < _MAX_QUEUED_FRAMES and not self.closed:
+                self._resume_reading()
+
+    def _on_writable(self) -> None:
+        self._flush()
+        if not self._out and not self._busy:
+            self._process()
+
+    def close(self, reason: str | None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if reason:
+            log.warning("%s: closing: %s", self, reason)
+        if self._reading:
+            self.loop.remove_reader(self.fd)
+            self._reading = False
+        if self._writing:
+            self.loop.remove_writer(self.fd)
+            self._writing = False
+        self._out.clear()
+        self._frames.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.server._forget(self)
+
+
+class SocketServer:
+    """Accepts connections on one listening socket and feeds their frames to `handler`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, handler: FrameHandler, *,
+                 max_request_bytes: int, idle_timeout_ms: int) -> None:
+        self.loop = loop
+        self.handler = handler
+        self.max_request_bytes = max_request_bytes
+        self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
+        self.connections: dict[int, Connection] = {}
+        self._next_id = 0
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(1024)
+        self.sock.setblocking(False)
+        self.host = host
+        self.port = self.sock.getsockname()[1]
+        self._accepting = False
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.on_close: Callable[[Connection], None] | None = None
+
+    def start(self) -> None:
+        self.loop.add_reader(self.sock.fileno(), self._on_accept)
+        self._accepting = True
+        if self.idle_timeout_s is not None:
+            self._schedule_idle_check()
+
+    def _on_accept(self) -> None:
+        for _ in range(64):
+            try:
+                sock, addr = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                log.warning("accept failed: %s", e.strerror or e)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._next_id += 1
+            conn = Connection(self, sock, (addr[0], addr[1]), self._next_id)
+            self.connections[conn.id] = conn
+
+    def _forget(self, conn: Connection) -> None:
+        self.connections.pop(conn.id, None)
+        if self.on_close is not None:
+            self.on_close(conn)
+
+    def _schedule_idle_check(self) -> None:
+        assert self.idle_timeout_s is not None
+        interval = min(max(self.idle_timeout_s / 4, 0.05), 30.0)
+        self._idle_timer = self.loop.call_later(interval, self._check_idle)
+
+    def _check_idle(self) -> None:
+        assert self.idle_timeout_s is not None
+        deadline = time.monotonic() - self.idle_timeout_s
+        for conn in list(self.connections.values()):
+            if conn.last_active < deadline and not conn.busy and not conn._out:
+                conn.close(f"idle for more than {self.idle_timeout_s * 1000:.0f} ms (connections.max.idle.ms)")
+        self._schedule_idle_check()
+
+    def stop_accepting(self) -> None:
+        if self._accepting:
+            self.loop.remove_reader(self.sock.fileno())
+            self._accepting = False
+            self.sock.close()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait (bounded) until no connection has a request in flight or output pending."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not any(c.busy or c._out for c in self.connections.values()):
+                return
+            await asyncio.sleep(0.01)
+
+    def close_all(self) -> None:
+        for conn in list(self.connections.values()):
+            conn.close(None)

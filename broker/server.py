@@ -1,0 +1,307 @@
+"""KafkaServer: one broker — its log manager, replica manager, metadata, coordinators and listener.
+
+Start-up order (as Kafka's): configuration → log directories (recovery) → metadata cache and controller
+→ replica manager (partitions this broker hosts, from the controller's LeaderAndIsr) → group coordinator
+→ listener. Shutdown on SIGTERM reverses it: stop accepting, let in-flight requests finish (bounded),
+answer every parked request, checkpoint high watermarks, flush and close logs, write the clean-shutdown
+marker.
+
+Request dispatch lives here too (`handle_frame`): decode with the protocol codec, route to the handler
+module of the API (`broker.apis.HANDLERS`), encode the response, and hand the parts — bytes and file
+slices for sendfile — to the connection. Malformed frames and unsupported APIs close that one connection
+with one log line; an ApiVersions request at an unsupported version gets Kafka's v0 fallback answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import uuid
+from typing import Any
+
+from broker import apis
+from broker.apis.base import RequestContext
+from broker.config import KafkaConfig
+from broker.controller import LEADER_DURING_DELETE, Controller
+from broker.fetch_session import FetchSessionCache
+from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
+from broker.network import Connection, Response, SendfileChunk, SocketServer
+from broker.partition import PartitionState
+from broker.producer_ids import ProducerIdManager
+from broker.replica_manager import ReplicaManager
+from broker.topics import TopicConfigs
+from protocol import (
+    ApiKey,
+    ProtocolError,
+    RecordsRef,
+    UnsupportedVersion,
+    api_versions_fallback_response,
+    decode_request,
+    encode_response_parts,
+)
+from protocol.errors import ErrorCode
+from storage import LogConfig, LogManager, TopicPartition
+
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+log = logging.getLogger("broker.server")
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.socket_server: SocketServer | None = None
+        self.started = asyncio.Event()
+        self._stopping = False
+        self._timers: list[asyncio.TimerHandle] = []
+        self.io_executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-io")
+        self.topic_configs = TopicConfigs(config)
+        self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
+                                      topic_configs=self.topic_configs.overrides)
+        self.metadata_cache = MetadataCache(self.broker_id, "")
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager,
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+            log_config_for=self.topic_configs.log_config,
+            min_insync_replicas_for=self.topic_configs.min_insync_replicas,
+            message_timestamp_type_for=lambda t: self.topic_configs.log_config(t).message_timestamp_type)
+        self.replica_manager.on_flush_needed = self._schedule_flush
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        self.producer_ids: ProducerIdManager | None = None
+        self.controller: Controller | None = None
+        self.group_coordinator: Any = None
+        self._flushing: set[Any] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def port(self) -> int:
+        assert self.socket_server is not None
+        return self.socket_server.port
+
+    async def start(self) -> None:
+        t0 = time.monotonic()
+        self.loop = asyncio.get_running_loop()
+        listener = self.config.listeners[0]
+        self.log_manager.startup()
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
+        # Bind first so that the advertised port is known (port 0 = pick a free one).
+        self.socket_server = SocketServer(
+            self.loop, listener.host, listener.port, self.handle_frame,
+            max_request_bytes=self.config["socket.request.max.bytes"],
+            idle_timeout_ms=self.config["connections.max.idle.ms"])
+        advertised = self.config.advertised_listeners[0]
+        host = advertised.host or listener.host or "127.0.0.1"
+        port = advertised.port if advertised.port else self.socket_server.port
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        self.endpoint = BrokerEndpoint(self.broker_id, host, port, self.config.get("broker.rack"))
+        self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
+        self.controller = Controller.create(self)
+        await self.controller.startup()
+        self.metadata_cache.cluster_id = self.controller.cluster_id
+        self._start_group_coordinator()
+        self.socket_server.start()
+        self._schedule_housekeeping()
+        log.info("broker %d started in %.0f ms, listening on %s:%d (advertised %s:%d), log dirs %s",
+                 self.broker_id, (time.monotonic() - t0) * 1000, listener.host, self.socket_server.port,
+                 host, port, ", ".join(str(d) for d in self.config.log_dirs))
+        self.started.set()
+
+    def _start_group_coordinator(self) -> None:
+        from broker.groups import start_group_coordinator
+
+        self.group_coordinator = start_group_coordinator(self)
+
+    async def shutdown(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        log.info("broker %d shutting down", self.broker_id)
+        for t in self._timers:
+            t.cancel()
+        if self.controller is not None:
+            try:
+                await self.controller.controlled_shutdown()
+            except Exception:
+                log.exception("controlled shutdown failed; shutting down anyway")
+        if self.socket_server is not None:
+            self.socket_server.stop_accepting()
+            self.replica_manager.produce_purgatory.shutdown()
+            self.replica_manager.fetch_purgatory.shutdown()
+            await self.socket_server.drain(5.0)
+            self.socket_server.close_all()
+        if self.group_coordinator is not None:
+            try:
+                await self.group_coordinator.shutdown()
+            except Exception:
+                log.exception("group coordinator shutdown failed")
+        if self.controller is not None:
+            await self.controller.shutdown()
+        self.replica_manager.shutdown()
+        self.io_executor.shutdown(wait=True)
+        self.log_manager.shutdown()
+        log.info("broker %d shut down cleanly", self.broker_id)
+
+    # ------------------------------------------------------------------ periodic work
+    def _every(self, interval_ms: int, fn: Any) -> None:
+        assert self.loop is not None
+        if interval_ms <= 0 or interval_ms >= 2**62:
+            return
+
+        def tick() -> None:
+            if self._stopping:
+                return
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+            self._timers.append(self.loop.call_later(interval_ms / 1000, tick))  # type: ignore[union-attr]
+
+        self._timers.append(self.loop.call_later(interval_ms / 1000, tick))
+
+    def _schedule_housekeeping(self) -> None:
+        cfg = self.config
+        self._every(cfg["log.retention.check.interval.ms"], self._cleanup_logs)
+        self._every(cfg["replica.high.watermark.checkpoint.interval.ms"],
+                    self.replica_manager.checkpoint_high_watermarks)
+        self._every(cfg["log.flush.offset.checkpoint.interval.ms"], self.log_manager.checkpoint_recovery_points)
+        self._every(cfg["log.flush.start.offset.checkpoint.interval.ms"],
+                    self.log_manager.checkpoint_log_start_offsets)
+        self._every(min(cfg["replica.lag.time.max.ms"] // 2, 30000), self.replica_manager.maybe_shrink_isr)
+        self._every(30000, self._purge_purgatories)
+        if cfg.log_flush_interval_ms < 2**62:
+            self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
+
+    def _purge_purgatories(self) -> None:
+        self.replica_manager.produce_purgatory.purge_completed()
+        self.replica_manager.fetch_purgatory.purge_completed()
+
+    def _cleanup_logs(self) -> None:
+        assert self.loop is not None
+        now = int(time.time() * 1000)
+        self.loop.run_in_executor(self.io_executor, self.log_manager.cleanup_logs, now)
+
+    def _flush_dirty_logs(self) -> None:
+        assert self.loop is not None
+        now = int(time.time() * 1000)
+        self.loop.run_in_executor(self.io_executor, self.log_manager.flush_dirty_logs, now)
+
+    def _schedule_flush(self, partition: Any) -> None:
+        """flush.messages reached: fsync off the event loop (one flush in flight per log)."""
+        assert self.loop is not None
+        log_ = partition.log
+        if log_ is None or log_ in self._flushing:
+            return
+        self._flushing.add(log_)
+        upto = log_.log_end_offset
+        fut = self.loop.run_in_executor(self.io_executor, log_.flush, upto)
+        fut.add_done_callback(lambda f: self._flush_done(log_, f))
+
+    def _flush_done(self, log_: Any, fut: asyncio.Future) -> None:
+        self._flushing.discard(log_)
+        if fut.exception() is not None:
+            log.error("flush of %s failed: %s", log_.topic_partition, fut.exception())
+
+    # ------------------------------------------------------------------ topics
+    def auto_create_topics(self, names: list[str]) -> None:
+        assert self.controller is not None
+        for name in names:
+            self.controller.auto_create_topic(name)
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.log_config(topic)
+
+    # ------------------------------------------------------------------ request dispatch
+    def handle_frame(self, conn: Connection, frame: bytearray) -> Any:
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersion as e:
+            header = getattr(e, "header", None)
+            if header is not None and header.request_api_key == ApiKey.API_VERSIONS:
+                body = api_versions_fallback_response(header)
+                return Response(len(body), [body])
+            conn.close(f"unsupported request: {e}")
+            return None
+        except ProtocolError as e:
+            conn.close(f"malformed request: {e}")
+            return None
+        header = request.header
+        api_key = header.request_api_key
+        version = header.request_api_version
+        handler = apis.HANDLERS.get(api_key)
+        if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
+            conn.close(f"API key {api_key} version {version} is not served by this broker")
+            return None
+        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id)
+        result = handler.handle(ctx, request)
+        if result is None:
+            return None
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            return self._finish_later(ctx, result)
+        return self._encode(ctx, result)
+
+    async def _finish_later(self, ctx: RequestContext, awaitable: Any) -> Response | None:
+        response = await awaitable
+        if response is None:
+            return None
+        return self._encode(ctx, response)
+
+    def _encode(self, ctx: RequestContext, response: Any) -> Response:
+        response.with_header(correlation_id=ctx.correlation_id)
+        size, parts = encode_response_parts(response)
+        out: list[Any] = []
+        for part in parts:
+            if isinstance(part, RecordsRef):
+                fs = part.source
+                out.append(SendfileChunk(fs.fileno, fs.position, fs.length))
+            else:
+                out.append(part)
+        return Response(size, out)
+
+    # ------------------------------------------------------------------ what the controller tells this broker
+    def apply_leader_and_isr(self, controller_id: int, controller_epoch: int,
+                             states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
+                             leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:
+        for ep in leaders:
+            if ep.broker_id not in self.metadata_cache.brokers:
+                self.metadata_cache.brokers[ep.broker_id] = ep
+        return self.replica_manager.become_leader_or_follower(controller_id, controller_epoch, states, topic_ids)
+
+    def apply_update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
+                              partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> bool:
+        cache = self.metadata_cache
+        if controller_epoch < cache.controller_epoch:
+            log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d < %d", controller_id,
+                        controller_epoch, cache.controller_epoch)
+            return False
+        cache.controller_epoch = controller_epoch
+        cache.controller_id = controller_id
+        cache.set_brokers(brokers)
+        for tp, topic_id, pm in partitions:
+            if pm.leader == LEADER_DURING_DELETE:
+                cache.remove_topic(tp.topic)
+                self.topic_configs.remove(tp.topic)
+            else:
+                cache.update_partition(tp.topic, topic_id, pm)
+        return True
+
+    def apply_stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
+                           delete: bool) -> dict[TopicPartition, ErrorCode]:
+        if self.group_coordinator is not None:
+            for tp in partitions:
+                if tp.topic == GROUP_METADATA_TOPIC:
+                    self.group_coordinator.on_resignation(tp.partition)
+        return self.replica_manager.stop_replicas(partitions, delete)
+
+    def on_topic_config_change(self, topic: str) -> None:
+        cfg = self.topic_configs.log_config(topic)
+        min_isr = self.topic_configs.min_insync_replicas(topic)
+        for tp, partition in self.replica_manager.partitions.items():
+            if tp.topic == topic:
+                partition.min_insync_replicas = min_isr
+                if partition.log is not None:
+                    partition.log.update_config(cfg)
