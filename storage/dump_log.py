@@ -261,51 +261,35 @@ def iter_file_batches(
         pos += consumed
 
 
-class _Reader:
-    """Bounded cursor over a record buffer; every read checks what is left."""
+def _varint_at(buf: bytes, pos: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
+    """The zig-zag varint at ``pos`` (never reading at or past ``end``): (value, next position)."""
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:  # one byte: the common case for lengths, deltas and counts
+            return (b >> 1) ^ -(b & 1), pos + 1
+    raw = 0
+    shift = 0
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise RecordDecodeError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+    raise RecordDecodeError("varint too long")
 
-    __slots__ = ("buf", "pos", "end")
 
-    def __init__(self, buf: bytes | memoryview, pos: int = 0, end: int | None = None) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.end = len(buf) if end is None else end
-
-    def varint(self, max_bytes: int = 5) -> int:
-        shift = 0
-        raw = 0
-        for _ in range(max_bytes):
-            if self.pos >= self.end:
-                raise RecordDecodeError("truncated varint")
-            b = self.buf[self.pos]
-            self.pos += 1
-            raw |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return (raw >> 1) ^ -(raw & 1)
-            shift += 7
-        raise RecordDecodeError("varint too long")
-
-    def varlong(self) -> int:
-        return self.varint(10)
-
-    def int8(self) -> int:
-        if self.pos >= self.end:
-            raise RecordDecodeError("truncated record attributes")
-        b = self.buf[self.pos]
-        self.pos += 1
-        return b
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self.varint()
-        if n < 0:
-            if n != -1:
-                raise RecordDecodeError(f"negative length {n}")
-            return None
-        if n > self.end - self.pos:
-            raise RecordDecodeError(f"length {n} exceeds the {self.end - self.pos} bytes left")
-        out = bytes(self.buf[self.pos : self.pos + n])
-        self.pos += n
-        return out
+def _nullable_at(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
+    n, pos = _varint_at(buf, pos, end)
+    if n < 0:
+        if n != -1:
+            raise RecordDecodeError(f"negative length {n}")
+        return None, pos
+    if n > end - pos:
+        raise RecordDecodeError(f"length {n} exceeds the {end - pos} bytes left")
+    return buf[pos : pos + n], pos + n
 
 
 def decompress(codec: int, data: bytes | memoryview, max_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
@@ -440,41 +424,44 @@ def decode_records(
     # Each record takes at least 7 bytes, so a huge count in a small body is rejected before looping.
     if header.records_count > len(body):
         raise RecordDecodeError(f"record count {header.records_count} cannot fit in {len(body)} bytes")
-    r = _Reader(body)
+    varint, nullable = _varint_at, _nullable_at
+    base_offset = header.base_offset
+    # With a KIP-534 delete horizon, baseTimestamp holds the horizon and deltas are relative to it.
+    base_ts = header.base_timestamp
+    log_append_time = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else None
+    body_end = len(body)
+    pos = 0
     records: list[Record] = []
     for _ in range(header.records_count):
-        start = r.pos
-        length = r.varint()
-        if length < 0 or length > r.end - r.pos:
-            raise RecordDecodeError(f"record length {length} exceeds the {r.end - r.pos} bytes left")
-        rec_end = r.pos + length
-        outer_end = r.end
-        r.end = rec_end
-        r.int8()  # record attributes: unused in v2
-        ts_delta = r.varlong()
-        offset_delta = r.varint()
-        key = r.nullable_bytes()
-        value = r.nullable_bytes()
-        n_headers = r.varint()
-        if n_headers < 0 or n_headers > r.end - r.pos:
-            raise RecordDecodeError(f"bad header count {n_headers}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(n_headers):
-            hkey = r.nullable_bytes()
-            if hkey is None:
-                raise RecordDecodeError("null header key")
-            headers.append((hkey.decode("utf-8", errors="replace"), r.nullable_bytes()))
-        if r.pos != rec_end:
+        start = pos
+        length, pos = varint(body, pos, body_end)
+        if length < 1 or length > body_end - pos:
+            raise RecordDecodeError(f"record length {length} does not fit the {body_end - pos} bytes left")
+        rec_end = pos + length
+        pos += 1  # record attributes: unused in v2
+        ts_delta, pos = varint(body, pos, rec_end, 10)
+        offset_delta, pos = varint(body, pos, rec_end)
+        key, pos = nullable(body, pos, rec_end)
+        value, pos = nullable(body, pos, rec_end)
+        n_headers, pos = varint(body, pos, rec_end)
+        headers: tuple[tuple[str, bytes | None], ...] = ()
+        if n_headers:
+            if n_headers < 0 or n_headers > rec_end - pos:
+                raise RecordDecodeError(f"bad header count {n_headers}")
+            hlist: list[tuple[str, bytes | None]] = []
+            for _ in range(n_headers):
+                hkey, pos = nullable(body, pos, rec_end)
+                if hkey is None:
+                    raise RecordDecodeError("null header key")
+                hvalue, pos = nullable(body, pos, rec_end)
+                hlist.append((hkey.decode("utf-8", errors="replace"), hvalue))
+            headers = tuple(hlist)
+        if pos != rec_end:
             raise RecordDecodeError("record length does not match its fields")
-        r.end = outer_end
-        # With a KIP-534 delete horizon, baseTimestamp holds the horizon and deltas are relative to it.
-        timestamp = header.base_timestamp + ts_delta
-        if header.attributes & ATTR_TIMESTAMP_TYPE:
-            timestamp = header.max_timestamp
-        records.append(Record(header.base_offset + offset_delta, timestamp, key, value, tuple(headers),
-                              r.pos - start))
-    if r.pos != len(body):
-        raise RecordDecodeError(f"{len(body) - r.pos} trailing bytes after {header.records_count} records")
+        timestamp = base_ts + ts_delta if log_append_time is None else log_append_time
+        records.append(Record(base_offset + offset_delta, timestamp, key, value, headers, pos - start))
+    if pos != body_end:
+        raise RecordDecodeError(f"{body_end - pos} trailing bytes after {header.records_count} records")
     return records
 
 
