@@ -1,0 +1,14 @@
+"""Adapters for the stock clients, by the name used in reports and on the command line."""
+
+from __future__ import annotations
+
+from compat.clients.base import ClientAdapter
+from compat.clients.confluent import ConfluentAdapter
+
+ADAPTERS: dict[str, type[ClientAdapter]] = {
+    cls.name: cls for cls in (ConfluentAdapter,)
+}
+
+
+def configure(*, java_classpath: str = "", spark_jars: str = "") -> None:
+    """Hand the optional clients their jars (they report themselves unavailable without)."""

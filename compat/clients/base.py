@@ -1,0 +1,140 @@
+"""The client-neutral surface every scenario is written against.
+
+One adapter per stock client maps these calls onto that client's own API, so a scenario is
+written once and runs with every client. An adapter method the client library cannot express
+raises NotSupported (reported as a skip with the reason). Adapters must not paper over broker
+behaviour: errors the client surfaces propagate, translated to Kafka's error names where the
+scenario checks them (ProduceFailed.error, e.g. "MESSAGE_TOO_LARGE").
+
+An adapter instance lives for one scenario run; ``close()`` releases everything it opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from compat.model import ClusterView, GroupDescription, Message, NotSupported, Record, TopicPartition
+
+Offsets = dict[TopicPartition, int]
+
+
+class ConsumerHandle:
+    """A consumer opened by an adapter (subscribed to topics, or with manual assignment)."""
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Message]:
+        raise NotSupported("poll")
+
+    def assignment(self) -> set[TopicPartition]:
+        raise NotSupported("assignment")
+
+    def commit(self, offsets: dict[TopicPartition, tuple[int, str]]) -> None:
+        """Synchronously commit offset and metadata per partition."""
+        raise NotSupported("commit with metadata")
+
+    def committed(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str] | None]:
+        raise NotSupported("committed")
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        raise NotSupported("seek")
+
+    def pause(self, tps: Iterable[TopicPartition]) -> None:
+        raise NotSupported("pause")
+
+    def resume(self, tps: Iterable[TopicPartition]) -> None:
+        raise NotSupported("resume")
+
+    def close(self) -> None:
+        pass
+
+
+class ClientAdapter:
+    name = "base"
+
+    def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when the client can run here, else why not (reported as skip for every scenario)."""
+        return None
+
+    # -- metadata and versions
+    def cluster(self, topics: Sequence[str] | None = None) -> ClusterView:
+        raise NotSupported("metadata")
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        raise NotSupported("ApiVersions is not exposed by this client")
+
+    # -- produce
+    def produce(
+        self,
+        topic: str,
+        records: Sequence[Record],
+        *,
+        acks: int = -1,
+        compression: str = "none",
+        idempotent: bool = False,
+        max_request_size: int | None = None,
+        timeout_s: float | None = None,
+    ) -> list[tuple[int, int]]:
+        """Produce and wait for delivery; returns (partition, offset) per record (offset -1 if acks=0).
+
+        Raises ProduceFailed(error_name) when any record is rejected, TimeoutError when delivery
+        does not complete within timeout_s (default: the adapter's timeout).
+        """
+        raise NotSupported("produce")
+
+    # -- consume
+    def consumer(
+        self,
+        *,
+        group_id: str | None = None,
+        subscribe: Sequence[str] = (),
+        assign: Sequence[TopicPartition] = (),
+        group_instance_id: str | None = None,
+        auto_offset_reset: str = "earliest",
+        allow_auto_create_topics: bool = False,
+    ) -> ConsumerHandle:
+        raise NotSupported("consumer")
+
+    def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
+        """spec: 'earliest', 'latest' or a timestamp in ms (first offset with timestamp >= it, -1 if none)."""
+        raise NotSupported("ListOffsets")
+
+    # -- admin
+    def create_topic(self, name: str, partitions: int, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        raise NotSupported("CreateTopics")
+
+    def delete_topic(self, name: str) -> None:
+        raise NotSupported("DeleteTopics")
+
+    def create_partitions(self, name: str, total: int) -> None:
+        raise NotSupported("CreatePartitions")
+
+    def describe_configs(self, resource_type: str, name: str) -> dict[str, str]:
+        """resource_type 'topic' or 'broker'; returns every config name -> value the broker reports."""
+        raise NotSupported("DescribeConfigs")
+
+    def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
+        raise NotSupported("AlterConfigs")
+
+    def describe_cluster(self) -> ClusterView:
+        raise NotSupported("DescribeCluster")
+
+    def delete_records(self, offsets: Offsets) -> Offsets:
+        """Returns the new low watermark per partition."""
+        raise NotSupported("DeleteRecords")
+
+    def list_groups(self) -> set[str]:
+        raise NotSupported("ListGroups")
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        raise NotSupported("DescribeGroups")
+
+    def delete_group(self, group_id: str) -> None:
+        raise NotSupported("DeleteGroups")
+
+    def close(self) -> None:
+        pass

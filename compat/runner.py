@@ -1,0 +1,85 @@
+"""Runs the matrix: every (client, scenario) pair against one target, each with a bounded time.
+
+Each pair runs in its own daemon thread with fresh adapters, so a client that hangs costs one
+FAIL ("timed out after N s") rather than the whole run; a timed-out thread is abandoned (its
+client's own timeouts end it later). Pairs run one after another: the clients' I/O threads and
+the broker share a 2-core machine, and sequential runs keep timings honest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from compat.clients import ADAPTERS
+from compat.clients.base import ClientAdapter
+from compat.context import Context, Target
+from compat.model import Result, Skip, Verdict, first_line
+from compat.scenarios import SCENARIOS
+
+
+def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *,
+            setup_cls: type[ClientAdapter], timeout_s: float = 15.0, limit_s: float = 90.0) -> Result:
+    """Run one scenario with one client; never raises."""
+    reason = client_cls.unavailable_reason()
+    if reason is not None:
+        return Result(target.name, client_cls.name, scenario_id, Verdict.SKIP, reason)
+    fn = SCENARIOS[scenario_id].fn
+    box: list[Result] = []
+    start = time.monotonic()
+
+    def body() -> None:
+        client = setup = None
+        ctx = None
+        try:
+            client = client_cls(target.bootstrap, timeout_s)
+            setup = setup_cls(target.bootstrap, timeout_s)
+            ctx = Context(target, client, setup, timeout_s)
+            fn(ctx)
+            verdict, detail = Verdict.PASS, ""
+        except Skip as e:
+            verdict, detail = Verdict.SKIP, str(e) or type(e).__name__
+        except BaseException as e:  # noqa: BLE001 - any error is this scenario's failure verdict
+            verdict, detail = Verdict.FAIL, first_line(e)
+        finally:
+            if ctx is not None:
+                ctx.run_cleanup()
+            for adapter in (client, setup):
+                if adapter is not None:
+                    try:
+                        adapter.close()
+                    except Exception:  # noqa: BLE001 - closing is best effort
+                        pass
+        box.append(Result(target.name, client_cls.name, scenario_id, verdict, detail, time.monotonic() - start))
+
+    thread = threading.Thread(target=body, name=f"compat-{client_cls.name}-{scenario_id}", daemon=True)
+    thread.start()
+    thread.join(limit_s)
+    if not box:
+        return Result(target.name, client_cls.name, scenario_id, Verdict.FAIL,
+                      f"timed out after {limit_s:.0f}s", time.monotonic() - start)
+    return box[0]
+
+
+def default_setup_adapter() -> type[ClientAdapter]:
+    """librdkafka when present (the most widely deployed client), else kafka-python."""
+    for name in ("confluent-kafka", "kafka-python"):
+        cls = ADAPTERS.get(name)
+        if cls is not None and cls.unavailable_reason() is None:
+            return cls
+    raise RuntimeError("no setup client available: install confluent-kafka or kafka-python")
+
+
+def run_matrix(target: Target, clients: Sequence[type[ClientAdapter]], scenario_ids: Sequence[str] | None = None,
+               *, timeout_s: float = 15.0, limit_s: float = 90.0,
+               on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    setup_cls = default_setup_adapter()
+    results: list[Result] = []
+    for client_cls in clients:
+        for sid in scenario_ids or list(SCENARIOS):
+            r = run_one(target, client_cls, sid, setup_cls=setup_cls, timeout_s=timeout_s, limit_s=limit_s)
+            results.append(r)
+            if on_result is not None:
+                on_result(r)
+    return results
