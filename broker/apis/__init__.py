@@ -9,16 +9,21 @@ from __future__ import annotations
 from types import ModuleType
 
 from broker.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_cluster,
+    describe_configs,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
     sasl_handshake,
 )
@@ -33,8 +38,13 @@ HANDLER_MODULES: list[ModuleType] = [
     api_versions,
     create_topics,
     delete_topics,
+    delete_records,
     init_producer_id,
+    offset_for_leader_epoch,
+    describe_configs,
+    alter_configs,
     create_partitions,
+    incremental_alter_configs,
     describe_cluster,
 ]
 
