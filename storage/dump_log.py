@@ -806,7 +806,7 @@ def dump_log_file(path: Path, opts: DumpOptions, out: TextIO, problems: DumpProb
     with open(path, "rb") as f:
         end = min(os.fstat(f.fileno()).st_size, opts.max_bytes)
         valid_bytes = 0
-        last_offset = -1
+        last_offset: int | None = None  # the first record of a segment starts the sequence (base > 0 is fine)
         for position, header, batch in iter_file_batches(f.fileno(), 0, end):
             is_valid = batch_crc_valid(batch) if header.magic >= MAGIC_V2 else legacy_crc_valid(batch)
             out.write(format_batch(header, position, is_valid) + "\n")
@@ -817,7 +817,7 @@ def dump_log_file(path: Path, opts: DumpOptions, out: TextIO, problems: DumpProb
                     out.write(f"| cannot decode records: {exc}\n")
                     records = []
                 for record in records:
-                    if record.offset != last_offset + 1:
+                    if last_offset is not None and record.offset != last_offset + 1:
                         problems.non_consecutive.setdefault(str(path.absolute()), []).append(
                             (last_offset, record.offset))
                     last_offset = record.offset

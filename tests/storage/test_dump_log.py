@@ -337,3 +337,28 @@ def test_file_batches_read_in_chunks_smaller_than_a_batch(tmp_path: Path, monkey
     assert [h.base_offset for _p, h, _b in got] == list(range(6))
     assert [bytes(b) for _p, _h, b in got] == batches
     assert [p for p, _h, _b in got] == [sum(len(b) for b in batches[:i]) for i in range(6)]
+
+
+def test_dump_a_partition_dir_written_by_storage_log(tmp_path: Path) -> None:
+    import time
+
+    from storage.config import LogConfig
+    from storage.log import Log
+
+    topic_id = uuid.uuid4()
+    log = Log.open(tmp_path / "orders-0", LogConfig(), topic_id=topic_id)
+    now = int(time.time() * 1000)
+    for seq in (0, 2):
+        log.append_as_leader(bytearray(kp_batch(0, [(b"k", b"v"), (b"k2", b"v2")], pid=5, epoch=0, seq=seq)), 3,
+                             now_ms=now)
+        log.roll()
+    log.close()
+    rc, out, err = run_dump([tmp_path / "orders-0"], print_data_log=True)
+    assert rc == 0 and err == ""  # a segment starting at offset 2 is not a gap
+    assert "baseOffset: 2 lastOffset: 3 count: 2 baseSequence: 2 lastSequence: 3 producerId: 5" in out
+    assert "partitionLeaderEpoch: 3" in out
+    assert "epoch: 3 startOffset: 0\n" in out  # leader-epoch-checkpoint
+    assert f"(uuid: {topic_id})" in out  # partition.metadata
+    # The producer-state snapshot written at the roll to offset 4 parses as Kafka's format (CRC checked).
+    assert "producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: -1" in out
+    assert "firstSequence: 2 lastSequence: 3 lastOffset: 3 offsetDelta: 1" in out
