@@ -193,21 +193,29 @@ def filter_batch(
     )
 
 
-def _group_segments(segments: list[LogSegment], max_size: int) -> list[list[LogSegment]]:
-    """Kafka's groupSegmentsBySize: consecutive segments whose total fits one segment and one offset range."""
+def _group_segments(segments: list[LogSegment], max_size: int, max_index_size: int) -> list[list[LogSegment]]:
+    """Kafka's groupSegmentsBySize: consecutive segments whose log bytes fit one segment, whose index entries
+    fit one index, and whose offsets fit one relative-offset range, so each group cleans into one segment."""
     groups: list[list[LogSegment]] = []
     i = 0
     while i < len(segments):
         group = [segments[i]]
         total = segments[i].size
+        index_bytes = segments[i].offset_index.size_in_bytes
+        time_index_bytes = segments[i].time_index.size_in_bytes
         i += 1
         while i < len(segments):
             nxt = segments[i]
             last_offset = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else nxt.next_offset - 1
-            if total + nxt.size > max_size or last_offset - group[0].base_offset > INT32_MAX:
+            if (total + nxt.size > max_size
+                    or index_bytes + nxt.offset_index.size_in_bytes > max_index_size
+                    or time_index_bytes + nxt.time_index.size_in_bytes > max_index_size
+                    or last_offset - group[0].base_offset > INT32_MAX):
                 break
             group.append(nxt)
             total += nxt.size
+            index_bytes += nxt.offset_index.size_in_bytes
+            time_index_bytes += nxt.time_index.size_in_bytes
             i += 1
         groups.append(group)
     return groups
@@ -368,7 +376,7 @@ class LogCleaner:
         stats.end_offset = end_offset
         to_clean = [seg for seg in cleanable if seg.base_offset < end_offset]
         drop_before_ms = now_ms - config.delete_retention_ms
-        for group in _group_segments(to_clean, config.segment_bytes):
+        for group in _group_segments(to_clean, config.segment_bytes, config.segment_index_bytes):
             self._clean_group(log, group, offset_map, scan, drop_before_ms, stats)
         self.update_checkpoint(log.dir.parent, log.topic_partition, end_offset)
 

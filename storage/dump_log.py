@@ -561,12 +561,6 @@ CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_
 
 OffsetIndexEntry = cs.Struct("relative_offset" / cs.Int32sb, "position" / cs.Int32sb)  # 8 bytes
 TimeIndexEntry = cs.Struct("timestamp" / cs.Int64sb, "relative_offset" / cs.Int32sb)  # 12 bytes
-BatchHeaderStruct = cs.Struct(
-    "base_offset" / cs.Int64sb, "batch_length" / cs.Int32sb, "partition_leader_epoch" / cs.Int32sb,
-    "magic" / cs.Int8sb, "crc" / cs.Int32ub, "attributes" / cs.Int16sb, "last_offset_delta" / cs.Int32sb,
-    "base_timestamp" / cs.Int64sb, "max_timestamp" / cs.Int64sb, "producer_id" / cs.Int64sb,
-    "producer_epoch" / cs.Int16sb, "base_sequence" / cs.Int32sb, "records_count" / cs.Int32sb,
-)
 # Kafka's ProducerStateManager snapshot (version 1): version, crc32c of everything after it, entries.
 ProducerSnapshotEntry = cs.Struct(
     "producer_id" / cs.Int64sb, "producer_epoch" / cs.Int16sb, "last_sequence" / cs.Int32sb,

@@ -135,8 +135,19 @@ def test_scan_transactions_finds_aborted_open_and_last_producer_batches(tmp_path
 
 
 def test_group_segments_by_size(tmp_path: Path) -> None:
-    segs = [_segment(tmp_path, i * 10, [batch(i * 10, [(b"k", b"v" * 100)])]) for i in range(4)]
+    segs = [_segment(tmp_path, i * 10, [batch(i * 10 + j, [(b"k", b"v" * 100)]) for j in range(3)])
+            for i in range(4)]
     size = segs[0].size
-    assert [[s.base_offset for s in g] for g in _group_segments(segs, size * 2)] == [[0, 10], [20, 30]]
-    assert [[s.base_offset for s in g] for g in _group_segments(segs, size * 10)] == [[0, 10, 20, 30]]
-    assert [[s.base_offset for s in g] for g in _group_segments(segs, 1)] == [[0], [10], [20], [30]]
+    big = 1 << 20
+
+    def bases(groups: list[list[LogSegment]]) -> list[list[int]]:
+        return [[s.base_offset for s in g] for g in groups]
+
+    assert bases(_group_segments(segs, size * 2, big)) == [[0, 10], [20, 30]]
+    assert bases(_group_segments(segs, size * 10, big)) == [[0, 10, 20, 30]]
+    assert bases(_group_segments(segs, 1, big)) == [[0], [10], [20], [30]]
+    for s in segs:
+        s.on_become_inactive()  # trims the indexes to their entries, as a rolled segment's are
+    entry_bytes = segs[0].offset_index.size_in_bytes
+    assert entry_bytes == 16  # two entries: the first batch of a segment is not indexed
+    assert bases(_group_segments(segs, size * 10, entry_bytes * 3)) == [[0, 10, 20], [30]]
