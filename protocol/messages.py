@@ -6,7 +6,9 @@ Contract:
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
   AlterPartition, ConsumerGroupHeartbeat) are defined here from our own specs in `protocol/schemas/`,
-  loaded through the same machinery (`load_json=`).
+  loaded through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr (v5+) and
+  UpdateMetadata (v8+) is named `RequestType` there (attribute `request_type`): a field named `type`
+  would shadow kafka-python's `ApiMessage.type` class property.
 - `request_class(api_key)` / `response_class(api_key)` return the unversioned class; index it with a
   version (`cls[v]`) for a versioned one. Unknown keys raise `UnknownApiKey`.
 """
