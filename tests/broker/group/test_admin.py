@@ -53,7 +53,8 @@ def test_delete_groups() -> None:
         log = OffsetsLog()
         c = log.new_coordinator()
         joins, _ = await join_and_sync_all(c, "busy", [""])
-        await c.commit_offsets("idle", "", None, -1, [OffsetCommitEntry("t", 0, 1), OffsetCommitEntry("t", 1, 2)])
+        await c.commit_offsets("idle", "", None, -1,
+                               [OffsetCommitEntry("t", 0, 1), OffsetCommitEntry("t", 1, 2)])
         result = await c.delete_groups(["busy", "idle", "missing"])
         assert result == {"busy": E.NON_EMPTY_GROUP, "idle": E.NONE, "missing": E.GROUP_ID_NOT_FOUND}
         assert c.group("idle") is None

@@ -1,0 +1,280 @@
+"""Group APIs from decoded Kafka requests to Kafka responses: the body of each group handler.
+
+Contract: one coroutine per API. Each takes the `GroupCoordinator`, the request as decoded by
+kafka-python's message classes (`kafka.protocol.consumer`, `kafka.protocol.admin`,
+`kafka.protocol.metadata`) and the request's api version, and returns the response message object of the
+same version, ready for `.encode()` (throttle_time_ms 0). A handler module under `broker/apis/` only
+decodes, calls one of these and encodes. Nothing here raises for client input; unsupported combinations
+become Kafka error codes.
+
+`MAX_VERSIONS` lists the highest version each function answers correctly (for ApiVersions). Versions
+that name topics by topic ID (OffsetCommit v10, OffsetFetch v10) are left out.
+
+`client_host` for JoinGroup is the peer address in Kafka's form, e.g. "/127.0.0.1".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kafka.protocol.admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+from broker.group.coordinator import GroupCoordinator
+from broker.group.errors import GroupErrorCode as E
+from broker.group.results import FetchedOffset, LeaveMember, OffsetCommitEntry, OffsetFetchResult
+
+MAX_VERSIONS: dict[str, int] = {
+    "FindCoordinator": 6,
+    "JoinGroup": 9,
+    "SyncGroup": 5,
+    "Heartbeat": 4,
+    "LeaveGroup": 5,
+    "OffsetCommit": 9,
+    "OffsetFetch": 9,
+    "OffsetDelete": 0,
+    "DescribeGroups": 5,
+    "ListGroups": 5,
+    "DeleteGroups": 2,
+}
+
+# Kafka's AclOperation codes a group supports (READ, DELETE, DESCRIBE): granted, since we run no authorizer.
+_GROUP_AUTHORIZED_OPERATIONS = frozenset({3, 6, 8})
+
+CoordinatorNode = tuple[int, str, int]
+"""(node_id, host, port) of the broker leading a __consumer_offsets partition."""
+
+
+def find_coordinator(coordinator: GroupCoordinator, request: FindCoordinatorRequest, version: int,
+                     leader_of: Callable[[int], CoordinatorNode | None]) -> FindCoordinatorResponse:
+    """FindCoordinator for group keys; `leader_of(partition)` gives the leader of that partition of
+    __consumer_offsets, or None when there is none yet (COORDINATOR_NOT_AVAILABLE, the client retries).
+    Transaction and share keys answer COORDINATOR_NOT_AVAILABLE: we run no such coordinator."""
+    key_type = getattr(request, "key_type", 0) or 0
+    keys = list(request.coordinator_keys or []) if version >= 4 else [request.key]
+
+    def lookup(key: str) -> tuple[int, int, str, int]:
+        if key_type != 0:
+            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        if key is None or key == "":
+            return E.INVALID_GROUP_ID, -1, "", -1
+        node = leader_of(coordinator.partition_for(key))
+        if node is None:
+            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return E.NONE, node[0], node[1], node[2]
+
+    if version >= 4:
+        item = FindCoordinatorResponse.Coordinator
+        coordinators = []
+        for key in keys:
+            code, node_id, host, port = lookup(key)
+            coordinators.append(item(key=key, node_id=node_id, host=host, port=port, error_code=code,
+                                     error_message=None))
+        return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
+    code, node_id, host, port = lookup(keys[0])
+    return FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=code, error_message=None,
+                                   node_id=node_id, host=host, port=port)
+
+
+async def join_group(coordinator: GroupCoordinator, request: JoinGroupRequest, version: int,
+                     client_id: str, client_host: str) -> JoinGroupResponse:
+    result = await coordinator.join_group(
+        request.group_id, request.member_id or "", request.group_instance_id if version >= 5 else None,
+        client_id or "", client_host, request.rebalance_timeout_ms if version >= 1 else -1,
+        request.session_timeout_ms, request.protocol_type or "",
+        [(p.name, p.metadata) for p in request.protocols or []], api_version=version)
+    member = JoinGroupResponse.JoinGroupResponseMember
+    return JoinGroupResponse(
+        version=version, throttle_time_ms=0, error_code=result.error_code,
+        generation_id=result.generation_id, protocol_type=result.protocol_type,
+        # ProtocolName is nullable only from v7.
+        protocol_name=result.protocol_name if version >= 7 else (result.protocol_name or ""),
+        leader=result.leader, skip_assignment=result.skip_assignment, member_id=result.member_id,
+        members=[member(member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)
+                 for m in result.members])
+
+
+async def sync_group(coordinator: GroupCoordinator, request: SyncGroupRequest,
+                     version: int) -> SyncGroupResponse:
+    result = await coordinator.sync_group(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if version >= 3 else None,
+        request.protocol_type if version >= 5 else None, request.protocol_name if version >= 5 else None,
+        [(a.member_id, a.assignment) for a in request.assignments or []])
+    return SyncGroupResponse(version=version, throttle_time_ms=0, error_code=result.error_code,
+                             protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                             assignment=result.assignment)
+
+
+async def heartbeat(coordinator: GroupCoordinator, request: HeartbeatRequest,
+                    version: int) -> HeartbeatResponse:
+    code = await coordinator.heartbeat(request.group_id, request.member_id,
+                                       request.group_instance_id if version >= 3 else None,
+                                       request.generation_id)
+    return HeartbeatResponse(version=version, throttle_time_ms=0, error_code=code)
+
+
+async def leave_group(coordinator: GroupCoordinator, request: LeaveGroupRequest,
+                      version: int) -> LeaveGroupResponse:
+    if version >= 3:
+        leaving = [LeaveMember(m.member_id or "", m.group_instance_id) for m in request.members or []]
+    else:
+        leaving = [LeaveMember(request.member_id or "")]
+    result = await coordinator.leave_group(request.group_id, leaving)
+    if version < 3:
+        # One member: its outcome is the request's outcome.
+        code = result.error_code
+        if code == E.NONE and result.members:
+            code = result.members[0].error_code
+        return LeaveGroupResponse(version=version, throttle_time_ms=0, error_code=code)
+    item = LeaveGroupResponse.MemberResponse
+    return LeaveGroupResponse(
+        version=version, throttle_time_ms=0, error_code=result.error_code,
+        members=[item(member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=m.error_code)
+                 for m in result.members])
+
+
+async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequest,
+                        version: int) -> OffsetCommitResponse:
+    entries = []
+    for topic in request.topics or []:
+        for p in topic.partitions or []:
+            entries.append(OffsetCommitEntry(
+                topic.name, p.partition_index, p.committed_offset,
+                p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata))
+    generation = request.generation_id_or_member_epoch if version >= 1 else -1
+    member_id = request.member_id if version >= 1 else ""
+    retention = request.retention_time_ms if 2 <= version <= 4 else -1
+    results = await coordinator.commit_offsets(
+        request.group_id, member_id or "", request.group_instance_id if version >= 7 else None,
+        generation, entries, retention_time_ms=retention)
+    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
+    part_cls = topic_cls.OffsetCommitResponsePartition
+    topics = []
+    for topic in request.topics or []:
+        topics.append(topic_cls(name=topic.name, partitions=[
+            part_cls(partition_index=p.partition_index, error_code=results[(topic.name, p.partition_index)])
+            for p in topic.partitions or []]))
+    return OffsetCommitResponse(version=version, throttle_time_ms=0, topics=topics)
+
+
+async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchRequest,
+                       version: int) -> OffsetFetchResponse:
+    require_stable = bool(request.require_stable) if version >= 7 else False
+    if version >= 8:
+        group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+        topic_cls = group_cls.OffsetFetchResponseTopics
+        part_cls = topic_cls.OffsetFetchResponsePartitions
+        groups = []
+        for g in request.groups or []:
+            wanted = (None if g.topics is None
+                      else [(t.name, p) for t in g.topics for p in t.partition_indexes or []])
+            result = await coordinator.fetch_offsets(g.group_id, wanted, require_stable)
+            groups.append(group_cls(group_id=g.group_id, error_code=result.error_code,
+                                    topics=_fetched_topics(result.partitions, topic_cls, part_cls)))
+        return OffsetFetchResponse(version=version, throttle_time_ms=0, groups=groups)
+
+    topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+    part_cls = topic_cls.OffsetFetchResponsePartition
+    wanted = (None if request.topics is None
+              else [(t.name, p) for t in request.topics for p in t.partition_indexes or []])
+    result = await coordinator.fetch_offsets(request.group_id, wanted, require_stable)
+    if result.error_code != E.NONE:
+        if version >= 2:
+            return OffsetFetchResponse(version=version, throttle_time_ms=0, topics=[],
+                                       error_code=result.error_code)
+        # v0-1 have no group-level error: every requested partition carries it.
+        failed = [FetchedOffset(t, p, -1, -1, "", result.error_code) for t, p in wanted or []]
+        result = OffsetFetchResult(E.NONE, failed)
+    return OffsetFetchResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
+                               topics=_fetched_topics(result.partitions, topic_cls, part_cls))
+
+
+def _fetched_topics(partitions: list[FetchedOffset], topic_cls: type, part_cls: type) -> list[object]:
+    by_topic: dict[str, list[object]] = {}
+    for f in partitions:
+        by_topic.setdefault(f.topic, []).append(part_cls(
+            partition_index=f.partition, committed_offset=f.offset, committed_leader_epoch=f.leader_epoch,
+            metadata=f.metadata, error_code=f.error_code))
+    return [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
+
+
+async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequest,
+                        version: int) -> OffsetDeleteResponse:
+    wanted = [(t.name, p.partition_index) for t in request.topics or [] for p in t.partitions or []]
+    result = await coordinator.delete_offsets(request.group_id, wanted)
+    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    part_cls = topic_cls.OffsetDeleteResponsePartition
+    topics = []
+    if result.error_code == E.NONE:
+        for t in request.topics or []:
+            topics.append(topic_cls(name=t.name, partitions=[
+                part_cls(partition_index=p.partition_index,
+                         error_code=result.partitions[(t.name, p.partition_index)])
+                for p in t.partitions or []]))
+    return OffsetDeleteResponse(version=version, error_code=result.error_code, throttle_time_ms=0,
+                                topics=topics)
+
+
+async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroupsRequest,
+                          version: int) -> DescribeGroupsResponse:
+    include_ops = version >= 3 and bool(request.include_authorized_operations)
+    described = await coordinator.describe_groups(list(request.groups or []))
+    group_cls = DescribeGroupsResponse.DescribedGroup
+    member_cls = group_cls.DescribedGroupMember
+    groups = [
+        group_cls(error_code=d.error_code, error_message=None, group_id=d.group_id, group_state=d.group_state,
+                  protocol_type=d.protocol_type, protocol_data=d.protocol_data,
+                  members=[member_cls(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                      client_id=m.client_id, client_host=m.client_host,
+                                      member_metadata=m.member_metadata,
+                                      member_assignment=m.member_assignment)
+                           for m in d.members],
+                  authorized_operations=set(_GROUP_AUTHORIZED_OPERATIONS) if include_ops else None)
+        for d in described]
+    return DescribeGroupsResponse(version=version, throttle_time_ms=0, groups=groups)
+
+
+async def list_groups(coordinator: GroupCoordinator, request: ListGroupsRequest,
+                      version: int) -> ListGroupsResponse:
+    states = list(request.states_filter or []) if version >= 4 else None
+    types = list(request.types_filter or []) if version >= 5 else None
+    result = await coordinator.list_groups(states, types)
+    item = ListGroupsResponse.ListedGroup
+    return ListGroupsResponse(
+        version=version, throttle_time_ms=0, error_code=result.error_code,
+        groups=[item(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
+                     group_type=g.group_type) for g in result.groups])
+
+
+async def delete_groups(coordinator: GroupCoordinator, request: DeleteGroupsRequest,
+                        version: int) -> DeleteGroupsResponse:
+    names = list(request.groups_names or [])
+    results = await coordinator.delete_groups(names)
+    item = DeleteGroupsResponse.DeletableGroupResult
+    return DeleteGroupsResponse(
+        version=version, throttle_time_ms=0,
+        results=[item(group_id=name, error_code=results.get(name, E.GROUP_ID_NOT_FOUND)) for name in names])
