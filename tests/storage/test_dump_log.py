@@ -362,3 +362,16 @@ def test_dump_a_partition_dir_written_by_storage_log(tmp_path: Path) -> None:
     # The producer-state snapshot written at the roll to offset 4 parses as Kafka's format (CRC checked).
     assert "producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: -1" in out
     assert "firstSequence: 2 lastSequence: 3 lastOffset: 3 offsetDelta: 1" in out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300), st.sampled_from([".log", ".index", ".timeindex", ".snapshot", ".txnindex"]))
+def test_fuzz_any_file_bytes_dump_without_crashing(tmp_path: Path, data: bytes, suffix: str) -> None:
+    valid = dl.encode_batch([Record(0, T0, b"k", b"v")], base_offset=0)
+    (tmp_path / "00000000000000000000.log").write_bytes(valid if suffix != ".log" else data)
+    target = tmp_path / f"00000000000000000000{suffix}"
+    target.write_bytes(data)
+    for opts in ({"print_data_log": True}, {"verify_index_only": True}, {"index_sanity_check": True}):
+        rc, _out, _err = run_dump([target], **opts)
+        assert rc in (0, 1)
