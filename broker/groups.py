@@ -136,7 +136,7 @@ class GroupService:
             log.error("%s: cannot load group metadata at offset %d: %s", partition.topic_partition, offset, e)
         if partition.is_leader and partition.leader_epoch == epoch:
             self.coordinator.on_partition_loaded(pid)
-            log.info("%s: group metadata loaded up to offset %d in %.0f ms", partition.topic_partition, offset,
+            log.debug("%s: group metadata loaded up to offset %d in %.0f ms", partition.topic_partition, offset,
                      (time.monotonic() - t0) * 1000)
         self._loads.pop(pid, None)
 

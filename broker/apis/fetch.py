@@ -39,7 +39,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
     v = request.API_VERSION
     cache = server.metadata_cache
-    replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
+    if v >= 15:
+        # v15+ moved the replica id into the tagged ReplicaState field; consumers leave it out.
+        replica_id = request.replica_state.replica_id if request.replica_state is not None else -1
+    else:
+        replica_id = request.replica_id
     if replica_id >= 0:
         isolation = FETCH_LOG_END
     elif v >= 4 and request.isolation_level == 1:
