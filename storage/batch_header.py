@@ -9,7 +9,7 @@ attributes..end. Nothing here raises ``AssertionError`` on bad input; callers ge
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c
 
@@ -53,8 +53,9 @@ _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
+    """The 61-byte v2 header; a NamedTuple because it is built on every append (cheap to create/replace)."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -73,7 +74,7 @@ class BatchHeader:
     def parse(cls, buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
         if len(buf) - pos < HEADER_SIZE:
             raise CorruptLogError(f"record batch header truncated at position {pos}")
-        h = cls(*HEADER_STRUCT.unpack_from(buf, pos))
+        h = cls._make(HEADER_STRUCT.unpack_from(buf, pos))
         if h.magic != 2:
             raise CorruptLogError(f"unsupported magic {h.magic} at position {pos}")
         if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:

@@ -6,16 +6,20 @@ Formats (big-endian, as Kafka's OffsetIndex/TimeIndex):
 A writable index is preallocated to ``max_index_size`` (rounded down to whole entries) and trimmed to its
 entries when the segment rolls or closes; on open the entry count is the file length / entry size, then
 Kafka's sanity checks run (``sanity_check`` raises ``CorruptIndexError``; the segment rebuilds the index).
-Lookups are binary searches over the mmap. Entries are strictly increasing in offset (and in timestamp for
+Lookups are binary searches (the offset index keeps a native-endian copy of its two columns, 8 bytes per
+entry, so the search runs in C's ``bisect``). Entries are strictly increasing in offset (and in timestamp for
 the time index). Not thread-safe except ``flush``, which may run in a worker thread.
 """
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import struct
+import sys
 import threading
+from array import array
 from pathlib import Path
 
 from storage.errors import CorruptIndexError, InvalidRecordError
@@ -37,6 +41,7 @@ class _MmapIndex:
         self.writable = writable
         self._lock = threading.Lock()
         self._mmap: mmap.mmap | None = None
+        self._cols: tuple[array, array] | None = None
         exists = self.path.exists() and self.path.stat().st_size > 0
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         self._fd = os.open(self.path, flags, 0o644)
@@ -106,6 +111,7 @@ class _MmapIndex:
     def reset(self) -> None:
         """Drop every entry (used before a rebuild)."""
         self.entries = 0
+        self._cols = None
         if self.writable:
             # shrinking to zero and growing again makes the kernel zero-fill, without writing 10 MiB ourselves
             self.resize(0)
@@ -170,45 +176,41 @@ class OffsetIndex(_MmapIndex):
         if log_size is not None and last_pos > log_size:
             raise CorruptIndexError(f"index {self.path}: position {last_pos} beyond log size {log_size}")
 
+    def _columns(self) -> tuple[array, array]:
+        """Native-endian (relative_offset, position) columns, rebuilt whenever they fall out of step."""
+        cols = self._cols
+        if cols is None or len(cols[0]) != self.entries:
+            flat = array("i")
+            if self.entries:
+                flat.frombytes(self._buf()[: self.entries * 8])
+                if sys.byteorder == "little":
+                    flat.byteswap()
+            cols = self._cols = (flat[0::2], flat[1::2])
+        return cols
+
     def _largest_lower_bound_slot(self, target_offset: int) -> int:
         """Slot of the largest entry with offset <= target, or -1."""
-        buf = self._buf() if self.entries else None
-        rel = target_offset - self.base_offset
-        lo, hi = 0, self.entries - 1
-        if buf is None or _OFFSET_ENTRY.unpack_from(buf, 0)[0] > rel:
+        if not self.entries:
             return -1
-        unpack = _OFFSET_ENTRY.unpack_from
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            if unpack(buf, mid * 8)[0] <= rel:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return bisect.bisect_right(self._columns()[0], target_offset - self.base_offset) - 1
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry with offset <= target, else (base_offset, 0)."""
         slot = self._largest_lower_bound_slot(target_offset)
         if slot < 0:
             return self.base_offset, 0
-        return self.entry(slot)
+        rel, pos = self._columns()
+        return self.base_offset + rel[slot], pos[slot]
 
     def lookup_by_position(self, target_position: int) -> tuple[int, int]:
         """(offset, position) of the largest entry with position <= target, else (base_offset, 0)."""
         if not self.entries:
             return self.base_offset, 0
-        buf = self._buf()
-        unpack = _OFFSET_ENTRY.unpack_from
-        if unpack(buf, 0)[1] > target_position:
+        rel, pos = self._columns()
+        slot = bisect.bisect_right(pos, target_position) - 1
+        if slot < 0:
             return self.base_offset, 0
-        lo, hi = 0, self.entries - 1
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            if unpack(buf, mid * 8)[1] <= target_position:
-                lo = mid
-            else:
-                hi = mid - 1
-        return self.entry(lo)
+        return self.base_offset + rel[slot], pos[slot]
 
     def append(self, offset: int, position: int) -> None:
         if self.entries and offset <= self.last_offset:
@@ -218,7 +220,12 @@ class OffsetIndex(_MmapIndex):
         if self.is_full():
             raise InvalidRecordError(f"index {self.path} is full ({self.entries} entries)")
         self._ensure_room()
-        _OFFSET_ENTRY.pack_into(self._buf(), self.entries * 8, self._relative(offset), position)
+        rel = self._relative(offset)
+        _OFFSET_ENTRY.pack_into(self._buf(), self.entries * 8, rel, position)
+        cols = self._cols
+        if cols is not None and len(cols[0]) == self.entries:
+            cols[0].append(rel)
+            cols[1].append(position)
         self.entries += 1
 
     def truncate_to(self, offset: int) -> None:
@@ -230,6 +237,7 @@ class OffsetIndex(_MmapIndex):
             self.entries = slot
         else:
             self.entries = slot + 1
+        self._cols = None
 
     def all_entries(self) -> list[tuple[int, int]]:
         return [self.entry(i) for i in range(self.entries)]

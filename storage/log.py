@@ -16,7 +16,6 @@ with one warning line naming file, offset and reason. Whole segments leave the l
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import logging
 import os
 import shutil
@@ -189,9 +188,7 @@ class Log:
                         result.reason,
                     )
                     for later in self.segments[i + 1 :]:
-                        log.warning(
-                            "%s: deleting %s after the corrupt segment", self.topic_partition, later.log_path
-                        )
+                        log.warning("%s: deleting %s after the corrupt segment", self.topic_partition, later.log_path)
                         later.delete_files()
                     del self.segments[i + 1 :]
                 seg.flush()
@@ -287,9 +284,7 @@ class Log:
             assigned.append(
                 (
                     pos,
-                    dataclasses.replace(
-                        h, base_offset=offset, partition_leader_epoch=leader_epoch, max_timestamp=max_ts
-                    ),
+                    h._replace(base_offset=offset, partition_leader_epoch=leader_epoch, max_timestamp=max_ts),
                 )
             )
             offset += h.last_offset_delta + 1
@@ -525,9 +520,7 @@ class Log:
         now_ms: int,  # noqa: ANN001
         reason: str,
     ) -> int:
-        upper_limit = (
-            self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
-        )
+        upper_limit = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
         doomed: list[LogSegment] = []
         segs = list(self.segments)
         for i, seg in enumerate(segs):
@@ -568,10 +561,7 @@ class Log:
     def delete_expired_files(self, now_ms: int) -> None:
         keep = []
         for seg in self._pending_deletes:
-            if (
-                seg.deleted_at_ms is not None
-                and now_ms - seg.deleted_at_ms >= self.config.file_delete_delay_ms
-            ):
+            if seg.deleted_at_ms is not None and now_ms - seg.deleted_at_ms >= self.config.file_delete_delay_ms:
                 seg.delete_files()
             else:
                 keep.append(seg)
@@ -598,9 +588,7 @@ class Log:
         unflushed = self.log_end_offset - self.recovery_point
         if unflushed <= 0:
             return False
-        return (
-            unflushed >= self.config.flush_messages or _now_ms() - self.last_flush_ms >= self.config.flush_ms
-        )
+        return unflushed >= self.config.flush_messages or _now_ms() - self.last_flush_ms >= self.config.flush_ms
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 INT32_MAX = 2147483647
-_READ_CHUNK = 1 << 20
+_WALK_CHUNK = 8192
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -87,9 +88,7 @@ class LogSegment:
             config.segment_index_bytes,
         )
         self.created_ms = (
-            int(os.fstat(self.fd).st_mtime * 1000)
-            if existed
-            else (now_ms if now_ms is not None else _now_ms())
+            int(os.fstat(self.fd).st_mtime * 1000) if existed else (now_ms if now_ms is not None else _now_ms())
         )
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = base_offset
@@ -179,6 +178,27 @@ class LogSegment:
             raise CorruptLogError(f"{self.log_path}: invalid batch header at position {pos}")
         return base, length + 12, base + delta
 
+    def _walk(self, pos: int) -> Iterator[tuple[int, int, int, int]]:
+        """(position, size, base_offset, last_offset) of each batch from ``pos`` on; headers read in chunks so
+        a lookup costs one pread, not one per batch."""
+        end = self.size
+        buf = b""
+        buf_start = pos
+        unpack = WALK_STRUCT.unpack_from
+        while pos < end:
+            rel = pos - buf_start
+            if rel + WALK_SIZE > len(buf):
+                buf = os.pread(self.fd, _WALK_CHUNK, pos)
+                buf_start, rel = pos, 0
+                if len(buf) < WALK_SIZE:
+                    return
+            base, length, _epoch, magic, _crc, _attr, delta = unpack(buf, rel)
+            if magic != 2 or length < HEADER_SIZE - 12 or delta < 0:
+                raise CorruptLogError(f"{self.log_path}: invalid batch header at position {pos}")
+            size = length + 12
+            yield pos, size, base, base + delta
+            pos += size
+
     # -- writing -------------------------------------------------------------------------------------------
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
@@ -228,15 +248,9 @@ class LogSegment:
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int, int, int] | None:
         """(position, size, base_offset, last_offset) of the first batch with last_offset >= ``offset``."""
         _, pos = self.offset_index.lookup(offset)
-        pos = max(pos, starting_position)
-        while pos < self.size:
-            walk = self._read_walk(pos)
-            if walk is None:
-                return None
-            base, size, last = walk
-            if last >= offset:
-                return pos, size, base, last
-            pos += size
+        for found in self._walk(max(pos, starting_position)):
+            if found[3] >= offset:
+                return found
         return None
 
     def read(
@@ -269,11 +283,10 @@ class LogSegment:
         else:
             _, ipos = self.offset_index.lookup_by_position(target)
             cursor = max(ipos, end)
-            while cursor < target:
-                walk = self._read_walk(cursor)
-                if walk is None or cursor + walk[1] > target:
+            for bpos, bsize, _, _ in self._walk(cursor):
+                if bpos + bsize > target:
                     break
-                cursor += walk[1]
+                cursor = bpos + bsize
             end = max(end, cursor)
         return FileSlice(self.fd, pos, end - pos, str(self.log_path)), False
 
