@@ -9,6 +9,7 @@ Public API (see `codec.py` for the frame contract, `fetch_encoding.py` for zero-
     encode_response_parts(response) -> (total_length, [bytes | memoryview | RecordsRef, ...])
     read_frame_size(prefix, max_bytes) -> int
     api_versions_fallback_response(header) -> bytes
+    api_versions_response(api_version, correlation_id, throttle_time_ms=0) -> ApiMessage  # our table
     SUPPORTED_VERSIONS, ApiKey, request_class(api_key), response_class(api_key)
     errors: ErrorCode, ProtocolError, InvalidFrameSize, MalformedMessage, UnsupportedVersion, UnknownApiKey
 
@@ -20,6 +21,7 @@ from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from protocol.codec import (
     DEFAULT_MAX_REQUEST_BYTES,
     api_versions_fallback_response,
+    api_versions_response,
     decode_request,
     decode_response,
     encode_request,
@@ -51,6 +53,7 @@ __all__ = [
     'UnknownApiKey',
     'UnsupportedVersion',
     'api_versions_fallback_response',
+    'api_versions_response',
     'decode_request',
     'decode_response',
     'encode_request',

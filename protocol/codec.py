@@ -320,6 +320,18 @@ def encode_response(response: ApiMessage) -> bytes:
         return bytes(memoryview(out.buf)[:out.pos])
 
 
+def api_versions_response(api_version: int, correlation_id: int, throttle_time_ms: int = 0) -> ApiMessage:
+    """Our ApiVersions answer: exactly `SUPPORTED_VERSIONS`, nothing we cannot decode and encode."""
+    cls = response_class(ApiKey.API_VERSIONS)
+    response = cls[api_version](
+        error_code=0,
+        api_keys=[cls.ApiVersion(api_key=key, min_version=low, max_version=high)
+                  for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())],
+        throttle_time_ms=throttle_time_ms)
+    response.with_header(correlation_id=correlation_id)
+    return response
+
+
 def api_versions_fallback_response(header: Any) -> bytes:
     """The frame Kafka sends for an ApiVersions request at a version it does not implement.
 
@@ -334,6 +346,7 @@ def api_versions_fallback_response(header: Any) -> bytes:
 __all__ = [
     'DEFAULT_MAX_REQUEST_BYTES',
     'api_versions_fallback_response',
+    'api_versions_response',
     'decode_request',
     'decode_response',
     'encode_request',

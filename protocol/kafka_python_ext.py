@@ -9,6 +9,8 @@ Contract:
   decoded in place (bounded by each tag's declared size, tags strictly ascending, the known tag's value
   must fill its size exactly) and encoded with unknown tags merged in ascending tag order, so a frame
   decodes and re-encodes to the same bytes.
+- Compiled decoders reject array lengths below -1 or above the bytes left (when elements cannot be
+  empty), and classic string/bytes lengths below -1, instead of reading them as empty or null.
 - Every failure here raises `MalformedMessage`; the codec wraps anything else.
 
 - Speed: an unset field's default is served from a per-class cache, and an empty tagged section of a
@@ -24,10 +26,12 @@ import re
 from typing import Any
 
 from kafka.protocol.data_container import DataContainer
+from kafka.protocol.schemas.fields.array import ArrayField
 from kafka.protocol.schemas.fields.codecs.tagged_fields import TaggedFields
 from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
 from kafka.protocol.schemas.fields.simple import SimpleField
 from kafka.protocol.schemas.fields.struct import StructField
+from kafka.protocol.schemas.fields.struct_array import StructArrayField
 
 from protocol.errors import MalformedMessage
 
@@ -294,6 +298,56 @@ def _data_container_init(self: DataContainer, *args: Any, version: int | None = 
         raise ValueError(f'Unrecognized fields for type {struct.name}: {field_vals}')
 
 
+def _min_element_size_is_positive(element: Any, version: int, tagged: bool) -> bool:
+    if not isinstance(element, StructField):
+        return True  # every simple type takes at least one byte
+    return bool(tagged) or any(not f.tagged_field_q(version) for f in element.untagged_fields(version))
+
+
+def _guard_array_decode(original: Any) -> Any:
+    """Wrap an array decoder emitter: reject lengths below -1, and counts larger than the bytes left.
+
+    kafka-python loops `range(n)` over the declared count; a count of -5 silently became an empty array
+    and a huge count only failed once the data ran out. Kafka rejects both.
+    """
+
+    def emit(self: Any, ctx: Any, var_name: str, indent: str, version: Any = None, compact: bool = False,
+             tagged: Any = False) -> None:
+        start = len(ctx.lines)
+        original(self, ctx, var_name, indent, version=version, compact=compact, tagged=tagged)
+        ctx.globs['_MalformedMessage'] = MalformedMessage
+        pattern = re.compile('^' + re.escape(indent) + r'if (_n\d+) == -1:$')
+        for i in range(start, len(ctx.lines)):
+            match = pattern.match(ctx.lines[i])
+            if match:
+                n = match.group(1)
+                bound = f' or {n} > len(data) - pos' if _min_element_size_is_positive(
+                    self.array_of, version, tagged) else ''
+                ctx.lines.insert(i, f'{indent}if {n} < -1{bound}: raise _MalformedMessage("bad array length")')
+                break
+
+    return emit
+
+
+def _guard_length_decode(original: Any) -> Any:
+    """Wrap a string/bytes decoder emitter: a classic length below -1 is malformed, not null."""
+
+    def emit(self: Any, ctx: Any, var_name: str, indent: str, version: Any = None, compact: bool = False,
+             tagged: Any = False) -> None:
+        start = len(ctx.lines)
+        original(self, ctx, var_name, indent, version=version, compact=compact, tagged=tagged)
+        ctx.globs['_MalformedMessage'] = MalformedMessage
+        pattern = re.compile('^' + re.escape(indent) + r'if (_ln\d+) < 0:$')
+        for i in range(start, len(ctx.lines)):
+            match = pattern.match(ctx.lines[i])
+            if match:
+                ln = match.group(1)
+                ctx.lines.insert(i, f'{indent}if {ln} < -1: raise _MalformedMessage("negative length")')
+                break
+
+    return emit
+
+
 class RecordsView:
     """Codec for `records` fields: decoding yields a zero-copy slice of the frame."""
 
@@ -348,6 +402,9 @@ def install() -> None:
     StructField.encode_into__optimized_context = _encode_context
     DataContainer.__getattr__ = _data_container_getattr
     DataContainer.__init__ = _data_container_init
+    ArrayField.emit_decode_from = _guard_array_decode(ArrayField.emit_decode_from)
+    StructArrayField.emit_decode_from = _guard_array_decode(StructArrayField.emit_decode_from)
+    SimpleField.emit_decode_from = _guard_length_decode(SimpleField.emit_decode_from)
     TaggedFields._kafka_wire_broker_ext = True
 
 
