@@ -138,14 +138,22 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, size: int, timest
     _UINT32.pack_into(buf, pos + CRC_AT, crc)
 
 
-def iter_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
-    """(position, header) of every batch in a buffer of whole batches; CorruptLogError otherwise."""
+def iter_batches(
+    buf: bytes | bytearray | memoryview, *, allow_partial_tail: bool = False
+) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of every batch in a buffer of whole batches; CorruptLogError otherwise.
+
+    With ``allow_partial_tail`` a truncated last batch (or header) is left out instead of raising."""
     out: list[tuple[int, BatchHeader]] = []
     pos = 0
     end = len(buf)
     while pos < end:
+        if allow_partial_tail and end - pos < HEADER_SIZE:
+            break
         h = BatchHeader.parse(buf, pos)
         if pos + h.size > end:
+            if allow_partial_tail:
+                break
             raise CorruptLogError(f"batch at position {pos} truncated: {h.size} bytes, {end - pos} left")
         out.append((pos, h))
         pos += h.size

@@ -33,8 +33,9 @@ from storage.batch_header import (
 )
 from storage.checkpoints import PartitionMetadataFile, fsync_dir
 from storage.config import LogConfig
-from storage.epoch_cache import LeaderEpochFileCache
+from storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from storage.errors import (
+    CorruptLogError,
     DuplicateSequenceError,
     InvalidRecordError,
     OffsetOutOfRangeError,
@@ -106,7 +107,13 @@ class Log:
         self._recover(recovery_point, had_clean_shutdown)
         self.log_end_offset = self.segments[-1].next_offset
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
-        self.leader_epoch_cache = LeaderEpochFileCache.load(dir)
+        try:
+            self.leader_epoch_cache = LeaderEpochFileCache.load(dir)
+        except (CorruptLogError, OSError) as e:
+            # the cache is advisory for truncation; starting empty beats refusing to serve the partition
+            log.warning("%s: ignoring unreadable leader-epoch-checkpoint: %s", self.topic_partition, e)
+            self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
+            self.leader_epoch_cache.clear_and_flush()
         if self.log_start_offset > self.log_end_offset:
             self.truncate_fully_and_start_at(self.log_start_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
@@ -220,7 +227,11 @@ class Log:
 
     def _load_topic_id(self, topic_id: uuid.UUID | None) -> None:
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
-        stored = meta.read()
+        try:
+            stored = meta.read()
+        except CorruptLogError as e:
+            log.warning("%s: rewriting unreadable partition.metadata: %s", self.topic_partition, e)
+            stored = None
         if stored is not None and topic_id is not None and stored != topic_id:
             raise ValueError(f"{self.topic_partition}: topic id {topic_id} does not match stored {stored}")
         self.topic_id = stored or topic_id
@@ -304,9 +315,15 @@ class Log:
         return info
 
     def append_as_follower(self, records: memoryview | bytes | bytearray) -> LogAppendInfo:
-        batches = iter_batches(records)
+        """Append batches fetched from the leader. A trailing partial batch (a fetch response cut at max_bytes,
+        as Kafka leaders send) is ignored, like Kafka's follower does; with no whole batch nothing is written
+        and ``records_count`` is 0."""
+        batches = iter_batches(records, allow_partial_tail=True)
         if not batches:
-            raise InvalidRecordError("append with no record batches")
+            leo = self.log_end_offset
+            return LogAppendInfo(leo, leo - 1, -1, -1, -1, self.log_start_offset, 0, 0)
+        if batches[-1][0] + batches[-1][1].size < len(records):
+            records = memoryview(records)[: batches[-1][0] + batches[-1][1].size]
         self._check_sizes(batches)
         expected = self.log_end_offset
         for _, h in batches:

@@ -22,6 +22,7 @@ def build_batch(
     compression: int = 0,
     key: bytes | None = b"k",
     seed: int = 0,
+    compressible: bool = False,
 ) -> bytearray:
     """One v2 batch of ``n`` records (offsets 0..n-1, as a producer sends them)."""
     builder = MemoryRecordsBuilder(
@@ -34,7 +35,10 @@ def build_batch(
     )
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     for i in range(n):
-        value = bytes((seed + i + j) % 251 for j in range(value_size))
+        if compressible:
+            value = (b"value-%d-%d " % (seed, i) * value_size)[:value_size]
+        else:
+            value = bytes((seed + i + j) % 251 for j in range(value_size))
         if builder.append(ts + i, key, value) is None:
             raise RuntimeError("batch full")
     builder.close()

@@ -160,15 +160,11 @@ def test_producer_state_survives_restart_and_truncation(tmp_path: Path) -> None:
     assert list(lg.dir.glob("*.snapshot"))
     lg = _open(tmp_path, had_clean_shutdown=True)
     assert lg.producer_state.last_entry(pid).last_seq == 89
-    dup = lg.append_as_leader(
-        build_batch(3, producer_id=pid, producer_epoch=0, base_sequence=87), 0, now_ms=NOW
-    )
+    dup = lg.append_as_leader(build_batch(3, producer_id=pid, producer_epoch=0, base_sequence=87), 0, now_ms=NOW)
     assert dup.duplicate and dup.first_offset == 87
     lg.truncate_to(60)
     assert lg.producer_state.last_entry(pid).last_seq == 59
-    info = lg.append_as_leader(
-        build_batch(3, producer_id=pid, producer_epoch=0, base_sequence=60), 0, now_ms=NOW
-    )
+    info = lg.append_as_leader(build_batch(3, producer_id=pid, producer_epoch=0, base_sequence=60), 0, now_ms=NOW)
     assert info.first_offset == 60 and not info.duplicate
 
 
@@ -268,9 +264,7 @@ def test_compact_policy_skips_time_retention(tmp_path: Path) -> None:
 def test_offset_for_timestamp_and_max_timestamp(tmp_path: Path) -> None:
     lg = _open(tmp_path)
     for i in range(40):
-        lg.append_as_leader(
-            build_batch(3, value_size=30, seed=i, timestamp=NOW + i * 10), i // 20, now_ms=NOW
-        )
+        lg.append_as_leader(build_batch(3, value_size=30, seed=i, timestamp=NOW + i * 10), i // 20, now_ms=NOW)
     assert lg.offset_for_timestamp(NOW) == (0, NOW + 2, 0)
     assert lg.offset_for_timestamp(NOW + 251) == (75, NOW + 252, 1)
     assert lg.offset_for_timestamp(NOW + 10**6) is None

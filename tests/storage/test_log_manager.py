@@ -51,9 +51,7 @@ def test_startup_shutdown_round_trip(tmp_path: Path) -> None:
 
 
 def test_topic_with_dashes_and_topic_configs(tmp_path: Path) -> None:
-    mgr = LogManager(
-        [tmp_path], CFG, topic_configs=lambda t: {"retention.ms": "1234"} if t == "a-b-c" else {}
-    )
+    mgr = LogManager([tmp_path], CFG, topic_configs=lambda t: {"retention.ms": "1234"} if t == "a-b-c" else {})
     mgr.startup()
     lg = mgr.get_or_create_log(TopicPartition("a-b-c", 12))
     assert lg.dir.name == "a-b-c-12" and lg.config.retention_ms == 1234
