@@ -54,9 +54,7 @@ class LeaderEpochFileCache:
         while self._epochs and (self._epochs[-1] >= epoch or self._offsets[-1] >= start_offset):
             removed = (self._epochs.pop(), self._offsets.pop())
             if removed[0] != epoch:
-                log.info(
-                    "leader epoch cache: removed %s before assigning (%d, %d)", removed, epoch, start_offset
-                )
+                log.info("leader epoch cache: removed %s before assigning (%d, %d)", removed, epoch, start_offset)
         self._epochs.append(epoch)
         self._offsets.append(start_offset)
         return True

@@ -128,13 +128,9 @@ class LogManager:
             if props is not None:
                 stored_id = props.get("broker.id", props.get("node.id"))
                 if stored_id is not None and stored_id != str(broker_id):
-                    raise KafkaStorageError(
-                        f"{path}: broker.id {stored_id} does not match configured {broker_id}"
-                    )
+                    raise KafkaStorageError(f"{path}: broker.id {stored_id} does not match configured {broker_id}")
                 if props.get("cluster.id") not in (None, cluster_id):
-                    raise KafkaStorageError(
-                        f"{path}: cluster.id {props.get('cluster.id')} does not match {cluster_id}"
-                    )
+                    raise KafkaStorageError(f"{path}: cluster.id {props.get('cluster.id')} does not match {cluster_id}")
                 if stored_id is not None and props.get("cluster.id") is not None:
                     continue
             write_properties(path, {"version": "0", "broker.id": str(broker_id), "cluster.id": cluster_id})
@@ -161,9 +157,7 @@ class LogManager:
         for d in self._dir_of.values():
             counts[d] = counts.get(d, 0) + 1
         target = min(self.log_dirs, key=lambda d: counts[d])
-        lg = Log.open(
-            target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id, had_clean_shutdown=True
-        )
+        lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id, had_clean_shutdown=True)
         self._logs[tp] = lg
         self._dir_of[tp] = target
         return lg
@@ -201,11 +195,7 @@ class LogManager:
         for d, logs in self._logs_by_dir().items():
             # Kafka writes only partitions whose start moved past their first segment
             OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
-                {
-                    tp: lg.log_start_offset
-                    for tp, lg in logs.items()
-                    if lg.log_start_offset > lg.segments[0].base_offset
-                }
+                {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > lg.segments[0].base_offset}
             )
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:

@@ -89,9 +89,7 @@ class ProducerStateEntry:
             self.batches.clear()
             self.producer_epoch = epoch
         last_offset = first_offset + h.last_offset_delta
-        self.batches.append(
-            BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, h.max_timestamp)
-        )
+        self.batches.append(BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, h.max_timestamp))
         self.last_timestamp = h.max_timestamp
 
 
@@ -209,10 +207,7 @@ class ProducerStateManager:
             raise CorruptLogError(f"snapshot {offset}: unsupported version {version}")
         if crc32c.crc32c(memoryview(data)[6:]) != crc:
             raise CorruptLogError(f"snapshot {offset}: CRC mismatch")
-        if (
-            not 0 <= count <= _MAX_SNAPSHOT_ENTRIES
-            or len(data) != _SNAP_HEADER.size + count * _SNAP_ENTRY.size
-        ):
+        if not 0 <= count <= _MAX_SNAPSHOT_ENTRIES or len(data) != _SNAP_HEADER.size + count * _SNAP_ENTRY.size:
             raise CorruptLogError(f"snapshot {offset}: bad entry count {count}")
         out = {}
         for i in range(count):
@@ -223,9 +218,7 @@ class ProducerStateManager:
                 pid, epoch, coordinator_epoch=coord, current_txn_first_offset=txn_first, last_timestamp=ts
             )
             if last_seq != NO_SEQUENCE:
-                e.batches.append(
-                    BatchMetadata(last_seq - delta, last_seq, last_offset - delta, last_offset, ts)
-                )
+                e.batches.append(BatchMetadata(last_seq - delta, last_seq, last_offset - delta, last_offset, ts))
             out[pid] = e
         return out
 
