@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.batch_header import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE_LOG_APPEND,
     HEADER_SIZE,
     MAX_TIMESTAMP_AT,
     WALK_SIZE,
@@ -302,7 +304,10 @@ class LogSegment:
         return out
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int, int] | None:
-        """(offset, max_timestamp, leader_epoch) of the first batch with max_timestamp >= ``timestamp``."""
+        """(offset, timestamp, leader_epoch) for ListOffsets: the first batch with max_timestamp >= ``timestamp``,
+        refined to its first record with timestamp >= ``timestamp`` when the batch is uncompressed CreateTime
+        (as Kafka's LogSegment.findOffsetByTimestamp; compressed batches answer with the batch's first offset
+        and max timestamp instead of being decompressed)."""
         _, ts_offset = self.time_index.lookup(timestamp)
         _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
         while pos < self.size:
@@ -310,6 +315,10 @@ class LogSegment:
             if h is None:
                 return None
             if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:
+                if h.attributes & (ATTR_COMPRESSION_MASK | ATTR_TIMESTAMP_TYPE_LOG_APPEND) == 0:
+                    exact = first_record_at_or_after(os.pread(self.fd, h.size, pos), h, timestamp, starting_offset)
+                    if exact is not None:
+                        return exact[0], exact[1], h.partition_leader_epoch
                 return max(h.base_offset, starting_offset), h.max_timestamp, h.partition_leader_epoch
             pos += h.size
         return None
@@ -477,6 +486,44 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log_path})"
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag varint (Kafka's record encoding) -> (value, next position); CorruptLogError when malformed."""
+    shift = raw = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise CorruptLogError("malformed varint in record")
+        byte = buf[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+
+
+def first_record_at_or_after(
+    batch: bytes, h: BatchHeader, timestamp: int, starting_offset: int
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of an uncompressed batch with timestamp >= ``timestamp`` and
+    offset >= ``starting_offset``; walks record lengths only (length, attributes, timestampDelta, offsetDelta)."""
+    pos = HEADER_SIZE
+    try:
+        for _ in range(min(h.records_count, len(batch))):
+            length, body = _read_varint(batch, pos)
+            _attributes = batch[body]
+            ts_delta, after = _read_varint(batch, body + 1)
+            offset_delta, _ = _read_varint(batch, after)
+            ts = h.base_timestamp + ts_delta
+            offset = h.base_offset + offset_delta
+            if ts >= timestamp and offset >= starting_offset:
+                return offset, ts
+            if length <= 0:
+                return None
+            pos = body + length
+    except (CorruptLogError, IndexError):
+        return None
+    return None
 
 
 def _now_ms() -> int:

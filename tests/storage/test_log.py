@@ -261,12 +261,22 @@ def test_compact_policy_skips_time_retention(tmp_path: Path) -> None:
     assert lg.delete_retention_segments(NOW + 10**9) == 0
 
 
+def test_offset_for_timestamp_compressed_batch_answers_with_batch(tmp_path: Path) -> None:
+    lg = _open(tmp_path)
+    for i in range(5):
+        lg.append_as_leader(
+            build_batch(4, value_size=100, timestamp=NOW + i * 10, compression=1, compressible=True), 0, now_ms=NOW
+        )
+    assert lg.offset_for_timestamp(NOW + 11) == (4, NOW + 13, 0)
+
+
 def test_offset_for_timestamp_and_max_timestamp(tmp_path: Path) -> None:
     lg = _open(tmp_path)
     for i in range(40):
         lg.append_as_leader(build_batch(3, value_size=30, seed=i, timestamp=NOW + i * 10), i // 20, now_ms=NOW)
-    assert lg.offset_for_timestamp(NOW) == (0, NOW + 2, 0)
-    assert lg.offset_for_timestamp(NOW + 251) == (75, NOW + 252, 1)
+    assert lg.offset_for_timestamp(NOW) == (0, NOW, 0)
+    assert lg.offset_for_timestamp(NOW + 251) == (76, NOW + 251, 1)  # exact record inside batch 75..77
+    assert lg.offset_for_timestamp(NOW + 253) == (78, NOW + 260, 1)
     assert lg.offset_for_timestamp(NOW + 10**6) is None
     assert lg.max_timestamp_and_offset() == (NOW + 392, 119)
 

@@ -128,8 +128,9 @@ def test_reopen_after_close_restores_state_without_scan(tmp_path: Path) -> None:
 def test_find_offset_by_timestamp(tmp_path: Path) -> None:
     seg = LogSegment.open(tmp_path, 0, CFG)
     _fill(seg, 20, ts=5_000)  # batch i: timestamps 5000+i, 5001+i
-    assert seg.find_offset_by_timestamp(5_000, 0)[:2] == (0, 5_001)
-    assert seg.find_offset_by_timestamp(5_010, 0)[:2] == (18, 5_010)
+    assert seg.find_offset_by_timestamp(5_000, 0)[:2] == (0, 5_000)
+    assert seg.find_offset_by_timestamp(5_010, 0)[:2] == (19, 5_010)  # second record of batch 18..19
+    assert seg.find_offset_by_timestamp(5_010, 30)[:2] == (30, 5_015)  # never below the starting offset
     assert seg.find_offset_by_timestamp(10_000, 0) is None
 
 
