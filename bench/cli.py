@@ -5,7 +5,7 @@ targets (ours, mock, ours, mock, ...) to cancel machine drift, prints the table 
 min–max and ours/peer ratios, and writes `<results-dir>/<timestamp>.json` (see bench.report).
 A target that fails to start or a scenario that fails becomes an error row; the run itself
 still completes and exits 0. Exit status 2 means bad arguments. The whole run is bounded by
---budget seconds (default 50 with --quick, 570 otherwise): scenarios past it are reported as
+--budget seconds (default 45 with --quick, 570 otherwise): scenarios past it are reported as
 skipped. With --profile, scenarios on the produce and fetch hot paths get one extra, uncounted
 run against our broker under py-spy, saved as speedscope files next to the JSON.
 """
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix="bench-work-"))
-    budget = args.budget if args.budget is not None else (50.0 if args.quick else 570.0)
+    budget = args.budget if args.budget is not None else (45.0 if args.quick else 570.0)
     ctx = Context(
         quick=args.quick,
         work_dir=work_dir,
@@ -96,9 +96,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             except (TargetError, OSError) as exc:
                 _log(started, f"target {target.name} failed to start: {exc}")
                 start_errors[target.name] = f"target did not start: {exc}"
+        runs_left = sum(s.reps for s in scenarios) * len(targets)
         for scenario in scenarios:
             for rep in range(scenario.reps):
                 for target in targets:
+                    runs_left -= 1
+                    remaining = ctx.remaining()
+                    ctx.run_cap = max(remaining / (runs_left + 1), (0.1 if args.quick else 0.25) * remaining, 3.0)
                     reason = scenario.not_applicable(target)
                     if reason:
                         results.not_applicable(scenario, target, reason)
@@ -108,10 +112,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         if rep == 0:
                             results.error(scenario, target, start_errors[target.name])
                         continue
-                    if ctx.remaining() <= 0:
-                        results.error(
-                            scenario, target, f"skipped rep {rep + 1}: time budget of {budget:g}s used up"
-                        )
+                    if remaining <= 0:
+                        results.error(scenario, target, f"skipped rep {rep + 1}: time budget of {budget:g}s used up")
                         continue
                     try:
                         values, run_notes = scenario.run(target, ctx, rep)
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", help="comma-separated substrings of scenario ids to run (default all)")
     parser.add_argument("--profile", action="store_true", help="py-spy profiles of our broker's hot paths")
     parser.add_argument("--results-dir", default="bench-results")
-    parser.add_argument("--budget", type=float, help="seconds for the whole run (default 50 quick, 570 full)")
+    parser.add_argument("--budget", type=float, help="seconds for the whole run (default 45 quick, 570 full)")
     parser.add_argument("--list", action="store_true", help="list scenario ids and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="tracebacks for failing runs")
     args = parser.parse_args(argv)

@@ -154,9 +154,7 @@ _THROUGHPUT_CONSUMER = {
 }
 
 
-def _drain(
-    consumers: list[Any], partitions: int, expected: int | None, deadline: float
-) -> tuple[int, int, int]:
+def _drain(consumers: list[Any], partitions: int, expected: int | None, deadline: float) -> tuple[int, int, int]:
     """Consume until each consumer saw EOF on every partition (and `expected`): (messages, bytes, last ns)."""
     from confluent_kafka import KafkaError
 

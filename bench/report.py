@@ -65,9 +65,7 @@ class Results:
                     rows.append(self._row(scenario, metric, target, ours_median))
         return rows
 
-    def _row(
-        self, scenario: Scenario, metric: Metric, target: Target, ours_median: float | None
-    ) -> dict[str, Any]:
+    def _row(self, scenario: Scenario, metric: Metric, target: Target, ours_median: float | None) -> dict[str, Any]:
         cell = self._cell(scenario, target)
         samples = cell.samples.get(metric.name, [])
         median = statistics.median(samples) if samples else None
@@ -94,10 +92,18 @@ class Results:
             "goal": goal,
             "status": status,
             "notes": cell.notes,
-            "error": "; ".join(cell.errors)
-            if cell.errors
-            else (cell.not_applicable and f"n/a: {cell.not_applicable}"),
+            "error": self._error_text(cell, samples),
         }
+
+    @staticmethod
+    def _error_text(cell: _Cell, samples: list[float]) -> str | None:
+        if cell.errors:
+            return "; ".join(cell.errors)
+        if cell.not_applicable:
+            return f"n/a: {cell.not_applicable}"
+        if not samples:
+            return "no measurement for this metric (see the notes)"
+        return None
 
 
 def _judge(metric: Metric, target: Target, median: float | None, ratio: float | None) -> tuple[str, str]:

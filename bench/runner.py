@@ -104,7 +104,7 @@ class LoadProcess:
 
 def run_load(spec: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     spec = {"timeout_s": timeout_s, **spec}
-    return LoadProcess(spec).result(timeout_s + 15)
+    return LoadProcess(spec).result(timeout_s + 5)
 
 
 def _admin(bootstrap: str) -> Any:
@@ -128,9 +128,7 @@ def _wait_leaders(bootstrap: str, topic: str, partitions: int, timeout_s: float)
     raise LoadError(f"topic {topic}: {seen} of {partitions} partitions have a leader after {timeout_s:.0f}s")
 
 
-def ensure_partitions(
-    target: Target, base_name: str, partitions: int, timeout_s: float = 60
-) -> list[tuple[str, int]]:
+def ensure_partitions(target: Target, base_name: str, partitions: int, timeout_s: float = 60) -> list[tuple[str, int]]:
     if target.kind == "mock":
         return _mock_partitions(target.bootstrap, base_name, partitions, timeout_s)
     from confluent_kafka.admin import NewTopic
@@ -147,9 +145,7 @@ def ensure_partitions(
     return [(base_name, p) for p in range(partitions)]
 
 
-def _mock_partitions(
-    bootstrap: str, base_name: str, partitions: int, timeout_s: float
-) -> list[tuple[str, int]]:
+def _mock_partitions(bootstrap: str, base_name: str, partitions: int, timeout_s: float) -> list[tuple[str, int]]:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
@@ -211,9 +207,7 @@ class Profiler:
         )
         time.sleep(0.3)  # attach before the load starts
         if self._proc.poll() is not None:
-            self.error = (self._proc.stderr.read() if self._proc.stderr else b"").decode(errors="replace")[
-                -300:
-            ]
+            self.error = (self._proc.stderr.read() if self._proc.stderr else b"").decode(errors="replace")[-300:]
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -54,8 +54,12 @@ class Context:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
+    # Set by the harness before each run: this run's fair share of the remaining budget, so a broker
+    # that hangs in one scenario cannot starve the others.
+    run_cap: float = 60.0
+
     def timeout(self, wanted: float) -> float:
-        return max(5.0, min(wanted, self.remaining() + 5.0))
+        return max(3.0, min(wanted, self.run_cap))
 
 
 Values = dict[str, float]
@@ -97,7 +101,7 @@ class ProduceScenario(Scenario):
         self.metrics = [Metric("MB/s", "MB/s", True, goal=400.0, peer_ratio_goal=1.0)]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
-        tps = ensure_partitions(target, _unique("bench-produce"), self.partitions)
+        tps = ensure_partitions(target, _unique("bench-produce"), self.partitions, ctx.timeout(60))
         try:
             result = run_load(
                 {
@@ -117,7 +121,7 @@ class ProduceScenario(Scenario):
             delete_topics(target, {t for t, _ in tps})
         notes = []
         if target.kind == "mock" and len({t for t, _ in tps}) > 1:
-            notes.append(f"mock: {self.partitions} partitions spread over auto-created 4-partition topics")
+            notes.append(f"{self.partitions} partitions spread over auto-created 4-partition topics")
         return {"MB/s": result["MB/s"]}, notes
 
 
@@ -131,7 +135,7 @@ class _FilledTopic:
     def get(self, scenario: Scenario, target: Target, ctx: Context) -> list[tuple[str, int]]:
         key = (scenario.id, target.name)
         if key not in ctx.state:
-            tps = ensure_partitions(target, _unique("bench-filled"), self.partitions)
+            tps = ensure_partitions(target, _unique("bench-filled"), self.partitions, ctx.timeout(60))
             ctx.state[key] = tps
             run_load(
                 {
@@ -172,6 +176,11 @@ class ConsumeScenario(Scenario):
             {"kind": "consume", "bootstrap": target.bootstrap, "tps": tps, "expected": self.messages},
             ctx.timeout(180),
         )
+        if result["messages"] == 0 or (result.get("timed_out") and target.kind != "mock"):
+            raise LoadError(
+                f"consumed {result['messages']} of {self.messages} messages before the "
+                f"{ctx.timeout(180):.0f}s timeout (log start offsets {result['log_start_offsets']})"
+            )
         notes = []
         if result["messages"] != self.messages:
             notes.append(
@@ -204,7 +213,7 @@ class LatencyScenario(Scenario):
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         key = (self.id, target.name)
         if key not in ctx.state:
-            ctx.state[key] = ensure_partitions(target, _unique("bench-latency"), 1)
+            ctx.state[key] = ensure_partitions(target, _unique("bench-latency"), 1, ctx.timeout(60))
         tp = ctx.state[key][0]
         seconds = self.count / self.rate
         consumer = LoadProcess(
@@ -214,11 +223,11 @@ class LatencyScenario(Scenario):
                 "tp": tp,
                 "count": self.count,
                 "warmup": self.warmup,
-                "timeout_s": seconds + 30,
+                "timeout_s": ctx.timeout(seconds + 20),
             }
         )
         try:
-            consumer.wait_for("READY", 30)
+            consumer.wait_for("READY", ctx.timeout(30))
             sent = run_load(
                 {
                     "kind": "latency_producer",
@@ -232,7 +241,7 @@ class LatencyScenario(Scenario):
                 },
                 ctx.timeout(seconds + 30),
             )
-            result = consumer.result(seconds + 45)
+            result = consumer.result(ctx.timeout(seconds + 20) + 5)
         finally:
             consumer.kill()
         notes = [f"producer acks=1 linger.ms=0, consumer fetch.wait.max.ms=100, {self.warmup} warm-up msgs"]
@@ -280,10 +289,10 @@ class FanoutScenario(Scenario):
         ]
         try:
             for load in loads:
-                load.wait_for("READY", 60)
+                load.wait_for("READY", ctx.timeout(60))
             for load in loads:
                 load.send("GO")
-            results = [load.result(ctx.timeout(120) + 30) for load in loads]
+            results = [load.result(ctx.timeout(120) + 5) for load in loads]
         finally:
             for load in loads:
                 load.kill()
@@ -348,13 +357,14 @@ class StartupScenario(Scenario):
         notes = (
             ["includes interpreter start (python -m broker)"]
             if target.kind == "ours"
-            else ["mock: python + confluent_kafka import + mock cluster start"]
+            else ["python + confluent_kafka import + mock cluster start"]
         )
         return {"seconds": seconds}, notes
 
 
 class PartitionsScenario(Scenario):
     fresh_broker = True
+
     def __init__(self, partitions: int, reps: int) -> None:
         self.partitions = partitions
         self.reps = reps
@@ -392,22 +402,26 @@ class PartitionsScenario(Scenario):
                 },
                 ctx.timeout(120),
             )
-            meta = run_load({"kind": "metadata", "bootstrap": broker.bootstrap, "calls": 5}, ctx.timeout(60))
-            rss = psutil.Process(broker.pid).memory_info().rss / 1e6
+            values = {"create": created, "RSS": psutil.Process(broker.pid).memory_info().rss / 1e6}
+            notes = []
+            # A failing Metadata request must not hide the creation time and RSS already measured.
+            try:
+                meta = run_load({"kind": "metadata", "bootstrap": broker.bootstrap, "calls": 5}, ctx.timeout(60))
+                values["metadata"] = meta["metadata_ms"]
+                if meta["partitions"] < self.partitions:
+                    notes.append(f"metadata listed {meta['partitions']} partitions")
+            except LoadError as exc:
+                notes.append(f"metadata failed: {exc}")
         finally:
             broker.stop()
-        notes = []
         if target.kind == "mock":
-            notes.append(
-                "mock: RSS is a python process hosting librdkafka; topics auto-created, 4 partitions each"
-            )
-        if meta["partitions"] < self.partitions:
-            notes.append(f"metadata listed {meta['partitions']} partitions")
-        return {"create": created, "metadata": meta["metadata_ms"], "RSS": rss}, notes
+            notes.append("RSS of a python process hosting librdkafka; topics auto-created, 4 partitions each")
+        return values, notes
 
 
 class RecoveryScenario(Scenario):
     fresh_broker = True
+
     def __init__(self, total_bytes: int, reps: int) -> None:
         self.messages = total_bytes // KIB
         self.reps = reps
@@ -427,7 +441,7 @@ class RecoveryScenario(Scenario):
         log_dir = broker.log_dir
         try:
             fresh = AttachedTarget("ours", "ours", broker.bootstrap, broker.pid)
-            tps = ensure_partitions(fresh, "bench-recovery", 1)
+            tps = ensure_partitions(fresh, "bench-recovery", 1, ctx.timeout(60))
             run_load(
                 {
                     "kind": "produce",
@@ -488,11 +502,7 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         for compression in ("none", "lz4")
     ]
     if quick:
-        produce = [
-            s
-            for s in produce
-            if (s.partitions, s.acks, s.compression) in {(1, "1", "none"), (8, "-1", "lz4")}
-        ]
+        produce = [s for s in produce if (s.partitions, s.acks, s.compression) in {(1, "1", "none"), (8, "-1", "lz4")}]
     return [
         *produce,
         ConsumeScenario(32 * MIB if quick else GIB, 1 if quick else 3),

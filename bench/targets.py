@@ -167,9 +167,7 @@ class MockTarget(Target):
 class OurBrokerCli:
     """`python -m broker --override ...` spawned directly, output to `log_path`."""
 
-    def __init__(
-        self, log_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None
-    ) -> None:
+    def __init__(self, log_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None) -> None:
         self.log_dir = log_dir
         self.port = port or free_port()
         self.overrides = {
