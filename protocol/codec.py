@@ -310,6 +310,11 @@ def encode_response_header_into(out: Any, response: ApiMessage) -> None:
 
 
 def encode_response(response: ApiMessage) -> bytes:
+    if response.API_KEY == ApiKey.FETCH:
+        # The hand-written FetchResponse encoder: same bytes, a fraction of the per-partition cost.
+        from protocol.fetch_encoding import encode_fetch_response
+
+        return encode_fetch_response(response)
     version = response.API_VERSION
     cls = type(response)
     flexible = cls.flexible_version_q(version)

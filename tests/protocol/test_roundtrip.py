@@ -74,13 +74,14 @@ def test_response_round_trip(api_key: int, version: int) -> None:
             message.error_code = 0  # error 35 means "read me as v0": covered by its own test
         message.with_header(correlation_id=correlation_id)
         frame = encode_response(message)
+        # kafka-python's own framing (generic body encoder, its header rules) writes the same bytes; for
+        # Fetch this checks our hand-written encoder against the generic one.
+        assert bytes(message.encode(header=True)) == frame
         decoded = decode_response(frame, api_key, version)
         assert decoded.API_VERSION == version
         assert decoded.header.correlation_id == correlation_id
         assert encode_response(decoded) == frame
         if api_key == ApiKey.FETCH:
-            # The hand-written FetchResponse encoder must agree byte for byte with the generic one.
-            assert encode_fetch_response(message) == frame
             assert encode_fetch_response(decoded) == frame
 
     check()
