@@ -438,3 +438,17 @@ def test_flush_from_worker_thread_while_appending(tmp_path: Path) -> None:
     assert lg.recovery_point == lg.log_end_offset == 2 * i
     assert [o for o, _, _ in _decode(_read_all(lg))] == list(range(2 * i))
     assert os.path.exists(lg.segments[-1].log_path)
+
+
+def test_roll_when_index_full_and_indexes_preallocated_then_trimmed(tmp_path: Path) -> None:
+    cfg = dataclasses.replace(CFG, segment_bytes=10**6, index_interval_bytes=0, segment_index_bytes=64)
+    lg = _open(tmp_path, cfg)
+    active = lg.segments[0]
+    assert active.offset_index.path.stat().st_size == 64 and active.time_index.path.stat().st_size == 60
+    for i in range(12):
+        lg.append_as_leader(build_batch(1, seed=i, timestamp=NOW + i), 0, now_ms=NOW)
+    assert len(lg.segments) >= 2  # the time index (4 usable slots of 5) filled up first
+    first = lg.segments[0]
+    assert first.offset_index.path.stat().st_size == 8 * first.offset_index.entries  # trimmed on roll
+    assert first.time_index.path.stat().st_size == 12 * first.time_index.entries
+    assert [o for o, _, _ in _decode(_read_all(lg))] == list(range(12))
