@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 
 from broker.group import GroupErrorCode as E
-from broker.group import GroupState, LeaveMember
+from broker.group import GroupState, LeaveMember, OffsetCommitEntry, TopicPartition
 from tests.broker.group.harness import (
     TEST_CONFIG,
     OffsetsLog,
@@ -340,4 +340,51 @@ def test_cancelled_join_caller_does_not_break_the_rebalance() -> None:
         result = await b
         assert result.error_code == E.NONE and result.generation_id == 1
         assert c.group("g").size == 2
+    run(scenario)
+
+
+def test_superseded_join_is_answered_and_heartbeat_while_completing() -> None:
+    async def scenario() -> None:
+        c = OffsetsLog().new_coordinator()
+        joins, _ = await join_and_sync_all(c, "g", ["", ""])
+        a, b = joins[0].member_id, joins[1].member_id
+        first = asyncio.ensure_future(join(c, "g", a))
+        await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(join(c, "g", a))
+        # The first request is answered at once, so its connection's response queue keeps moving.
+        assert (await first).error_code == E.REBALANCE_IN_PROGRESS
+        rejoined_b = await join(c, "g", b)
+        assert (await second).generation_id == rejoined_b.generation_id == 2
+        assert c.group("g").state is GroupState.COMPLETING_REBALANCE
+        assert await c.heartbeat("g", b, None, 2) == E.NONE
+    run(scenario)
+
+
+def test_leader_leaving_during_sync_fails_waiting_followers() -> None:
+    async def scenario() -> None:
+        c = OffsetsLog().new_coordinator()
+        joins = await asyncio.gather(join_fully(c, "g"), join_fully(c, "g"))
+        leader = next(j for j in joins if j.members)
+        follower = next(j for j in joins if not j.members)
+        waiting = asyncio.ensure_future(sync(c, "g", follower))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        await c.leave_group("g", [LeaveMember(leader.member_id)])
+        assert (await waiting).error_code == E.REBALANCE_IN_PROGRESS
+        rejoined = await join(c, "g", follower.member_id)
+        assert (rejoined.generation_id, rejoined.leader) == (2, follower.member_id)
+    run(scenario)
+
+
+def test_fenced_static_member_cannot_commit() -> None:
+    async def scenario() -> None:
+        c = OffsetsLog().new_coordinator()
+        old = await join(c, "g", instance_id="inst")
+        await sync(c, "g", old, {old.member_id: b"a"}, instance_id="inst")
+        new = await join(c, "g", instance_id="inst")
+        assert new.member_id != old.member_id
+        entry = [OffsetCommitEntry("t", 0, 5)]
+        assert await c.commit_offsets("g", old.member_id, "inst", 1, entry) == {
+            TopicPartition("t", 0): E.FENCED_INSTANCE_ID}
+        assert await c.commit_offsets("g", new.member_id, "inst", 1, entry) == {TopicPartition("t", 0): E.NONE}
     run(scenario)
