@@ -78,8 +78,11 @@ class _Reader:
     __slots__ = ("_data", "_pos", "_flexible")
 
     def __init__(self, data: bytes | memoryview, pos: int = 0, flexible: bool = False) -> None:
-        self._data = bytes(data)
+        self._data = data if isinstance(data, bytes) else bytes(data)
         self._pos = pos
+        self._flexible = flexible
+
+    def set_flexible(self, flexible: bool) -> None:
         self._flexible = flexible
 
     def _take(self, n: int) -> bytes:
@@ -90,7 +93,13 @@ class _Reader:
         return chunk
 
     def _unpack(self, fmt: struct.Struct) -> int:
-        return fmt.unpack(self._take(fmt.size))[0]
+        end = self._pos + fmt.size
+        if end > len(self._data):
+            raise SchemaError(f"need {fmt.size} bytes at position {self._pos}, "
+                              f"have {len(self._data) - self._pos}")
+        value: int = fmt.unpack_from(self._data, self._pos)[0]
+        self._pos = end
+        return value
 
     def int16(self) -> int:
         return self._unpack(_INT16)
@@ -254,7 +263,7 @@ def decode_offset_commit_value(data: bytes | memoryview) -> OffsetCommitValue:
     version = r.int16()
     if not 0 <= version <= 4:
         raise SchemaError(f"unknown OffsetCommitValue version {version}")
-    r = _Reader(data, 2, flexible=version >= 4)
+    r.set_flexible(version >= 4)
     offset = r.int64()
     leader_epoch = r.int32() if version >= 3 else -1
     metadata = r.string()
@@ -291,7 +300,7 @@ def decode_group_metadata_value(data: bytes | memoryview) -> GroupMetadataValue:
     version = r.int16()
     if not 0 <= version <= 4:
         raise SchemaError(f"unknown GroupMetadataValue version {version}")
-    r = _Reader(data, 2, flexible=version >= 4)
+    r.set_flexible(version >= 4)
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()

@@ -386,5 +386,6 @@ def test_fenced_static_member_cannot_commit() -> None:
         entry = [OffsetCommitEntry("t", 0, 5)]
         assert await c.commit_offsets("g", old.member_id, "inst", 1, entry) == {
             TopicPartition("t", 0): E.FENCED_INSTANCE_ID}
-        assert await c.commit_offsets("g", new.member_id, "inst", 1, entry) == {TopicPartition("t", 0): E.NONE}
+        assert await c.commit_offsets("g", new.member_id, "inst", 1, entry) == {
+            TopicPartition("t", 0): E.NONE}
     run(scenario)
