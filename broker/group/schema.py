@@ -205,6 +205,7 @@ class _Writer:
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
+_V3_HEAD = struct.Struct(">hqi")
 
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
@@ -223,8 +224,29 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
     return w.getvalue()
 
 
+def _short_string_at(data: bytes, pos: int) -> tuple[str, int] | None:
+    """A non-null int16-length string at pos and the position after it; None when it does not fit."""
+    if pos + 2 > len(data):
+        return None
+    n = (data[pos] << 8) | data[pos + 1]
+    end = pos + 2 + n
+    if n > 0x7FFF or end > len(data):
+        return None
+    try:
+        return data[pos + 2:end].decode("utf-8"), end
+    except UnicodeDecodeError:
+        return None
+
+
 def decode_key(data: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey | None:
     """Decode a record key; None for key versions owned by coordinators other than the classic one."""
+    data = data if isinstance(data, bytes) else bytes(data)
+    # Fast path for the well-formed offset key that makes up most of a partition being loaded.
+    if len(data) >= 2 and data[0] == 0 and data[1] in (0, 1):
+        group = _short_string_at(data, 2)
+        topic = _short_string_at(data, group[1]) if group is not None else None
+        if group is not None and topic is not None and topic[1] + 4 == len(data):
+            return OffsetCommitKey(group[0], topic[0], _INT32.unpack_from(data, topic[1])[0])
     r = _Reader(data)
     version = r.int16()
     if version in (0, 1):
@@ -259,6 +281,13 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
 
 
 def decode_offset_commit_value(data: bytes | memoryview) -> OffsetCommitValue:
+    data = data if isinstance(data, bytes) else bytes(data)
+    # Fast path for version 3, what we and Kafka 2.1+ write.
+    if len(data) >= 16 and data[0] == 0 and data[1] == 3:
+        _, offset, leader_epoch = _V3_HEAD.unpack_from(data)
+        metadata = _short_string_at(data, 14)
+        if metadata is not None and metadata[1] + 8 <= len(data):
+            return OffsetCommitValue(offset, leader_epoch, metadata[0], _INT64.unpack_from(data, metadata[1])[0])
     r = _Reader(data)
     version = r.int16()
     if not 0 <= version <= 4:
