@@ -18,13 +18,14 @@ Contract:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from struct import pack, pack_into, unpack_from
 from typing import Any
 
 from kafka.protocol.api_header import RequestHeader, ResponseHeader
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
+from kafka.protocol.schemas.fields.codecs import EncodeBuffer
 
 from protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from protocol.errors import (
@@ -210,10 +211,10 @@ def decode_request(frame: Frame) -> ApiMessage:
     except Exception as e:  # noqa: BLE001 - any failure inside the generated decoder is malformed input
         raise MalformedMessage(f'malformed {ApiKey(api_key).name} v{api_version} request: {e!r}',
                                _minimal_header(mv)) from None
-    if pos != n:
-        raise MalformedMessage(
-            f'{ApiKey(api_key).name} v{api_version} request: {n - pos} bytes left over after the body'
-            if pos < n else f'{ApiKey(api_key).name} v{api_version} request overruns the frame', header)
+    if pos > n:
+        raise MalformedMessage(f'{ApiKey(api_key).name} v{api_version} request overruns the frame', header)
+    # Bytes left after the body are ignored, as Kafka's broker ignores them: librdkafka 2.x sends a
+    # Metadata v12 request with an extra boolean and tag section, and Kafka answers it.
     request._header = header
     return request
 
@@ -222,36 +223,56 @@ def _write_tags(out: Any, tagged: Any, item: Any) -> None:
     tagged.encode_into(item, out, version=None)
 
 
+_BODY_ENCODERS: dict[tuple[type, int], Callable[[Any, Any], None]] = {}
+_local = threading.local()
+
+
+def _body_encoder(cls: type[ApiMessage], version: int) -> Callable[[Any, Any], None]:
+    fn = _BODY_ENCODERS.get((cls, version))
+    if fn is None:
+        flexible = cls.flexible_version_q(version)
+        fn = _BODY_ENCODERS[(cls, version)] = cls._struct.compiled_encode_into(
+            version, compact=flexible, tagged=flexible)
+    return fn
+
+
+def _buffer() -> EncodeBuffer:
+    """This thread's reusable encode buffer (encoders never nest, so one per thread is enough)."""
+    out = getattr(_local, 'out', None)
+    if out is None:
+        out = _local.out = EncodeBuffer()
+    out.pos = 0
+    return out
+
+
 def encode_request(request: ApiMessage) -> bytes:
-    header = request.header
+    header = request._header
     if header is None:
         raise ValueError('request has no header: call with_header(correlation_id=..., client_id=...) first')
     api_key = request.API_KEY
     version = request.API_VERSION
     header_version = request_header_version(api_key, version)
-    cls = type(request)
-    flexible = cls.flexible_version_q(version)
-    encode_body = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
-    with EncodeBufferPool.acquire() as out:
-        out.ensure(8)
-        pack_into('>hhi', out.buf, out.pos, api_key, version, header.correlation_id)
-        out.pos += 8
-        if header_version >= 1:
-            client_id = header.client_id
-            if client_id is None:
-                out.ensure(2)
-                pack_into('>h', out.buf, out.pos, -1)
-                out.pos += 2
-            else:
-                raw = client_id.encode('utf-8')
-                out.ensure(2 + len(raw))
-                pack_into('>h', out.buf, out.pos, len(raw))
-                out.buf[out.pos + 2:out.pos + 2 + len(raw)] = raw
-                out.pos += 2 + len(raw)
-        if header_version >= 2:
-            _write_tags(out, _REQUEST_HEADER_TAGS, header)
-        encode_body(request, out)
-        return bytes(memoryview(out.buf)[:out.pos])
+    encode_body = _body_encoder(type(request), version)
+    out = _buffer()
+    out.ensure(8)
+    pack_into('>hhi', out.buf, 0, api_key, version, header.correlation_id)
+    out.pos = 8
+    if header_version >= 1:
+        client_id = header.client_id
+        if client_id is None:
+            out.ensure(2)
+            pack_into('>h', out.buf, out.pos, -1)
+            out.pos += 2
+        else:
+            raw = client_id.encode('utf-8')
+            out.ensure(2 + len(raw))
+            pack_into('>h', out.buf, out.pos, len(raw))
+            out.buf[out.pos + 2:out.pos + 2 + len(raw)] = raw
+            out.pos += 2 + len(raw)
+    if header_version >= 2:
+        _write_tags(out, _REQUEST_HEADER_TAGS, header)
+    encode_body(request, out)
+    return bytes(memoryview(out.buf)[:out.pos])
 
 
 # --- responses ------------------------------------------------------------------------------------------
@@ -299,7 +320,7 @@ def decode_response(frame: Frame, api_key: int, api_version: int) -> ApiMessage:
 
 
 def encode_response_header_into(out: Any, response: ApiMessage) -> None:
-    header = response.header
+    header = response._header
     if header is None:
         raise ValueError('response has no header: call with_header(correlation_id=...) first')
     out.ensure(4)
@@ -315,14 +336,11 @@ def encode_response(response: ApiMessage) -> bytes:
         from protocol.fetch_encoding import encode_fetch_response
 
         return encode_fetch_response(response)
-    version = response.API_VERSION
-    cls = type(response)
-    flexible = cls.flexible_version_q(version)
-    encode_body = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
-    with EncodeBufferPool.acquire() as out:
-        encode_response_header_into(out, response)
-        encode_body(response, out)
-        return bytes(memoryview(out.buf)[:out.pos])
+    encode_body = _body_encoder(type(response), response.API_VERSION)
+    out = _buffer()
+    encode_response_header_into(out, response)
+    encode_body(response, out)
+    return bytes(memoryview(out.buf)[:out.pos])
 
 
 def api_versions_response(api_version: int, correlation_id: int, throttle_time_ms: int = 0) -> ApiMessage:
