@@ -150,6 +150,7 @@ class Controller:
         self._channels: dict[int, BrokerChannel] = {}
         self._metadata_changed = asyncio.Event()
         self._auto_creating: set[str] = set()
+        self.shutting_down: set[int] = set()
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
@@ -215,6 +216,12 @@ class Controller:
         self.store.watch_topics(lambda names: self._enqueue(lambda: self._on_topics_change(names)))
         self.store.watch_deletions(lambda names: self._enqueue(lambda: self._on_deletions(names)))
         self.store.watch_config_changes(lambda names: self._enqueue(lambda: self._on_config_changes(names)))
+        self.store.watch_isr_changes(lambda tps: self._enqueue(lambda: self._on_isr_changes(tps)))
+        for name in await self._call(lambda: list(self.store.topics())):
+            try:
+                self.server.topic_configs.set_overrides(name, await self._call(self.store.topic_configs, name))
+            except ValueError as e:
+                log.warning("topic %s has an invalid stored config: %s", name, e)
         # Wait for our own election attempt (the embedded default always wins it) to be processed.
         await self._enqueue(lambda: self._on_controller_change(None))
 
@@ -233,8 +240,113 @@ class Controller:
         self._executor.shutdown(wait=False)
 
     async def controlled_shutdown(self) -> None:
-        """Cluster mode moves leadership away first; the single-node default has nowhere to move it."""
-        return None
+        """Ask the controller to move leadership away from this broker before it stops (Kafka's
+        controlled shutdown). The single-node default has nowhere to move it."""
+        cfg = self.server.config
+        if not cfg.get("zookeeper.connect") or not cfg["controlled.shutdown.enable"]:
+            return
+        for attempt in range(cfg["controlled.shutdown.max.retries"]):
+            try:
+                remaining = await self._request_controlled_shutdown()
+            except Exception as e:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+                remaining = None
+            if remaining == []:
+                log.info("controlled shutdown complete: leadership moved away")
+                return
+            if remaining:
+                log.info("controlled shutdown: %d partitions could not move yet", len(remaining))
+            await asyncio.sleep(min(cfg["controlled.shutdown.retry.backoff.ms"], 2000) / 1000)
+        log.warning("controlled shutdown did not complete; shutting down anyway")
+
+    async def _request_controlled_shutdown(self) -> list[TopicPartition] | None:
+        if self.active:
+            return await self.handle_controlled_shutdown(self.broker_id)
+        cid = await self._call(self.store.current_controller)
+        ep = self.server.metadata_cache.alive_broker(cid) if cid is not None else None
+        if ep is None:
+            return None
+        from broker.inter_broker import BrokerConnection
+        from protocol import ApiKey, request_class
+
+        conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10)
+        try:
+            resp = await conn.send(lambda v: request_class(ApiKey.CONTROLLED_SHUTDOWN)[v](
+                broker_id=self.broker_id, broker_epoch=-1), ApiKey.CONTROLLED_SHUTDOWN)
+        finally:
+            conn.close()
+        if resp.error_code != ErrorCode.NONE:
+            log.info("controlled shutdown: controller answered %s", ErrorCode(resp.error_code).name)
+            return None
+        return [TopicPartition(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
+
+    async def handle_controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
+        return await self._enqueue(lambda: self._controlled_shutdown(broker_id))
+
+    async def _controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
+        """Move leadership off `broker_id` and take it out of every ISR (Kafka's ControlledShutdown)."""
+        self.shutting_down.add(broker_id)
+        remaining: list[TopicPartition] = []
+        changed: list[TopicPartition] = []
+        for tp in list(self.states):
+            for _ in range(3):
+                st = self.states[tp]
+                info = self.topics.get(tp.topic)
+                replicas = list(info.assignment.get(tp.partition, ())) if info else []
+                if broker_id not in replicas:
+                    break
+                new_isr = tuple(r for r in st.isr if r != broker_id)
+                if st.leader == broker_id:
+                    candidates = [r for r in replicas if r in new_isr and r in self.live_brokers
+                                  and r not in self.shutting_down]
+                    if not candidates:
+                        remaining.append(tp)
+                        break
+                    new = LeaderAndIsr(candidates[0], st.leader_epoch + 1, new_isr, self.epoch, st.partition_epoch)
+                elif broker_id in st.isr and new_isr:
+                    new = LeaderAndIsr(st.leader, st.leader_epoch + 1, new_isr, self.epoch, st.partition_epoch)
+                else:
+                    break
+                if await self._write_state(tp, new):
+                    changed.append(tp)
+                    break
+            else:
+                remaining.append(tp)
+        if changed:
+            log.info("controller: controlled shutdown of broker %d moved %d partitions", broker_id, len(changed))
+            await self._send_all(changed)
+        return remaining
+
+    async def record_isr_change(self, partition: Any, new_isr: list[int], partition_epoch: int
+                                ) -> tuple[list[int], int] | None:
+        tp = partition.topic_partition
+        state = LeaderAndIsr(self.broker_id, partition.leader_epoch, tuple(new_isr), partition.controller_epoch,
+                             partition_epoch)
+        try:
+            version = await self._call(self.store.update_partition_state, tp.topic, tp.partition, state,
+                                       partition_epoch)
+        except BadVersionError:
+            current = await self._call(self.store.partition_state, tp.topic, tp.partition)
+            if current is None:
+                return None
+            st, version = current
+            if st.leader != self.broker_id or st.leader_epoch != partition.leader_epoch:
+                return None  # the controller moved on; its LeaderAndIsr will tell us
+            log.info("%s: ISR update lost a race (partition epoch %d is stale); now %s at %d", tp,
+                     partition_epoch, list(st.isr), version)
+            return list(st.isr), version
+        from broker.metadata import TopicPartition as StoreTopicPartition
+
+        await self._call(self.store.propagate_isr_change, [StoreTopicPartition(tp.topic, tp.partition)])
+        return list(new_isr), version
+
+    async def _on_isr_changes(self, tps: list[Any]) -> None:
+        if not self.active:
+            return
+        topics = {tp.topic for tp in tps}
+        for t in topics:
+            await self._load_states(t)
+        await self._send_update_metadata([TopicPartition(tp.topic, tp.partition) for tp in tps])
 
     # ------------------------------------------------------------------ controller events
     async def _on_controller_change(self, controller_id: int | None) -> None:
@@ -308,8 +420,16 @@ class Controller:
         return created
 
     async def _elect_offline_leaders(self) -> list[TopicPartition]:
-        changed = []
-        live = set(self.live_brokers)
+        changed: list[TopicPartition] = []
+        for _ in range(3):  # a lost version race re-reads the state and tries again
+            if not await self._elect_offline_leaders_once(changed):
+                break
+        return changed
+
+    async def _elect_offline_leaders_once(self, changed: list[TopicPartition]) -> bool:
+        """One pass; returns True if some write lost a race and another pass is needed."""
+        retry = False
+        live = set(self.live_brokers) - self.shutting_down
         unclean = self.server.config["unclean.leader.election.enable"]
         for tp, state in list(self.states.items()):
             info = self.topics.get(tp.topic)
@@ -326,8 +446,16 @@ class Controller:
             epoch = state.leader_epoch + 1 if leader != state.leader or new_isr != state.isr else state.leader_epoch
             new_state = LeaderAndIsr(leader, epoch, new_isr, self.epoch, state.partition_epoch)
             if await self._write_state(tp, new_state):
-                changed.append(tp)
-        return changed
+                if tp not in changed:
+                    changed.append(tp)
+                if leader == NO_LEADER:
+                    log.warning("%s: no live in-sync replica can lead (ISR %s); partition offline", tp,
+                                list(state.isr))
+                else:
+                    log.info("%s: leader %d at epoch %d, ISR %s", tp, leader, epoch, list(new_isr))
+            else:
+                retry = True
+        return retry
 
     def _topic_unclean(self, topic: str) -> bool:
         v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")

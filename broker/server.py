@@ -26,6 +26,7 @@ from broker.apis.base import RequestContext
 from broker.config import KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.fetch_session import FetchSessionCache
+from broker.fetcher import ReplicaFetcherManager
 from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
@@ -74,6 +75,7 @@ class KafkaServer:
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
         self.group_coordinator: Any = None
+        self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -101,6 +103,9 @@ class KafkaServer:
         self.endpoint = BrokerEndpoint(self.broker_id, host, port, self.config.get("broker.rack"))
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         self.controller = Controller.create(self)
+        self.fetcher_manager = ReplicaFetcherManager(self)
+        self.replica_manager.fetcher_manager = self.fetcher_manager
+        self.replica_manager.isr_updater = self.update_isr
         await self.controller.startup()
         self.metadata_cache.cluster_id = self.controller.cluster_id
         self._start_group_coordinator()
@@ -139,6 +144,8 @@ class KafkaServer:
                 await self.group_coordinator.shutdown()
             except Exception:
                 log.exception("group coordinator shutdown failed")
+        if self.fetcher_manager is not None:
+            await self.fetcher_manager.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()
@@ -227,6 +234,7 @@ class KafkaServer:
             conn.close(f"unsupported request: {e}")
             return None
         except ProtocolError as e:
+            log.debug("malformed frame from %s: %s", conn, bytes(frame[:256]).hex())
             conn.close(f"malformed request: {e}")
             return None
         header = request.header
@@ -296,6 +304,24 @@ class KafkaServer:
                 if tp.topic == GROUP_METADATA_TOPIC:
                     self.group_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
+
+    def truncate_partition(self, partition: Any, offset: int, *, fully: bool = False) -> None:
+        """Follower truncation (by leader epoch) or a restart of the log at the leader's log start offset."""
+        log_ = partition.log
+        if fully:
+            log_.truncate_fully_and_start_at(offset)
+        else:
+            log_.truncate_to(offset)
+        partition.high_watermark = min(partition.high_watermark, log_.log_end_offset)
+        if fully:
+            partition.high_watermark = offset
+
+    async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int
+                         ) -> tuple[list[int], int] | None:
+        """The leader records an ISR change in the metadata store, conditional on the partition epoch
+        (Kafka's zkVersion), then notifies the controller (ISR change notification)."""
+        assert self.controller is not None
+        return await self.controller.record_isr_change(partition, new_isr, partition_epoch)
 
     def on_topic_config_change(self, topic: str) -> None:
         cfg = self.topic_configs.log_config(topic)

@@ -11,6 +11,7 @@ from types import ModuleType
 from broker.apis import (
     alter_configs,
     api_versions,
+    controlled_shutdown,
     create_partitions,
     create_topics,
     delete_groups,
@@ -25,6 +26,7 @@ from broker.apis import (
     incremental_alter_configs,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -35,7 +37,9 @@ from broker.apis import (
     offset_for_leader_epoch,
     produce,
     sasl_handshake,
+    stop_replica,
     sync_group,
+    update_metadata,
 )
 
 HANDLER_MODULES: list[ModuleType] = [
@@ -43,6 +47,10 @@ HANDLER_MODULES: list[ModuleType] = [
     fetch,
     list_offsets,
     metadata,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+    controlled_shutdown,
     offset_commit,
     offset_fetch,
     find_coordinator,

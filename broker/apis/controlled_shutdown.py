@@ -1,0 +1,28 @@
+"""ControlledShutdown (key 7), versions 0–3 — a broker asks the controller to move leadership away.
+
+Served by the active controller: partitions the broker leads get a new leader from the rest of the
+ISR, the broker leaves every ISR it is in, LeaderAndIsr/UpdateMetadata go out; the answer lists the
+partitions that could not be moved (no other in-sync replica). A broker that is not the controller
+answers NOT_CONTROLLER, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
+
+API_KEY = 7
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    controller = ctx.server.controller
+    if controller is None or not controller.active:
+        return response_for(request, error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+    remaining = await controller.handle_controlled_shutdown(request.broker_id)
+    Resp = response_type(request)
+    return response_for(request, error_code=0, remaining_partitions=[
+        Resp.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition) for tp in remaining])

@@ -1,0 +1,40 @@
+"""LeaderAndIsr (key 4), versions 0–7 — from the controller (ZooKeeper mode).
+
+`ReplicaManager.become_leader_or_follower`: a request with a controller epoch older than the last one
+seen is rejected (STALE_CONTROLLER_EPOCH for all its partitions); partitions whose leader epoch is not
+newer than the one held are skipped; the rest become leaders (fetchers stopped, remote replicas reset,
+HW maybe advanced) or followers (fetchers started toward the new leader, which truncate by leader epoch
+first). Per-partition errors in the v0–4 (by name) or v5+ (by topic id) layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller_channel import parse_leader_and_isr
+from protocol.errors import ErrorCode
+
+API_KEY = 4
+MIN_VERSION = 0
+MAX_VERSION = 7
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    states, topic_ids, leaders = parse_leader_and_isr(request)
+    errors = ctx.server.apply_leader_and_isr(request.controller_id, request.controller_epoch, states, topic_ids,
+                                             leaders)
+    Resp = response_type(request)
+    top = ErrorCode.NONE
+    if errors and all(e == ErrorCode.STALE_CONTROLLER_EPOCH for e in errors.values()) and \
+            request.controller_epoch < ctx.server.replica_manager.controller_epoch:
+        top = ErrorCode.STALE_CONTROLLER_EPOCH
+    PE = Resp.LeaderAndIsrPartitionError
+    if request.API_VERSION < 5:
+        return response_for(request, error_code=top, partition_errors=[
+            PE(topic_name=tp.topic, partition_index=tp.partition, error_code=e) for tp, e in errors.items()])
+    by_topic: dict[str, list] = {}
+    for tp, e in errors.items():
+        by_topic.setdefault(tp.topic, []).append(PE(partition_index=tp.partition, error_code=e))
+    return response_for(request, error_code=top, topics=[
+        Resp.LeaderAndIsrTopicError(topic_id=topic_ids.get(t), partition_errors=ps) for t, ps in by_topic.items()])

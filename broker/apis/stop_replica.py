@@ -1,0 +1,33 @@
+"""StopReplica (key 5), versions 0–4 — from the controller (ZooKeeper mode).
+
+Stops replicating the listed partitions (fetchers removed, delayed requests answered) and, when asked
+(topic deletion, reassignment), deletes their logs. Stale controller epochs: STALE_CONTROLLER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller_channel import parse_stop_replica
+from protocol.errors import ErrorCode
+
+API_KEY = 5
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    server = ctx.server
+    if request.controller_epoch < server.replica_manager.controller_epoch:
+        return response_for(request, error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
+    entries = parse_stop_replica(request)
+    errors = {}
+    for delete in (False, True):
+        tps = [tp for tp, d in entries if d == delete]
+        if tps:
+            errors.update(server.apply_stop_replica(request.controller_id, request.controller_epoch, tps, delete))
+    Resp = response_type(request)
+    return response_for(request, error_code=0, partition_errors=[
+        Resp.StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=e)
+        for tp, e in errors.items()])

@@ -1,0 +1,333 @@
+"""Replica fetchers: followers copy their leaders' logs (Kafka's ReplicaFetcherManager /
+AbstractFetcherThread / ReplicaFetcherThread, one asyncio task per source broker).
+
+Per partition the fetcher first *truncates*, then *fetches*:
+- Truncation (KIP-101/KIP-279): ask the leader `OffsetForLeaderEpoch` for our latest leader epoch; if the
+  leader knows it, truncate to min(its end offset for that epoch, our LEO); if the leader only knows an
+  earlier epoch, truncate to our own end offset of *that* epoch and ask again; only when the leader
+  answers no epoch at all do we fall back to the high watermark. Never blindly to the HW.
+- Fetching: Fetch with our replica id and `last_fetched_epoch`; batches are appended as they are
+  (offsets and epochs assigned by the leader), our HW becomes min(LEO, leader's HW), our log start
+  offset follows the leader's. A diverging epoch in the answer sends the partition back to truncation.
+- Errors: OFFSET_OUT_OF_RANGE (our offset past the leader's LEO: truncate to it; below its log start:
+  restart our log at its log start), FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH
+  (the partition waits for the controller's next LeaderAndIsr), connection failures (back off
+  `replica.fetch.backoff.ms` and retry).
+The leader is reached through `LeaderEndPoint` so tests can put a fake leader behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from storage import InvalidRecordError as StorageInvalidRecordError
+from storage import KafkaStorageError, TopicPartition
+
+if TYPE_CHECKING:
+    from broker.partition import Partition
+    from broker.server import KafkaServer
+
+log = logging.getLogger("broker.fetcher")
+
+
+@dataclass
+class FetchState:
+    partition: Partition
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+class LeaderEndPoint(Protocol):
+    async def fetch(self, build: Any) -> Any: ...
+    async def offsets_for_leader_epoch(self, build: Any) -> Any: ...
+    async def list_offsets(self, build: Any) -> Any: ...
+    def close(self) -> None: ...
+
+
+class RemoteLeaderEndPoint:
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float) -> None:
+        self.conn = BrokerConnection(host, port, client_id, timeout_s=timeout_s)
+
+    async def fetch(self, build: Any) -> Any:
+        return await self.conn.send(build, ApiKey.FETCH)
+
+    async def offsets_for_leader_epoch(self, build: Any) -> Any:
+        return await self.conn.send(build, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+
+    async def list_offsets(self, build: Any) -> Any:
+        return await self.conn.send(build, ApiKey.LIST_OFFSETS)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class ReplicaFetcher:
+    def __init__(self, server: KafkaServer, leader_id: int, endpoint: LeaderEndPoint) -> None:
+        self.server = server
+        self.broker_id = server.broker_id
+        self.leader_id = leader_id
+        self.endpoint = endpoint
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        cfg = server.config
+        self.max_wait_ms = cfg["replica.fetch.wait.max.ms"]
+        self.min_bytes = cfg["replica.fetch.min.bytes"]
+        self.max_bytes = cfg["replica.fetch.response.max.bytes"]
+        self.partition_max_bytes = cfg["replica.fetch.max.bytes"]
+        self.backoff_s = cfg["replica.fetch.backoff.ms"] / 1000
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self.endpoint.close()
+
+    def add(self, partition: Partition) -> None:
+        self.partitions[partition.topic_partition] = FetchState(partition, partition.leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                if any(s.truncating for s in self.partitions.values()):
+                    await self._truncate()
+                ready = {tp: s for tp, s in self.partitions.items()
+                         if not s.truncating and s.delayed_until <= loop.time()}
+                if not ready:
+                    await asyncio.sleep(self.backoff_s)
+                    continue
+                await self._fetch(ready)
+            except asyncio.CancelledError:
+                raise
+            except BrokerUnavailable as e:
+                log.warning("fetcher from broker %d: %s; retrying in %.1fs", self.leader_id, e, self.backoff_s)
+                await asyncio.sleep(self.backoff_s)
+            except Exception:
+                log.exception("fetcher from broker %d failed; retrying", self.leader_id)
+                await asyncio.sleep(self.backoff_s)
+
+    # ---- truncation by leader epoch
+    async def _truncate(self) -> None:
+        states = {tp: s for tp, s in self.partitions.items() if s.truncating}
+        Req = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        asked: dict[TopicPartition, int] = {}
+        by_topic: dict[str, list] = {}
+        for tp, s in states.items():
+            log_ = s.partition.log
+            assert log_ is not None
+            latest = log_.leader_epoch_cache.latest_epoch()
+            if latest is None:
+                # An empty epoch cache means nothing was ever appended under an epoch: keep our log.
+                s.truncating = False
+                continue
+            asked[tp] = latest
+            by_topic.setdefault(tp.topic, []).append((tp.partition, s.leader_epoch, latest))
+        if not by_topic:
+            return
+
+        def build(v: int) -> Any:
+            T = Req.OffsetForLeaderTopic
+            return Req[v](replica_id=self.broker_id, topics=[
+                T(topic=t, partitions=[T.OffsetForLeaderPartition(partition=p, current_leader_epoch=cur,
+                                                                   leader_epoch=ep) for p, cur, ep in ps])
+                for t, ps in by_topic.items()])
+
+        resp = await self.endpoint.offsets_for_leader_epoch(build)
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, p.partition)
+                s = states.get(tp)
+                if s is None or tp not in self.partitions or tp not in asked:
+                    continue
+                if p.error_code != ErrorCode.NONE:
+                    self._on_partition_error(tp, s, ErrorCode(p.error_code))
+                    continue
+                self._apply_truncation(tp, s, asked[tp], p.leader_epoch, p.end_offset)
+
+    def _apply_truncation(self, tp: TopicPartition, s: FetchState, asked_epoch: int, leader_epoch: int,
+                          leader_end: int) -> None:
+        partition = s.partition
+        log_ = partition.log
+        assert log_ is not None
+        leo = log_.log_end_offset
+        done = True
+        if leader_end < 0:
+            target = partition.high_watermark  # the leader knows no epochs at all: Kafka's fallback
+        elif leader_epoch < 0:
+            target = min(leader_end, leo)
+        else:
+            epoch, our_end = log_.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+            if epoch < 0:
+                target = min(leader_end, leo)
+            elif epoch != leader_epoch:
+                target = min(our_end, leo)
+                done = False  # we ended that epoch elsewhere: ask again with our now-latest epoch
+            else:
+                target = min(leader_end, our_end, leo)
+        if target < leo:
+            log.info("%s: truncating from log end offset %d to %d (leader %d: epoch %d ends at %d; we asked "
+                     "for epoch %d)", tp, leo, target, self.leader_id, leader_epoch, leader_end, asked_epoch)
+            self.server.truncate_partition(partition, target)
+        s.truncating = not done and target < leo
+
+    def _on_partition_error(self, tp: TopicPartition, s: FetchState, error: ErrorCode) -> None:
+        loop = asyncio.get_running_loop()
+        if error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            # Our view or the leader's is behind; the controller's next LeaderAndIsr settles it.
+            log.info("%s: leader %d answered %s; backing off", tp, self.leader_id, error.name)
+        else:
+            log.warning("%s: fetch from leader %d failed: %s", tp, self.leader_id, error.name)
+        s.delayed_until = loop.time() + self.backoff_s
+
+    # ---- fetching
+    async def _fetch(self, ready: dict[TopicPartition, FetchState]) -> None:
+        Req = request_class(ApiKey.FETCH)
+        by_topic: dict[str, list[tuple[TopicPartition, FetchState]]] = {}
+        for tp, s in ready.items():
+            by_topic.setdefault(tp.topic, []).append((tp, s))
+        cache = self.server.metadata_cache
+        offsets = {tp: s.partition.log.log_end_offset for tp, s in ready.items()}  # type: ignore[union-attr]
+
+        def build(v: int) -> Any:
+            T = Req.FetchTopic
+            topics = []
+            for topic, entries in by_topic.items():
+                parts = []
+                for tp, s in entries:
+                    log_ = s.partition.log
+                    assert log_ is not None
+                    last_epoch = log_.leader_epoch_cache.latest_epoch()
+                    parts.append(T.FetchPartition(
+                        partition=tp.partition, current_leader_epoch=s.leader_epoch, fetch_offset=offsets[tp],
+                        last_fetched_epoch=last_epoch if last_epoch is not None else -1,
+                        log_start_offset=log_.log_start_offset, partition_max_bytes=self.partition_max_bytes))
+                topics.append(T(topic=topic, topic_id=cache.topic_id(topic), partitions=parts))
+            fields: dict[str, Any] = dict(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
+                                          max_bytes=self.max_bytes, isolation_level=0, session_id=0,
+                                          session_epoch=-1, topics=topics, forgotten_topics_data=[], rack_id="")
+            if v >= 15:
+                fields["replica_state"] = Req.ReplicaState(replica_id=self.broker_id, replica_epoch=-1)
+                fields["replica_id"] = -1
+            else:
+                fields["replica_id"] = self.broker_id
+            return Req[v](**fields)
+
+        resp = await self.endpoint.fetch(build)
+        if resp.API_VERSION >= 7 and resp.error_code != ErrorCode.NONE:
+            raise BrokerUnavailable(f"fetch failed: {ErrorCode(resp.error_code).name}")
+        for t in resp.responses:
+            topic = t.topic if resp.API_VERSION < 13 else cache.topic_name(t.topic_id)
+            for p in t.partitions:
+                tp = TopicPartition(topic or "", p.partition_index)
+                s = self.partitions.get(tp)
+                if s is None or s is not ready.get(tp) or s.partition.log is None:
+                    continue  # removed or replaced while the fetch was in flight
+                if s.partition.log.log_end_offset != offsets[tp]:
+                    continue  # truncated meanwhile
+                self._process_partition(tp, s, p, resp.API_VERSION)
+
+    def _process_partition(self, tp: TopicPartition, s: FetchState, p: Any, version: int) -> None:
+        error = ErrorCode(p.error_code)
+        partition = s.partition
+        log_ = partition.log
+        assert log_ is not None
+        if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._handle_out_of_range(tp, s, p)
+            return
+        if error != ErrorCode.NONE:
+            self._on_partition_error(tp, s, error)
+            return
+        div = getattr(p, "diverging_epoch", None) if version >= 12 else None
+        if div is not None and div.epoch >= 0 and div.end_offset >= 0:
+            s.truncating = False
+            self._apply_truncation(tp, s, -1, div.epoch, div.end_offset)
+            return
+        records = p.records
+        if records:
+            try:
+                info = log_.append_as_follower(memoryview(records))
+            except (StorageInvalidRecordError, KafkaStorageError) as e:
+                log.error("%s: cannot append fetched data at %d: %s", tp, log_.log_end_offset, e)
+                s.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
+                return
+            if info.records_count and self.server.replica_manager.on_flush_needed and log_.needs_flush():
+                self.server.replica_manager.on_flush_needed(partition)
+        partition.update_follower_high_watermark(p.high_watermark)
+        if p.log_start_offset > log_.log_start_offset:
+            log_.maybe_increment_log_start_offset(min(p.log_start_offset, log_.log_end_offset))
+
+    def _handle_out_of_range(self, tp: TopicPartition, s: FetchState, p: Any) -> None:
+        partition = s.partition
+        log_ = partition.log
+        assert log_ is not None
+        leader_start = p.log_start_offset
+        leo = log_.log_end_offset
+        if leader_start >= 0 and leo < leader_start:
+            log.info("%s: our log end offset %d is below the leader's log start offset %d: restarting there",
+                     tp, leo, leader_start)
+            self.server.truncate_partition(partition, leader_start, fully=True)
+        else:
+            # Past the leader's end: go back through epoch-based truncation.
+            s.truncating = True
+
+
+class ReplicaFetcherManager:
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.assignment: dict[TopicPartition, int] = {}
+
+    def add_fetchers(self, partitions: dict[TopicPartition, Partition]) -> None:
+        for tp, partition in partitions.items():
+            leader = partition.leader_id
+            if leader is None or leader < 0 or leader == self.server.broker_id:
+                continue
+            fetcher = self.fetchers.get(leader)
+            if fetcher is None:
+                ep = self.server.metadata_cache.alive_broker(leader)
+                if ep is None:
+                    log.warning("%s: leader %d has no known endpoint yet", tp, leader)
+                    continue
+                endpoint = RemoteLeaderEndPoint(ep.host, ep.port, f"replica-fetcher-{self.server.broker_id}",
+                                                self.server.config["replica.socket.timeout.ms"] / 1000)
+                fetcher = ReplicaFetcher(self.server, leader, endpoint)
+                self.fetchers[leader] = fetcher
+                fetcher.start()
+            fetcher.add(partition)
+            self.assignment[tp] = leader
+            log.info("%s: fetching from leader %d at epoch %d from offset %d", tp, leader, partition.leader_epoch,
+                     partition.log_end_offset)
+
+    def remove_fetchers(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            leader = self.assignment.pop(tp, None)
+            if leader is not None and leader in self.fetchers:
+                self.fetchers[leader].remove(tp)
+
+    async def shutdown(self) -> None:
+        for f in list(self.fetchers.values()):
+            await f.stop()
+        self.fetchers.clear()

@@ -1,0 +1,109 @@
+"""Broker-to-broker requests: a small Kafka client connection for the controller channel and the
+replica fetchers (Kafka's NetworkClient / BlockingSend, on asyncio).
+
+`BrokerConnection.send(request)` frames a request from the protocol codec, writes it, and returns the
+decoded response. It connects lazily, negotiates versions with ApiVersions once per connection (the
+highest version both sides serve, so a broker of another version could answer), and raises
+`BrokerUnavailable` on connect/IO failures or `timeout` — the caller decides to retry or back off.
+Requests on one connection are sent one at a time (Kafka's inter-broker clients do the same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    ProtocolError,
+    decode_response,
+    encode_request,
+    request_class,
+)
+
+log = logging.getLogger("broker.inter_broker")
+
+
+class BrokerUnavailable(Exception):
+    pass
+
+
+class BrokerConnection:
+    def __init__(self, host: str, port: int, client_id: str, *, timeout_s: float = 30.0) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation = 0
+        self._versions: dict[int, tuple[int, int]] = {}
+        self._lock = asyncio.Lock()  # one request in flight per connection, in order
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port})"
+
+    async def _connect(self) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.timeout_s)
+        except (OSError, TimeoutError) as e:
+            raise BrokerUnavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None
+        self._versions = {}
+        req = request_class(ApiKey.API_VERSIONS)[3](client_software_name="kafka-wire-broker",
+                                                   client_software_version="0.1")
+        resp = await self._roundtrip(req, 3)
+        if resp.error_code != 0:
+            raise BrokerUnavailable(f"ApiVersions to {self.host}:{self.port} failed: error {resp.error_code}")
+        self._versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+
+    def version_for(self, api_key: int) -> int:
+        ours = SUPPORTED_VERSIONS[api_key]
+        theirs = self._versions.get(api_key)
+        if theirs is None:
+            raise BrokerUnavailable(f"{self.host}:{self.port} does not serve API {api_key}")
+        hi = min(ours[1], theirs[1])
+        if hi < max(ours[0], theirs[0]):
+            raise BrokerUnavailable(f"no common version of API {api_key} with {self.host}:{self.port}")
+        return hi
+
+    async def send(self, build: Any, api_key: int) -> Any:
+        """`build(version) -> request`; sends it at the best common version, returns the response."""
+        async with self._lock:
+            if self._writer is None:
+                await self._connect()
+            version = self.version_for(api_key)
+            return await self._roundtrip(build(version), version)
+
+    async def _roundtrip(self, request: Any, version: int) -> Any:
+        assert self._reader is not None and self._writer is not None
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        request.with_header(correlation_id=self._correlation, client_id=self.client_id)
+        frame = encode_request(request)
+        try:
+            self._writer.write(len(frame).to_bytes(4, "big") + frame)
+            await self._writer.drain()
+            size = int.from_bytes(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s), "big")
+            body = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
+            self.close()
+            raise BrokerUnavailable(f"request to {self.host}:{self.port} failed: {e or type(e).__name__}") from None
+        try:
+            response = decode_response(body, request.API_KEY, version)
+        except ProtocolError as e:
+            self.close()
+            raise BrokerUnavailable(f"bad response from {self.host}:{self.port}: {e}") from None
+        if response.header.correlation_id != self._correlation:
+            self.close()
+            raise BrokerUnavailable(f"correlation id mismatch from {self.host}:{self.port}")
+        return response
+
+    def close(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:
+                pass
+        self._reader = self._writer = None

@@ -1,0 +1,53 @@
+"""Cluster metadata: the MetadataStore (ZooKeeper or local engine), replica placement, ZooKeeper runner.
+
+Public API (see each module's docstring for the contract):
+- store.py: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore
+- types.py: TopicPartition, LeaderAndIsr, BrokerInfo, TopicInfo and the MetadataError hierarchy
+- assignment.py: assign_replicas_to_brokers, assign_additional_partitions, validate_manual_assignment
+- znodes.py: Kafka 3.x ZooKeeper paths and JSON codecs
+- zookeeper_server.py: start_zookeeper / ZooKeeperServer (Debian's ZooKeeper on loopback)
+"""
+
+from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore
+from broker.metadata.types import (
+    BadVersionError,
+    BrokerIdInUseError,
+    BrokerInfo,
+    ControllerMovedError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    LeaderAndIsr,
+    MetadataCorruptError,
+    MetadataError,
+    MetadataUnavailableError,
+    PartitionStateExistsError,
+    TopicExistsError,
+    TopicInfo,
+    TopicPartition,
+    UnknownTopicError,
+)
+
+__all__ = [
+    "BadVersionError",
+    "BrokerIdInUseError",
+    "BrokerInfo",
+    "ControllerMovedError",
+    "InvalidPartitionsError",
+    "InvalidReplicaAssignmentError",
+    "InvalidReplicationFactorError",
+    "InvalidTopicError",
+    "LeaderAndIsr",
+    "LocalMetadataStore",
+    "MetadataCorruptError",
+    "MetadataError",
+    "MetadataStore",
+    "MetadataUnavailableError",
+    "PartitionStateExistsError",
+    "TopicExistsError",
+    "TopicInfo",
+    "TopicPartition",
+    "UnknownTopicError",
+    "ZkMetadataStore",
+]

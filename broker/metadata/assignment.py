@@ -1,0 +1,123 @@
+"""Replica placement for new topics and partitions, as Kafka's AdminUtils does it without racks.
+
+Contract: pure functions. `assign_replicas_to_brokers` is AdminUtils.assignReplicasToBrokersRackUnaware:
+brokers sorted by id; partition p's first replica is broker[(p + start_index) % n]; the other replicas
+follow at a shift `1 + (replica_shift + j) % (n - 1)` from the first, and the shift grows by one each
+time the partitions wrap around the broker list, so followers spread evenly. `start_index` and
+`replica_shift` are random unless given (tests and CreatePartitions pass them). Rack-aware placement is
+not implemented: racks are ignored (documented gap).
+
+Errors: InvalidPartitionsError (partitions < 1), InvalidReplicationFactorError (factor < 1 or
+greater than the number of live brokers), as Kafka's INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+
+from broker.metadata.types import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+)
+
+
+def _replica_index(first_index: int, replica_shift: int, j: int, n_brokers: int) -> int:
+    shift = 1 + (replica_shift + j) % (n_brokers - 1)
+    return (first_index + shift) % n_brokers
+
+
+def assign_replicas_to_brokers(
+    partitions: int,
+    replication_factor: int,
+    brokers: Iterable[int],
+    *,
+    start_index: int | None = None,
+    replica_shift: int | None = None,
+    start_partition_id: int = 0,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
+    """Partition id -> replica list (the first replica is the preferred leader)."""
+    broker_list = sorted(set(brokers))
+    if partitions <= 0:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    if replication_factor > len(broker_list):
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {len(broker_list)}."
+        )
+    n = len(broker_list)
+    chooser = rng or random.Random()
+    first_start = start_index if start_index is not None and start_index >= 0 else chooser.randrange(n)
+    shift = (
+        replica_shift
+        if replica_shift is not None and replica_shift >= 0
+        else (start_index if start_index is not None and start_index >= 0 else chooser.randrange(n))
+    )
+    result: dict[int, list[int]] = {}
+    partition_id = max(0, start_partition_id)
+    for _ in range(partitions):
+        if partition_id > 0 and partition_id % n == 0:
+            shift += 1
+        first = (partition_id + first_start) % n
+        replicas = [broker_list[first]]
+        for j in range(replication_factor - 1):
+            replicas.append(broker_list[_replica_index(first, shift, j, n)])
+        result[partition_id] = replicas
+        partition_id += 1
+    return result
+
+
+def assign_additional_partitions(
+    existing: Mapping[int, Sequence[int]],
+    new_partition_count: int,
+    brokers: Iterable[int],
+    *,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
+    """Replicas for partitions len(existing)..new_partition_count-1 (CreatePartitions).
+
+    As Kafka's AdminZkClient does: same replication factor as partition 0, and the start index is
+    where partition 0's first replica sits in the sorted broker list, so placement continues the
+    topic's existing round-robin.
+    """
+    current = len(existing)
+    if new_partition_count <= current:
+        raise InvalidPartitionsError(
+            f"Topic currently has {current} partitions, {new_partition_count} would not be an increase."
+        )
+    if 0 not in existing or not existing[0]:
+        raise InvalidReplicaAssignmentError("existing assignment has no partition 0")
+    broker_list = sorted(set(brokers))
+    first_leader = existing[0][0]
+    start = next((i for i, b in enumerate(broker_list) if b >= first_leader), 0)
+    return assign_replicas_to_brokers(
+        new_partition_count - current,
+        len(existing[0]),
+        broker_list,
+        start_index=start,
+        start_partition_id=current,
+        rng=rng,
+    )
+
+
+def validate_manual_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: Iterable[int]) -> None:
+    """A CreateTopics manual assignment: partitions 0..n-1, one replication factor, distinct live brokers."""
+    live = set(live_brokers)
+    if not assignment:
+        raise InvalidReplicaAssignmentError("empty assignment")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise InvalidReplicaAssignmentError("partitions must be numbered consecutively from 0")
+    factors = {len(replicas) for replicas in assignment.values()}
+    if len(factors) != 1 or 0 in factors:
+        raise InvalidReplicaAssignmentError("all partitions must have the same non-zero replication factor")
+    for partition, replicas in assignment.items():
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(f"duplicate replicas for partition {partition}")
+        unknown = set(replicas) - live
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"partition {partition} assigned to unknown brokers {sorted(unknown)}"
+            )
