@@ -285,10 +285,13 @@ class LogSegment:
         else:
             _, ipos = self.offset_index.lookup_by_position(target)
             cursor = max(ipos, end)
-            for bpos, bsize, _, _ in self._walk(cursor):
-                if bpos + bsize > target:
-                    break
-                cursor = bpos + bsize
+            # An index entry is a batch boundary; when it already covers most of max_size, stop there (max_size
+            # is a soft limit) and save the header walk, otherwise walk up to the last whole batch that fits.
+            if (cursor - pos) * 4 < (target - pos) * 3:
+                for bpos, bsize, _, _ in self._walk(cursor):
+                    if bpos + bsize > target:
+                        break
+                    cursor = bpos + bsize
             end = max(end, cursor)
         return FileSlice(self.fd, pos, end - pos, str(self.log_path)), False
 
