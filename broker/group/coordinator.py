@@ -258,6 +258,10 @@ class GroupCoordinator:
         self._groups[group.group_id] = group
         for member in group.members.values():
             self._schedule_heartbeat(group, member)
+        if group.size > self.config.group_max_size:
+            # group.max.size was lowered since the group was stored: rebalance so the excess members go
+            # (their JoinGroup answers GROUP_MAX_SIZE_REACHED) after a chance to commit.
+            self._prepare_rebalance(group, f"loaded group is over capacity ({self.config.group_max_size})")
 
     def _unload_group(self, group: GroupMetadata, error: int) -> None:
         previous = group.state
@@ -958,7 +962,7 @@ class GroupCoordinator:
         for group_id in group_ids:
             error = self._validate(group_id, require_non_empty=False)
             if error is not None:
-                out.append(DescribedGroup(group_id, error))
+                out.append(DescribedGroup(group_id, error, group_state=""))
                 continue
             group = self._groups.get(group_id)
             if group is None:
@@ -990,6 +994,8 @@ class GroupCoordinator:
             if types and "classic" not in types:
                 continue
             groups.append(ListedGroup(group.group_id, group.protocol_type or "", group.state.value))
+        if self._shutting_down:
+            return ListGroupsResult(E.COORDINATOR_NOT_AVAILABLE)
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self._loading else E.NONE
         return ListGroupsResult(error, groups)
 
@@ -1021,6 +1027,37 @@ class GroupCoordinator:
             for group in groups:
                 results[group.group_id] = code
         return {g: results[g] for g in group_ids if g in results}
+
+    async def delete_offsets_of_partitions(self, partitions: Iterable[tuple[str, int]]) -> int:
+        """Forget every group's committed offsets of deleted topic partitions (Kafka's
+        handleDeletedPartitions, called after DeleteTopics / partition deletion); Empty groups left
+        without offsets die. Returns how many offsets were removed."""
+        gone = {TopicPartition(t, p) for t, p in partitions}
+        by_partition: dict[int, list[tuple[GroupMetadata, list[TopicPartition], bool]]] = {}
+        for group in list(self._groups.values()):
+            if group.partition not in self._active_partitions or group.is_in(GroupState.DEAD):
+                continue
+            doomed = [TopicPartition(*tp) for tp in group.offsets if tp in gone]
+            if doomed:
+                dies = group.is_in(GroupState.EMPTY) and len(doomed) == len(group.offsets)
+                by_partition.setdefault(group.partition, []).append((group, doomed, dies))
+        removed = 0
+        for partition, entries in by_partition.items():
+            records: list[tuple[bytes, bytes | None]] = []
+            for group, doomed, dies in entries:
+                records.extend((encode_offset_commit_key(OffsetCommitKey(group.group_id, t, p)), None)
+                               for t, p in doomed)
+                if dies:
+                    records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+            if await self._append(partition, records, map_offset_append_error) != E.NONE:
+                continue
+            for group, doomed, dies in entries:
+                for tp in doomed:
+                    group.offsets.pop(tp, None)
+                removed += len(doomed)
+                if dies and group.is_in(GroupState.EMPTY) and not group.offsets:
+                    self._remove_dead_group(group)
+        return removed
 
     def _remove_dead_group(self, group: GroupMetadata) -> None:
         if not group.is_in(GroupState.DEAD):

@@ -20,6 +20,9 @@ def test_describe_stable_and_rebalancing_and_unknown_groups() -> None:
             j.member_id: ("client", "/127.0.0.1", subscription("a", "b"), s.assignment)
             for j, s in zip(joins, syncs, strict=True)}
         assert (unknown.error_code, unknown.group_state, unknown.members) == (E.NONE, "Dead", [])
+        c.unload_partition(c.partition_for("elsewhere"))
+        [moved] = await c.describe_groups(["elsewhere"])
+        assert (moved.error_code, moved.group_state) == (E.NOT_COORDINATOR, "")
 
         await c.leave_group("g", [LeaveMember(joins[0].member_id)])
         [rebalancing] = await c.describe_groups(["g"])
@@ -45,6 +48,8 @@ def test_list_groups_with_state_filter() -> None:
         assert (await c.list_groups(None, ["consumer"])).groups == []
         c.begin_loading(49)
         assert (await c.list_groups()).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+        c.shutdown()
+        assert (await c.list_groups()).error_code == E.COORDINATOR_NOT_AVAILABLE
     run(scenario)
 
 

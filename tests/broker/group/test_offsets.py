@@ -307,3 +307,35 @@ def test_offset_expiry_for_empty_groups_and_explicit_retention() -> None:
         assert reloaded.group("idle") is None
         reloaded.shutdown()
     run(scenario)
+
+
+def test_offsets_of_deleted_partitions_are_removed() -> None:
+    async def scenario() -> None:
+        log = OffsetsLog()
+        c = log.new_coordinator()
+        joins, _ = await join_and_sync_all(c, "member-group", [""])
+        m = joins[0].member_id
+        await c.commit_offsets("member-group", m, None, 1, entries(("gone", 0, 1, ""), ("kept", 0, 2, "")))
+        await c.commit_offsets("only-gone", "", None, -1, entries(("gone", 0, 3, ""), ("gone", 1, 4, "")))
+        assert await c.delete_offsets_of_partitions([("gone", 0), ("gone", 1), ("never-committed", 0)]) == 3
+        assert await committed(c, "member-group", ("gone", 0), ("kept", 0)) == [-1, 2]
+        assert c.group("only-gone") is None
+        c.shutdown()
+        reloaded = log.new_coordinator()
+        assert reloaded.group("only-gone") is None
+        assert await committed(reloaded, "member-group", ("gone", 0), ("kept", 0)) == [-1, 2]
+    run(scenario)
+
+
+def test_group_over_capacity_after_reload_rebalances_down_to_max_size() -> None:
+    async def scenario() -> None:
+        log = OffsetsLog()
+        c1 = log.new_coordinator()
+        joins, _ = await join_and_sync_all(c1, "g", ["", "", ""])
+        c1.shutdown()
+        c2 = log.new_coordinator(replace(TEST_CONFIG, group_max_size=2))
+        assert c2.group("g").state is GroupState.PREPARING_REBALANCE
+        results = await asyncio.gather(*(join(c2, "g", j.member_id) for j in joins))
+        assert sorted(r.error_code for r in results) == [E.NONE, E.NONE, E.GROUP_MAX_SIZE_REACHED]
+        assert c2.group("g").size == 2
+    run(scenario)
