@@ -105,6 +105,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        failing = False  # log a connection problem once per outage, not once per retry
         while True:
             if not self.partitions:
                 self._wakeup.clear()
@@ -119,10 +120,16 @@ class ReplicaFetcher:
                     await asyncio.sleep(self.backoff_s)
                     continue
                 await self._fetch(ready)
+                if failing:
+                    log.info("fetcher from broker %d: connected again", self.leader_id)
+                    failing = False
             except asyncio.CancelledError:
                 raise
             except BrokerUnavailable as e:
-                log.warning("fetcher from broker %d: %s; retrying in %.1fs", self.leader_id, e, self.backoff_s)
+                if not failing:
+                    log.warning("fetcher from broker %d: %s; retrying every %.1fs", self.leader_id, e,
+                                self.backoff_s)
+                    failing = True
                 await asyncio.sleep(self.backoff_s)
             except Exception:
                 log.exception("fetcher from broker %d failed; retrying", self.leader_id)

@@ -44,6 +44,7 @@ from protocol import (
 )
 from protocol.errors import ErrorCode
 from storage import LogConfig, LogManager, TopicPartition
+from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
@@ -77,6 +78,8 @@ class KafkaServer:
         self.group_coordinator: Any = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
+        self.cleaner = LogCleaner()
+        self._cleaning = False
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -180,6 +183,8 @@ class KafkaServer:
                     self.log_manager.checkpoint_log_start_offsets)
         self._every(min(cfg["replica.lag.time.max.ms"] // 2, 30000), self.replica_manager.maybe_shrink_isr)
         self._every(30000, self._purge_purgatories)
+        if cfg["log.cleaner.enable"]:
+            self._every(cfg["log.cleaner.backoff.ms"], self._clean_logs)
         if cfg.log_flush_interval_ms < 2**62:
             self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
 
@@ -191,6 +196,31 @@ class KafkaServer:
         assert self.loop is not None
         now = int(time.time() * 1000)
         self.loop.run_in_executor(self.io_executor, self.log_manager.cleanup_logs, now)
+
+    def _clean_logs(self) -> None:
+        """Compaction (cleanup.policy=compact) off the event loop, one log at a time."""
+        assert self.loop is not None
+        if self._cleaning:
+            return
+        self._cleaning = True
+
+        def clean() -> None:
+            for _ in range(8):  # bounded: the next tick picks up what is left
+                log_ = self.cleaner.dirtiest_log(self.log_manager.all_logs())
+                if log_ is None:
+                    return
+                stats = self.cleaner.clean(log_, int(time.time() * 1000))
+                if not stats.cleaned:
+                    return
+                log.info("%s: compacted up to offset %d", log_.topic_partition, stats.end_offset)
+
+        fut = self.loop.run_in_executor(self.io_executor, clean)
+        fut.add_done_callback(self._cleaning_done)
+
+    def _cleaning_done(self, fut: asyncio.Future) -> None:
+        self._cleaning = False
+        if fut.exception() is not None:
+            log.error("log cleaner failed: %s", fut.exception())
 
     def _flush_dirty_logs(self) -> None:
         assert self.loop is not None

@@ -289,7 +289,7 @@ class GroupCoordinator:
     # Validation shared by all requests
     # ================================================================================================
     def _validate(self, group_id: str | None, require_non_empty: bool = True) -> int | None:
-        if group_id is None or (require_non_empty and group_id == ""):
+        if group_id is None or (require_non_empty and group_id == "") or not _fits_int16_string(group_id):
             return E.INVALID_GROUP_ID
         if self._shutting_down:
             return E.COORDINATOR_NOT_AVAILABLE
@@ -325,6 +325,10 @@ class GroupCoordinator:
         if rebalance_timeout_ms <= 0:
             rebalance_timeout_ms = session_timeout_ms
         protocols = [(name, bytes(metadata)) for name, metadata in protocols]
+        # Flexible request versions allow strings longer than __consumer_offsets records can hold.
+        if not all(_fits_int16_string(s) for s in (member_id, group_instance_id, client_id, client_host,
+                                                    protocol_type, *(name for name, _ in protocols))):
+            return JoinGroupResult.failed(E.INVALID_REQUEST, member_id)
         is_unknown_member = member_id == ""
         group = self._groups.get(group_id)
         if group is None:
@@ -856,8 +860,12 @@ class GroupCoordinator:
         to_store: dict[TopicPartition, OffsetAndMetadata] = {}
         for entry, tp in zip(offsets, tps, strict=True):
             metadata = entry.metadata or ""
-            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+            if (len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes
+                    or not _fits_int16_string(metadata)):
                 results[tp] = E.OFFSET_METADATA_TOO_LARGE
+                continue
+            if not _fits_int16_string(tp.topic):
+                results[tp] = E.INVALID_REQUEST
                 continue
             value = OffsetAndMetadata(entry.offset, entry.leader_epoch, metadata, now, expire)
             to_store[tp] = value
@@ -1170,6 +1178,10 @@ class GroupCoordinator:
                 log.error("group coordinator: %s failed: %r", what, t.exception())
 
         task.add_done_callback(done)
+
+
+def _fits_int16_string(value: str | None) -> bool:
+    return value is None or len(value) <= 0x7FFF // 3 or len(value.encode("utf-8")) <= 0x7FFF
 
 
 def _error_name(code: int) -> str:

@@ -287,7 +287,8 @@ def decode_offset_commit_value(data: bytes | memoryview) -> OffsetCommitValue:
         _, offset, leader_epoch = _V3_HEAD.unpack_from(data)
         metadata = _short_string_at(data, 14)
         if metadata is not None and metadata[1] + 8 <= len(data):
-            return OffsetCommitValue(offset, leader_epoch, metadata[0], _INT64.unpack_from(data, metadata[1])[0])
+            commit_timestamp = _INT64.unpack_from(data, metadata[1])[0]
+            return OffsetCommitValue(offset, leader_epoch, metadata[0], commit_timestamp)
     r = _Reader(data)
     version = r.int16()
     if not 0 <= version <= 4:
