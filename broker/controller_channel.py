@@ -33,7 +33,7 @@ def build_leader_and_isr(version: int, controller_id: int, controller_epoch: int
                   removing_replicas=list(s.removing_replicas), is_new=s.is_new, leader_recovery_state=0)
 
     live = [Req.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port) for b in leaders]
-    fields: dict[str, Any] = dict(controller_id=controller_id, 
+    fields: dict[str, Any] = dict(controller_id=controller_id,
                                   controller_epoch=controller_epoch, broker_epoch=-1, request_type=0,
                                   live_leaders=live)
     if version < 2:
@@ -128,7 +128,7 @@ def parse_update_metadata(request: Any) -> tuple[list[BrokerEndpoint],
 def build_stop_replica(version: int, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                        delete: bool) -> Any:
     Req = request_class(ApiKey.STOP_REPLICA)
-    fields: dict[str, Any] = dict(controller_id=controller_id, 
+    fields: dict[str, Any] = dict(controller_id=controller_id,
                                   controller_epoch=controller_epoch, broker_epoch=-1)
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
