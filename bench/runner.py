@@ -113,7 +113,7 @@ def _admin(bootstrap: str) -> Any:
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
 
 
-def _wait_leaders(bootstrap: str, topic: str, partitions: int, timeout_s: float) -> None:
+def _wait_leaders(bootstrap: str, topic: str, partitions: int, timeout_s: float, isr: int = 1) -> None:
     admin = _admin(bootstrap)
     deadline = time.monotonic() + timeout_s
     seen = -1
@@ -121,27 +121,47 @@ def _wait_leaders(bootstrap: str, topic: str, partitions: int, timeout_s: float)
         metadata = admin.list_topics(topic, timeout=max(1.0, deadline - time.monotonic()))
         meta = metadata.topics.get(topic)
         if meta is not None and meta.error is None:
-            seen = sum(1 for p in meta.partitions.values() if p.leader >= 0 and p.error is None)
+            seen = sum(1 for p in meta.partitions.values() if p.leader >= 0 and p.error is None and len(p.isrs) >= isr)
             if seen >= partitions:
                 return
         time.sleep(0.05)
-    raise LoadError(f"topic {topic}: {seen} of {partitions} partitions have a leader after {timeout_s:.0f}s")
+    raise LoadError(
+        f"topic {topic}: {seen} of {partitions} partitions have a leader and {isr} in-sync replicas "
+        f"after {timeout_s:.0f}s"
+    )
 
 
-def ensure_partitions(target: Target, base_name: str, partitions: int, timeout_s: float = 60) -> list[tuple[str, int]]:
+def ensure_partitions(
+    target: Target, base_name: str, partitions: int, timeout_s: float = 60, replication_factor: int = 1
+) -> list[tuple[str, int]]:
     if target.kind == "mock":
+        # The mock picks the replication factor itself: min(3, its broker count).
         return _mock_partitions(target.bootstrap, base_name, partitions, timeout_s)
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic
 
     admin = _admin(target.bootstrap)
-    futures = admin.create_topics(
-        [NewTopic(base_name, partitions, 1)], operation_timeout=timeout_s, request_timeout=timeout_s
-    )
-    try:
-        futures[base_name].result()
-    except Exception as exc:  # noqa: BLE001 - KafkaException carries the broker's error
-        raise LoadError(f"CreateTopics {base_name} ({partitions} partitions): {exc}") from exc
-    _wait_leaders(target.bootstrap, base_name, partitions, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = max(1.0, deadline - time.monotonic())
+        futures = admin.create_topics(
+            [NewTopic(base_name, partitions, replication_factor)],
+            operation_timeout=remaining,
+            request_timeout=remaining,
+        )
+        try:
+            futures[base_name].result()
+            break
+        except Exception as exc:  # noqa: BLE001 - KafkaException carries the broker's error
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code == KafkaError.TOPIC_ALREADY_EXISTS:
+                break  # an earlier attempt that timed out on our side did create it
+            # A cluster that just started may not have elected its controller yet.
+            retriable = code in (KafkaError._TIMED_OUT, KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT)
+            if not retriable or time.monotonic() + 0.5 >= deadline:
+                raise LoadError(f"CreateTopics {base_name} ({partitions} partitions): {exc}") from exc
+            time.sleep(0.5)
+    _wait_leaders(target.bootstrap, base_name, partitions, timeout_s, isr=replication_factor)
     return [(base_name, p) for p in range(partitions)]
 
 

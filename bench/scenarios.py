@@ -210,7 +210,7 @@ class LatencyScenario(Scenario):
             Metric("p99.9", "ms", False),
         ]
 
-    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+    def run(self, target: Target, ctx: Context, rep: int, acks: str = "1") -> tuple[Values, list[str]]:
         key = (self.id, target.name)
         if key not in ctx.state:
             ctx.state[key] = ensure_partitions(target, _unique("bench-latency"), 1, ctx.timeout(60))
@@ -236,7 +236,7 @@ class LatencyScenario(Scenario):
                     "rate": self.rate,
                     "count": self.count,
                     "size": KIB,
-                    "acks": "1",
+                    "acks": acks,
                     "linger_ms": 0,
                 },
                 ctx.timeout(seconds + 30),
@@ -244,7 +244,7 @@ class LatencyScenario(Scenario):
             result = consumer.result(ctx.timeout(seconds + 20) + 5)
         finally:
             consumer.kill()
-        notes = [f"producer acks=1 linger.ms=0, consumer fetch.wait.max.ms=100, {self.warmup} warm-up msgs"]
+        notes = [f"producer acks={acks} linger.ms=0, consumer fetch.wait.max.ms=100, {self.warmup} warm-up msgs"]
         if target.kind == "mock":
             notes.append("mock answers a waiting fetch only at fetch.wait.max.ms, not on append")
         if sent["achieved_rate"] < 0.95 * self.rate:
@@ -492,6 +492,90 @@ class RecoveryScenario(Scenario):
         }, ["times from process spawn; includes interpreter start"]
 
 
+class ReplicatedScenario(Scenario):
+    """acks=all to RF=3: our 3-broker cluster (broker.cluster.LocalCluster, with ZooKeeper) vs a 3-broker mock."""
+
+    fresh_broker = True
+
+    def __init__(self, count: int, latency_seconds: float, reps: int) -> None:
+        self.count = count
+        self.latency = LatencyScenario(10_000, latency_seconds, 1)
+        self.reps = reps
+        self.id = "acks=all RF=3 (3 brokers)"
+        self.metrics = [
+            Metric("produce", "MB/s", True),
+            Metric("e2e p50", "ms", False),
+            Metric("e2e p99", "ms", False),
+        ]
+
+    def not_applicable(self, target: Target) -> str | None:
+        return "needs a cluster the harness starts itself" if target.kind == "external" else None
+
+    def _cluster(self, target: Target, ctx: Context) -> Target:
+        key = (self.id, target.name)
+        if key not in ctx.state:
+            if target.kind == "ours":
+                try:
+                    from broker.cluster import LocalCluster
+                except Exception as exc:  # noqa: BLE001 - a half-written broker may fail to import in any way
+                    raise TargetError(f"broker.cluster is not importable: {type(exc).__name__}: {exc}") from exc
+                cluster = LocalCluster(3, {"min.insync.replicas": "2"})
+                cluster.start()
+                ctx.state[key] = (cluster, AttachedTarget("ours", "ours", cluster.bootstrap))
+            else:
+                mock = MockProcess(3)
+                mock.spawn()
+                try:
+                    bootstrap = mock.wait_bootstrap()
+                except TargetError:
+                    mock.stop()
+                    raise
+                ctx.state[key] = (mock, AttachedTarget(target.name, "mock", bootstrap, mock.pid))
+            handle, attached = ctx.state[key]
+            try:
+                tp = ensure_partitions(attached, _unique("bench-rf3"), 1, ctx.timeout(60), replication_factor=3)
+            except Exception:
+                handle.stop()
+                del ctx.state[key]
+                raise
+            ctx.state[key + ("tp",)] = tp
+        return ctx.state[key][1]
+
+    def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
+        cluster = self._cluster(target, ctx)
+        tps = ctx.state[(self.id, target.name, "tp")]
+        result = run_load(
+            {
+                "kind": "produce",
+                "bootstrap": cluster.bootstrap,
+                "tps": tps,
+                "count": self.count,
+                "size": KIB,
+                "acks": "-1",
+                "compression": "none",
+                "linger_ms": 5,
+                "batch_bytes": MIB,
+            },
+            ctx.timeout(120),
+        )
+        ctx.state[(self.latency.id, cluster.name)] = tps
+        latency, notes = self.latency.run(cluster, ctx, rep, acks="-1")
+        notes = [n for n in notes if "warm-up" not in n]
+        notes.append("1 partition, RF=3, min.insync.replicas=2 on ours; latency at 10,000 msg/s with acks=all")
+        return {"produce": result["MB/s"], "e2e p50": latency["p50"], "e2e p99": latency["p99"]}, notes
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        ctx.state.pop((self.latency.id, target.name), None)
+        ctx.state.pop((self.id, target.name, "tp"), None)
+        entry = ctx.state.pop((self.id, target.name), None)
+        if entry is not None:
+            handle = entry[0]
+            if hasattr(handle, "cleanup"):
+                handle.cleanup()
+            else:
+                handle.stop()
+
+
 def build_scenarios(quick: bool) -> list[Scenario]:
     produce_count = 50_000 if quick else 300_000
     produce_reps = 1 if quick else 3
@@ -511,4 +595,6 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         PartitionsScenario(100 if quick else 1000, 1 if quick else 2),
         StartupScenario(2 if quick else 5),
         RecoveryScenario(16 * MIB if quick else GIB, 1 if quick else 2),
+        # Starting ZooKeeper and three brokers does not fit the quick run's minute.
+        *([] if quick else [ReplicatedScenario(300_000, 5, 3)]),
     ]
