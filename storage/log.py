@@ -80,6 +80,8 @@ class Log:
         self.last_flush_ms = _now_ms()
         self._lock = threading.RLock()
         self._pending_deletes: list[LogSegment] = []
+        self._unsynced_files: list[Path] = []
+        self._dir_needs_sync = False
         self._closed = False
 
     # ==== opening and recovery =========================================================================
@@ -399,9 +401,10 @@ class Log:
             else:
                 active.on_become_inactive()
             self.producer_state.map_end_offset = self.log_end_offset
-            self.producer_state.take_snapshot(new_base)
+            self._unsynced_files.append(self.producer_state.take_snapshot(new_base, sync=False))
             self.segments.append(LogSegment.open(self.dir, new_base, self.config, now_ms=now_ms))
-        fsync_dir(self.dir)
+            # fsyncs wait for the flush (a worker thread): a roll must not block the event loop on the disk
+            self._dir_needs_sync = True
 
     # ==== reads =========================================================================================
     def read(
@@ -597,9 +600,26 @@ class Log:
             upper = segs[i + 1].base_offset if i + 1 < len(segs) else None
             if seg.base_offset < target and (upper is None or upper > start):
                 seg.flush()
+        self._sync_metadata()
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
             self.last_flush_ms = _now_ms()
+
+    def _sync_metadata(self) -> None:
+        with self._lock:
+            pending, self._unsynced_files = self._unsynced_files, []
+            dir_dirty, self._dir_needs_sync = self._dir_needs_sync, False
+        for path in pending:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # already deleted with its segment
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if dir_dirty or pending:
+            fsync_dir(self.dir)
 
     def needs_flush(self) -> bool:
         unflushed = self.log_end_offset - self.recovery_point

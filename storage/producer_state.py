@@ -166,7 +166,10 @@ class ProducerStateManager:
                 out.append(int(stem))
         return sorted(out)
 
-    def take_snapshot(self, offset: int | None = None) -> None:
+    def take_snapshot(self, offset: int | None = None, *, sync: bool = True) -> Path:
+        """Write ``<offset>.snapshot`` (tmp + rename). ``sync=False`` skips the fsyncs so a roll on the event
+        loop never waits for the disk; the log fsyncs the file and directory on its next flush (a snapshot
+        lost in a crash is harmless: the state is rebuilt from an older snapshot and the log)."""
         offset = self.map_end_offset if offset is None else offset
         body = bytearray()
         count = 0
@@ -192,11 +195,14 @@ class ProducerStateManager:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(self.dir)
+        if sync:
+            fsync_dir(self.dir)
+        return path
 
     def _read_snapshot(self, offset: int) -> dict[int, ProducerStateEntry]:
         data = self.snapshot_path(offset).read_bytes()
