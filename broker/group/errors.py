@@ -46,7 +46,9 @@ class GroupErrorCode(IntEnum):
 
 def error_code_of(exc: BaseException) -> int | None:
     """The Kafka error code an append failure carries, or None when it carries none."""
-    for attr in ("code", "errno", "error_code"):
+    # An OSError's errno is an operating-system code, not a Kafka one.
+    attrs = ("code", "error_code") if isinstance(exc, OSError) else ("code", "error_code", "errno")
+    for attr in attrs:
         value = getattr(exc, attr, None)
         if isinstance(value, int) and not isinstance(value, bool):
             return int(value)

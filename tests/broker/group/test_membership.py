@@ -389,3 +389,17 @@ def test_fenced_static_member_cannot_commit() -> None:
         assert await c.commit_offsets("g", new.member_id, "inst", 1, entry) == {
             TopicPartition("t", 0): E.NONE}
     run(scenario)
+
+
+def test_strings_too_long_for_consumer_offsets_records_are_refused() -> None:
+    async def scenario() -> None:
+        c = OffsetsLog().new_coordinator()
+        huge = "x" * 40000
+        assert (await join(c, huge)).error_code == E.INVALID_GROUP_ID
+        assert (await join(c, "g", client_id=huge)).error_code == E.INVALID_REQUEST
+        assert (await join(c, "g", instance_id=huge)).error_code == E.INVALID_REQUEST
+        entries = [OffsetCommitEntry(huge, 0, 1), OffsetCommitEntry("t", 0, 1)]
+        commit = await c.commit_offsets("g", "", None, -1, entries)
+        assert commit == {TopicPartition(huge, 0): E.INVALID_REQUEST, TopicPartition("t", 0): E.NONE}
+        assert (await c.describe_groups([huge]))[0].error_code == E.INVALID_GROUP_ID
+    run(scenario)
