@@ -372,7 +372,9 @@ class GroupCoordinator:
         if not group.supports_protocols(join.protocol_type, join.protocols):
             join.answer(JoinGroupResult.failed(E.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
-        new_member_id = f"{join.client_id}-{uuid.uuid4()}"
+        # Kafka prefixes a static member's id with its group.instance.id, a dynamic one's with client.id.
+        prefix = join.group_instance_id if join.group_instance_id is not None else join.client_id
+        new_member_id = f"{prefix}-{uuid.uuid4()}"
         if join.group_instance_id is not None:
             old_member_id = group.static_member_id(join.group_instance_id)
             if old_member_id is not None:
