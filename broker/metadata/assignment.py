@@ -118,6 +118,4 @@ def validate_manual_assignment(assignment: Mapping[int, Sequence[int]], live_bro
             raise InvalidReplicaAssignmentError(f"duplicate replicas for partition {partition}")
         unknown = set(replicas) - live
         if unknown:
-            raise InvalidReplicaAssignmentError(
-                f"partition {partition} assigned to unknown brokers {sorted(unknown)}"
-            )
+            raise InvalidReplicaAssignmentError(f"partition {partition} assigned to unknown brokers {sorted(unknown)}")

@@ -159,9 +159,7 @@ class LocalTree(ZNodeTree):
     def _children_of(self, path: str) -> list[str]:
         prefix = "/" if path == "/" else path + "/"
         return [
-            p[len(prefix) :]
-            for p in self._nodes
-            if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != "/"
+            p[len(prefix) :] for p in self._nodes if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != "/"
         ]
 
     def children(self, path: str) -> list[str] | None:
@@ -210,9 +208,7 @@ class LocalTree(ZNodeTree):
         if isinstance(op, Check):
             return -1
         if isinstance(op, Create):
-            self._nodes[op.path] = _Node(
-                op.data, 0, 0, self._next_czxid, op.ephemeral, int(time.time() * 1000)
-            )
+            self._nodes[op.path] = _Node(op.data, 0, 0, self._next_czxid, op.ephemeral, int(time.time() * 1000))
             self._next_czxid += 1
             parent = _parent(op.path)
             self._nodes[parent].cversion += 1

@@ -324,9 +324,7 @@ class TreeMetadataStore:
             versions = self._tree.commit(
                 [
                     Create(znodes.CONTROLLER, znodes.encode_controller(broker_id), ephemeral=True),
-                    SetData(
-                        znodes.CONTROLLER_EPOCH, znodes.encode_controller_epoch(new_epoch), epoch_zk_version
-                    ),
+                    SetData(znodes.CONTROLLER_EPOCH, znodes.encode_controller_epoch(new_epoch), epoch_zk_version),
                 ]
             )
         except TransactionFailed as e:
@@ -401,9 +399,7 @@ class TreeMetadataStore:
             else Create(config_path, config_data)
         )
         try:
-            self._tree.commit(
-                [config_op, Create(znodes.topic_path(name), znodes.encode_topic(topic_id, assignment))]
-            )
+            self._tree.commit([config_op, Create(znodes.topic_path(name), znodes.encode_topic(topic_id, assignment))])
         except TransactionFailed as e:
             if e.index == 1 and isinstance(e.error, NodeExistsError):
                 raise TopicExistsError(f"topic {name!r} already exists") from None
@@ -422,9 +418,7 @@ class TreeMetadataStore:
         return result
 
     def watch_topics(self, callback: Callable[[frozenset[str]], None]) -> None:
-        self._tree.watch_children(
-            znodes.BROKER_TOPICS, lambda children: self._deliver(callback, frozenset(children))
-        )
+        self._tree.watch_children(znodes.BROKER_TOPICS, lambda children: self._deliver(callback, frozenset(children)))
 
     def set_assignment(
         self,
@@ -554,9 +548,7 @@ class TreeMetadataStore:
         return set(self._tree.children(znodes.DELETE_TOPICS) or [])
 
     def watch_deletions(self, callback: Callable[[frozenset[str]], None]) -> None:
-        self._tree.watch_children(
-            znodes.DELETE_TOPICS, lambda children: self._deliver(callback, frozenset(children))
-        )
+        self._tree.watch_children(znodes.DELETE_TOPICS, lambda children: self._deliver(callback, frozenset(children)))
 
     def delete_topic(self, name: str, *, controller_epoch_zk_version: int | None = None) -> None:
         """Remove the topic's znodes, its config and its deletion marker (Kafka's order)."""
@@ -627,9 +619,7 @@ class TreeMetadataStore:
             if topics:
                 self._deliver(callback, topics)
 
-        self._tree.watch_children(
-            znodes.CONFIG_CHANGES, lambda children: self._submit(lambda: process(children))
-        )
+        self._tree.watch_children(znodes.CONFIG_CHANGES, lambda children: self._submit(lambda: process(children)))
 
     def _purge_config_changes(self, children: list[str]) -> None:
         cutoff = time.time() * 1000 - CONFIG_CHANGE_EXPIRATION_MS

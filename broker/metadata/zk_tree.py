@@ -65,9 +65,7 @@ def _raise(error: BaseException) -> NoReturn:
 
 
 class KazooTree(ZNodeTree):
-    def __init__(
-        self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000
-    ) -> None:
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000) -> None:
         hosts, slash, chroot = connect.partition("/")
         if slash and chroot.strip("/"):
             self._ensure_chroot(hosts, "/" + chroot.strip("/"), connection_timeout_ms)
@@ -157,9 +155,7 @@ class KazooTree(ZNodeTree):
         makepath: bool = False,
     ) -> str:
         try:
-            return str(
-                self._client.create(path, data, ephemeral=ephemeral, sequence=sequential, makepath=makepath)
-            )
+            return str(self._client.create(path, data, ephemeral=ephemeral, sequence=sequential, makepath=makepath))
         except (KazooException, KazooTimeoutError) as e:
             _raise(e)
 

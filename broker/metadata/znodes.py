@@ -447,9 +447,7 @@ def decode_config_change(data: bytes | None) -> str:
 
 
 def encode_partition_list(partitions: Iterable[TopicPartition]) -> bytes:
-    return _dumps(
-        {"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]}
-    )
+    return _dumps({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]})
 
 
 def decode_partition_list(data: bytes | None, what: str) -> list[TopicPartition]:

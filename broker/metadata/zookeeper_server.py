@@ -3,8 +3,9 @@
 Contract:
 - `start_zookeeper(data_dir)` writes `zoo.cfg` into `data_dir`, launches
   `java -cp <jars> org.apache.zookeeper.server.quorum.QuorumPeerMain zoo.cfg` listening on
-  127.0.0.1 only (a free port unless one is given), and returns once the server answers the `ruok`
-  four-letter command with `imok`. On timeout the process is killed and `ZooKeeperStartError` raised.
+  127.0.0.1 only (a free port unless one is given), and returns once the server answers `ruok`
+  with `imok` and `srvr` reports a Mode (it then accepts sessions). On timeout the process is
+  killed and `ZooKeeperStartError` raised.
 - `ZooKeeperServer.stop()` terminates the process (SIGTERM, then SIGKILL after a grace period);
   `kill()` sends SIGKILL at once (a crashed coordination service). Both are idempotent. The server
   is a context manager.
@@ -216,7 +217,11 @@ def start_zookeeper(
                 last_error = log_path.read_text(errors="replace")[-2000:]
                 break
             try:
-                if four_letter_word(host, chosen, "ruok", timeout=0.5) == "imok":
+                # `ruok` answers imok as soon as the process runs; `srvr` shows a Mode only once
+                # the server accepts sessions.
+                if four_letter_word(host, chosen, "ruok", timeout=0.5) == "imok" and "Mode:" in (
+                    four_letter_word(host, chosen, "srvr", timeout=0.5)
+                ):
                     return server
             except OSError:
                 pass
