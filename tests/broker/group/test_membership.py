@@ -178,6 +178,7 @@ def test_static_member_restart_keeps_assignment_without_rebalance() -> None:
         restarted = await join(c, "g", instance_id=follower_instance)
         assert restarted.error_code == E.NONE
         assert restarted.member_id != old.member_id and restarted.generation_id == 1
+        assert restarted.member_id.startswith(f"{follower_instance}-")
         assert restarted.leader == leader.member_id and restarted.members == []
         assert c.group("g").state is GroupState.STABLE
         synced = await sync(c, "g", restarted, instance_id=follower_instance)
