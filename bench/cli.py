@@ -75,7 +75,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         profile=args.profile,
     )
     scenarios = _select(build_scenarios(args.quick), args.scenarios)
-    targets = parse_targets(args.target, work_dir)
+    try:
+        targets = parse_targets(args.target, work_dir)
+    except ValueError:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        raise
     results = Results(scenarios, targets)
     host = _host_info()
     notes = [
@@ -168,8 +172,9 @@ def _profile(scenario: Scenario, live: list[Target], ctx: Context, started: floa
         slug = re.sub(r"[^a-zA-Z0-9]+", "-", scenario.id).strip("-").lower()
         path = ctx.results_dir / f"{ctx.stamp}-{slug}-{target.name}.speedscope.json"
         entry: dict[str, Any] = {"scenario": scenario.id, "target": target.name, "path": str(path)}
+        profiler = Profiler(target.pid, path)
         try:
-            with Profiler(target.pid, path) as profiler:
+            with profiler:
                 values, _ = scenario.run(target, ctx, -1)
             entry["values_under_profiler"] = values
         except Exception as exc:  # noqa: BLE001
