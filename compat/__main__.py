@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from compat import report
+from compat import report, runner
 from compat.clients import ADAPTERS, configure
 from compat.model import Result
 from compat.runner import run_matrix
@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     where.add_argument("--mock", action="store_true", help="librdkafka's mock cluster (harness development)")
     p.add_argument("--clients", default=",".join(ADAPTERS), help=f"comma list (default: {','.join(ADAPTERS)})")
     p.add_argument("--scenarios", default="", help="comma list of scenario ids (default: all); --list shows them")
+    p.add_argument("--setup-client", choices=["confluent-kafka", "kafka-python"], default=None,
+                   help="client that creates fixtures and observes results (default: kafka-python)")
     p.add_argument("--list", action="store_true", help="list scenarios and clients, then exit")
     p.add_argument("--java-classpath", default=os.environ.get("KAFKA_CLIENTS_CLASSPATH", ""),
                    help="classpath holding a kafka-clients jar (enables the java client)")
@@ -51,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure(java_classpath=args.java_classpath, spark_jars=args.spark_jars)
+    if args.setup_client:
+        runner.SETUP_PREFERENCE[:] = [args.setup_client]
     if args.list:
         for s in SCENARIOS.values():
             print(f"{s.id:28} {s.title}")

@@ -62,9 +62,13 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
     return box[0]
 
 
+# kafka-python first: pure Python, pinned by pyproject, and its requests are easy to trace.
+SETUP_PREFERENCE = ["kafka-python", "confluent-kafka"]
+
+
 def default_setup_adapter() -> type[ClientAdapter]:
-    """librdkafka when present (the most widely deployed client), else kafka-python."""
-    for name in ("confluent-kafka", "kafka-python"):
+    """The first available client of SETUP_PREFERENCE."""
+    for name in SETUP_PREFERENCE:
         cls = ADAPTERS.get(name)
         if cls is not None and cls.unavailable_reason() is None:
             return cls

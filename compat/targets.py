@@ -140,7 +140,7 @@ class ClusterTarget:
         port = self._ports[node]
         overrides = {**self._overrides, "broker.id": str(node), "zookeeper.connect": zk,
                      "listeners": f"PLAINTEXT://127.0.0.1:{port}"}
-        self._procs[node] = start_broker_process(overrides, data_dir=self._root / f"broker-{node}")
+        self._procs[node] = start_broker_process(overrides, data_dir=self._root / f"broker-{node}", port=port)
 
     def __enter__(self) -> ClusterTarget:
         self._zk_connect = self._zk.start()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from compat.clients.aiokafka_client import AiokafkaAdapter
 from compat.clients.base import ClientAdapter
 from compat.clients.confluent import ConfluentAdapter
+from compat.clients.kafka_python import KafkaPythonAdapter
+from compat.clients.kcat import KcatAdapter
 
 ADAPTERS: dict[str, type[ClientAdapter]] = {
-    cls.name: cls for cls in (ConfluentAdapter,)
+    cls.name: cls for cls in (KafkaPythonAdapter, ConfluentAdapter, AiokafkaAdapter, KcatAdapter)
 }
 
 

@@ -21,27 +21,29 @@ Offsets = dict[TopicPartition, int]
 class ConsumerHandle:
     """A consumer opened by an adapter (subscribed to topics, or with manual assignment)."""
 
+    name = "this client's consumer"
+
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
-        raise NotSupported("poll")
+        raise NotSupported(f"{self.name} offers no poll")
 
     def assignment(self) -> set[TopicPartition]:
-        raise NotSupported("assignment")
+        raise NotSupported(f"{self.name} offers no assignment")
 
     def commit(self, offsets: dict[TopicPartition, tuple[int, str]]) -> None:
         """Synchronously commit offset and metadata per partition."""
-        raise NotSupported("commit with metadata")
+        raise NotSupported(f"{self.name} offers no commit with metadata")
 
     def committed(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str] | None]:
-        raise NotSupported("committed")
+        raise NotSupported(f"{self.name} offers no committed")
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        raise NotSupported("seek")
+        raise NotSupported(f"{self.name} offers no seek")
 
     def pause(self, tps: Iterable[TopicPartition]) -> None:
-        raise NotSupported("pause")
+        raise NotSupported(f"{self.name} offers no pause")
 
     def resume(self, tps: Iterable[TopicPartition]) -> None:
-        raise NotSupported("resume")
+        raise NotSupported(f"{self.name} offers no resume")
 
     def close(self) -> None:
         pass
@@ -49,6 +51,10 @@ class ConsumerHandle:
 
 class ClientAdapter:
     name = "base"
+    # False for clients that cannot tell the offsets the broker assigned (kcat -P).
+    reports_produce_offsets = True
+    # False for clients that print an empty key or value the same as a null one (kcat's %K/%S).
+    distinguishes_empty_from_null = True
 
     def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
         self.bootstrap = bootstrap
@@ -61,7 +67,7 @@ class ClientAdapter:
 
     # -- metadata and versions
     def cluster(self, topics: Sequence[str] | None = None) -> ClusterView:
-        raise NotSupported("metadata")
+        raise NotSupported(f"{self.name} offers no metadata")
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
         raise NotSupported("ApiVersions is not exposed by this client")
@@ -83,7 +89,7 @@ class ClientAdapter:
         Raises ProduceFailed(error_name) when any record is rejected, TimeoutError when delivery
         does not complete within timeout_s (default: the adapter's timeout).
         """
-        raise NotSupported("produce")
+        raise NotSupported(f"{self.name} offers no produce")
 
     # -- consume
     def consumer(
@@ -96,45 +102,45 @@ class ClientAdapter:
         auto_offset_reset: str = "earliest",
         allow_auto_create_topics: bool = False,
     ) -> ConsumerHandle:
-        raise NotSupported("consumer")
+        raise NotSupported(f"{self.name} offers no consumer")
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
         """spec: 'earliest', 'latest' or a timestamp in ms (first offset with timestamp >= it, -1 if none)."""
-        raise NotSupported("ListOffsets")
+        raise NotSupported(f"{self.name} offers no ListOffsets")
 
     # -- admin
     def create_topic(self, name: str, partitions: int, replication_factor: int = 1,
                      configs: dict[str, str] | None = None) -> None:
-        raise NotSupported("CreateTopics")
+        raise NotSupported(f"{self.name} offers no CreateTopics")
 
     def delete_topic(self, name: str) -> None:
-        raise NotSupported("DeleteTopics")
+        raise NotSupported(f"{self.name} offers no DeleteTopics")
 
     def create_partitions(self, name: str, total: int) -> None:
-        raise NotSupported("CreatePartitions")
+        raise NotSupported(f"{self.name} offers no CreatePartitions")
 
     def describe_configs(self, resource_type: str, name: str) -> dict[str, str]:
         """resource_type 'topic' or 'broker'; returns every config name -> value the broker reports."""
-        raise NotSupported("DescribeConfigs")
+        raise NotSupported(f"{self.name} offers no DescribeConfigs")
 
     def alter_topic_config(self, name: str, configs: dict[str, str]) -> None:
-        raise NotSupported("AlterConfigs")
+        raise NotSupported(f"{self.name} offers no AlterConfigs")
 
     def describe_cluster(self) -> ClusterView:
-        raise NotSupported("DescribeCluster")
+        raise NotSupported(f"{self.name} offers no DescribeCluster")
 
     def delete_records(self, offsets: Offsets) -> Offsets:
         """Returns the new low watermark per partition."""
-        raise NotSupported("DeleteRecords")
+        raise NotSupported(f"{self.name} offers no DeleteRecords")
 
     def list_groups(self) -> set[str]:
-        raise NotSupported("ListGroups")
+        raise NotSupported(f"{self.name} offers no ListGroups")
 
     def describe_group(self, group_id: str) -> GroupDescription:
-        raise NotSupported("DescribeGroups")
+        raise NotSupported(f"{self.name} offers no DescribeGroups")
 
     def delete_group(self, group_id: str) -> None:
-        raise NotSupported("DeleteGroups")
+        raise NotSupported(f"{self.name} offers no DeleteGroups")
 
     def close(self) -> None:
         pass

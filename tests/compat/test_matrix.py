@@ -1,0 +1,56 @@
+"""The compat matrix as tests: every (client, scenario) against our broker, each verdict checked
+against compat/GAPS.md (a listed gap must still be a gap; anything else must pass)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compat.clients import ADAPTERS
+from compat.gaps import find_gap, load_gaps
+from compat.model import Result, Verdict
+from compat.runner import run_one
+from compat.scenarios import SCENARIOS
+from compat.targets import EmbeddedTarget
+
+GAPS = load_gaps()
+PAIRS = [(c, s) for c in ADAPTERS for s in SCENARIOS]
+# Scenarios that need a different target than one broker: they skip here, with their reason.
+NEEDS_CLUSTER = {"not_leader"}
+
+
+def run(target: EmbeddedTarget, client: str, scenario: str) -> Result:
+    from compat.runner import default_setup_adapter
+    return run_one(target, ADAPTERS[client], scenario, setup_cls=default_setup_adapter(), timeout_s=10.0,
+                   limit_s=60.0)
+
+
+def judge(result: Result) -> None:
+    gap = find_gap(GAPS, result.scenario, result.client)
+    if gap is not None:
+        if result.verdict is Verdict.PASS:
+            pytest.fail(f"listed in compat/GAPS.md ({gap.kind}: {gap.reason}) but passes: remove the row")
+        assert result.verdict is gap.expected, (
+            f"GAPS.md expects {gap.expected.value} ({gap.reason}); got {result.verdict.value}: {result.detail}")
+        if result.verdict is Verdict.SKIP:
+            pytest.skip(f"known client gap: {result.detail}")
+        pytest.xfail(f"known broker gap: {gap.reason[:200]}")
+    if result.verdict is Verdict.SKIP and result.scenario in NEEDS_CLUSTER:
+        pytest.skip(result.detail)
+    assert result.verdict is Verdict.PASS, f"{result.verdict.value}: {result.detail} (not listed in GAPS.md)"
+
+
+@pytest.mark.parametrize(("client", "scenario"), PAIRS, ids=[f"{c}-{s}" for c, s in PAIRS])
+def test_scenario(compat_target: EmbeddedTarget, client: str, scenario: str) -> None:
+    judge(run(compat_target, client, scenario))
+
+
+@pytest.mark.parametrize("client", list(ADAPTERS))
+def test_auto_create_disabled(no_auto_create_target: EmbeddedTarget, client: str) -> None:
+    """Same scenario, broker with auto.create.topics.enable=false: the produce must fail, no topic."""
+    judge(run(no_auto_create_target, client, "auto_create_topics"))
+
+
+def test_gaps_name_real_scenarios_and_clients() -> None:
+    for gap in GAPS:
+        assert gap.scenario in SCENARIOS, f"GAPS.md names unknown scenario {gap.scenario}"
+        assert gap.client == "*" or gap.client in ADAPTERS, f"GAPS.md names unknown client {gap.client}"
