@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.profile_summary import summarize
 from bench.report import JSON_VERSION, Results, render_table
 from bench.runner import Profiler
 from bench.scenarios import Context, Scenario, build_scenarios
@@ -181,6 +182,11 @@ def _profile(scenario: Scenario, live: list[Target], ctx: Context, started: floa
             entry["error"] = _short(exc)
         if profiler.error:
             entry["error"] = f"py-spy: {profiler.error}"
+        elif path.exists():
+            try:
+                entry["summary"] = summarize(path, 8)
+            except ValueError as exc:
+                entry["error"] = str(exc)
         _log(started, f"profile {scenario.id} | {target.name}: {entry.get('error') or path}")
         out.append(entry)
     return out
@@ -217,5 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {note}")
     for profile in report["profiles"]:
         print(f"profile: {profile['scenario']} -> {profile.get('error') or profile['path']}")
+        for row in profile.get("summary", {}).get("self", [])[:5]:
+            print(f"    {row['share']:6.1%} self  {row['frame']}")
     print(f"results: {report['path']} ({report['seconds']:.1f}s)")
     return 0
