@@ -5,15 +5,18 @@ Contract:
   `socket.request.max.bytes` before anything is allocated for the frame.
 - `decode_request(frame)` parses the request header (v0 for ControlledShutdown v0, v1, or v2 for
   flexible versions) and the body; the result carries `.header`, `.API_KEY` and `.API_VERSION`.
-  Malformed input of any kind (truncation, bad lengths or varints, trailing bytes, non-UTF-8 strings)
-  raises `MalformedMessage`; an API key we do not implement raises `UnknownApiKey`; a version outside
-  `SUPPORTED_VERSIONS` raises `UnsupportedVersion`. Both carry the parsed header when it could be read.
+  Malformed input of any kind (truncation, bad lengths or varints, non-UTF-8 strings) raises
+  `MalformedMessage`; bytes left after a request body are ignored, as Kafka's broker ignores them
+  (librdkafka 2.x sends some); bytes left after a response body are malformed. An API key we do not
+  implement raises `UnknownApiKey`; a version outside `SUPPORTED_VERSIONS` raises `UnsupportedVersion`.
+  Both carry the parsed header when it could be read.
   No other exception escapes, and nothing is allocated beyond a constant factor of the frame's size.
 - `records` fields of ProduceRequest (and FetchResponse) decode as zero-copy memoryviews into `frame`;
   when `frame` is a `bytearray` they are writable, so the broker may patch offsets in place.
 - `encode_request` / `encode_response` produce frames without the size prefix. Responses use header v1
   when the body version is flexible, except ApiVersions, whose response header is always v0.
-- decode followed by encode gives back the same bytes for any valid frame, unknown tagged fields included.
+- decode followed by encode gives back the same bytes for any valid frame (no bytes after the body),
+  unknown tagged fields included.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Contract:
   must fill its size exactly) and encoded with unknown tags merged in ascending tag order, so a frame
   decodes and re-encodes to the same bytes.
 - Compiled decoders reject array lengths below -1 or above the bytes left (when elements cannot be
-  empty), and classic string/bytes lengths below -1, instead of reading them as empty or null.
+  empty), classic string/bytes lengths below -1, and unsigned varints longer than 5 bytes, instead of
+  reading them as empty, null or a wrapped value.
 - Every failure here raises `MalformedMessage`; the codec wraps anything else.
 
 - Speed: an unset field's default is served from a per-class cache, and an empty tagged section of a
@@ -348,6 +349,24 @@ def _guard_length_decode(original: Any) -> Any:
     return emit
 
 
+def _limit_varint_decode(original: Any) -> Any:
+    """Wrap the inline unsigned-varint decoder emitter: more than 5 bytes is malformed, as in Kafka."""
+
+    def emit(ctx: Any, var_name: str, indent: str) -> None:
+        start = len(ctx.lines)
+        original(ctx, var_name, indent)
+        ctx.globs['_MalformedMessage'] = MalformedMessage
+        pattern = re.compile('^' + re.escape(indent) + r'    (_sh\d+) \+= 7$')
+        for i in range(start, len(ctx.lines)):
+            match = pattern.match(ctx.lines[i])
+            if match:
+                shift = match.group(1)
+                ctx.lines.insert(i + 1, f'{indent}    if {shift} > 28: raise _MalformedMessage("varint too long")')
+                break
+
+    return staticmethod(emit)
+
+
 class RecordsView:
     """Codec for `records` fields: decoding yields a zero-copy slice of the frame."""
 
@@ -405,6 +424,7 @@ def install() -> None:
     ArrayField.emit_decode_from = _guard_array_decode(ArrayField.emit_decode_from)
     StructArrayField.emit_decode_from = _guard_array_decode(StructArrayField.emit_decode_from)
     SimpleField.emit_decode_from = _guard_length_decode(SimpleField.emit_decode_from)
+    UnsignedVarInt32.emit_decode_from = _limit_varint_decode(UnsignedVarInt32.emit_decode_from)
     TaggedFields._kafka_wire_broker_ext = True
 
 

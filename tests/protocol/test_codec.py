@@ -199,6 +199,14 @@ def test_overlong_varint_is_rejected() -> None:
         decode_request(header + b'\xff\xff\xff\xff\xff\xff\x01')
 
 
+def test_overlong_encoding_of_a_small_varint_is_rejected() -> None:
+    header = struct.pack('>hhih', ApiKey.API_VERSIONS, 3, 1, 1) + b'c' + b'\x00'
+    body_tail = b'ab' + b'\x02b' + b'\x00'
+    assert decode_request(header + b'\x03' + body_tail).client_software_name == 'ab'
+    with pytest.raises(MalformedMessage):
+        decode_request(header + b'\x83\x80\x80\x80\x80\x00' + body_tail)  # 3, spelled in six bytes
+
+
 def test_tagged_fields_must_be_in_ascending_order() -> None:
     header = struct.pack('>hhih', ApiKey.API_VERSIONS, 3, 1, 1) + b'c'
     body = b'\x02a\x02b'
