@@ -2,6 +2,8 @@
 
 Public API: `GroupCoordinator`, `GroupCoordinatorConfig`, `partition_for`, the result dataclasses of
 `broker.group.results`, `GroupErrorCode`, and the record formats in `broker.group.schema`.
+`broker.group.api` turns kafka-python's decoded request objects into coordinator calls and responses
+(one coroutine per API), for handlers that want no mapping code of their own.
 """
 
 from broker.group.coordinator import GroupCoordinator, GroupCoordinatorConfig, partition_for
