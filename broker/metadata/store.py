@@ -114,7 +114,6 @@ class MetadataStore(Protocol):
         configs: Mapping[str, str] | None = None,
     ) -> None: ...
     def topics(self) -> dict[str, TopicInfo]: ...
-    def topic(self, name: str) -> TopicInfo | None: ...
     def watch_topics(self, callback: Callable[[frozenset[str]], None]) -> None: ...
     def set_assignment(
         self,
@@ -154,6 +153,38 @@ class MetadataStore(Protocol):
     def watch_config_changes(self, callback: Callable[[list[str]], None]) -> None: ...
     def propagate_isr_change(self, partitions: Iterable[TopicPartition]) -> None: ...
     def watch_isr_changes(self, callback: Callable[[list[TopicPartition]], None]) -> None: ...
+    def partition_states_many(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, tuple[LeaderAndIsr, int] | None]: ...
+    def update_partition_states(
+        self,
+        updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]],
+        *,
+        controller_epoch_zk_version: int | None = None,
+    ) -> dict[TopicPartition, int | MetadataError]: ...
+    def create_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsr],
+        *,
+        controller_epoch_zk_version: int | None = None,
+    ) -> dict[TopicPartition, int | MetadataError]: ...
+    def allocate_producer_id_block(
+        self, broker_id: int, block_size: int = ..., max_attempts: int = ...
+    ) -> tuple[int, int]: ...
+    def generate_broker_sequence_id(self) -> int: ...
+    def request_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]]) -> None: ...
+    def partition_reassignment_request(self) -> dict[TopicPartition, tuple[int, ...]] | None: ...
+    def watch_partition_reassignment_request(
+        self, callback: Callable[[dict[TopicPartition, tuple[int, ...]] | None], None]
+    ) -> None: ...
+    def clear_partition_reassignment_request(self) -> None: ...
+    def request_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None: ...
+    def preferred_replica_election_request(self) -> list[TopicPartition] | None: ...
+    def watch_preferred_replica_election_request(
+        self, callback: Callable[[list[TopicPartition] | None], None]
+    ) -> None: ...
+    def clear_preferred_replica_election_request(self) -> None: ...
+    def watch_session_renewed(self, callback: Callable[[], None]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -250,6 +281,8 @@ class TreeMetadataStore:
         return stat.czxid
 
     def _reregister(self) -> None:
+        # The old session's /controller is gone with it: stop fencing with its epoch version.
+        self.controller_epoch_zk_version = None
         registration = self._registration
         if registration is None or self._closed:
             return
@@ -264,15 +297,13 @@ class TreeMetadataStore:
         self._submit(again)
 
     def live_brokers(self) -> dict[int, BrokerInfo]:
-        result: dict[int, BrokerInfo] = {}
-        for child in self._tree.children(znodes.BROKER_IDS) or []:
-            if not child.isdigit():
-                continue
-            broker_id = int(child)
-            node = self._tree.get(znodes.broker_path(broker_id))
-            if node is not None:
-                result[broker_id] = znodes.decode_broker(broker_id, node[0])
-        return dict(sorted(result.items()))
+        ids = sorted(int(c) for c in self._tree.children(znodes.BROKER_IDS) or [] if c.isdigit())
+        nodes = self._tree.get_many([znodes.broker_path(broker_id) for broker_id in ids])
+        return {
+            broker_id: znodes.decode_broker(broker_id, node[0])
+            for broker_id, node in zip(ids, nodes, strict=True)
+            if node is not None
+        }
 
     def watch_brokers(self, callback: Callable[[frozenset[int]], None]) -> None:
         def on_children(children: list[str]) -> None:
@@ -410,12 +441,13 @@ class TreeMetadataStore:
         return None if node is None else znodes.decode_topic(name, node[0], node[1])
 
     def topics(self) -> dict[str, TopicInfo]:
-        result: dict[str, TopicInfo] = {}
-        for name in sorted(self._tree.children(znodes.BROKER_TOPICS) or []):
-            info = self.topic(name)
-            if info is not None:
-                result[name] = info
-        return result
+        names = sorted(self._tree.children(znodes.BROKER_TOPICS) or [])
+        nodes = self._tree.get_many([znodes.topic_path(name) for name in names])
+        return {
+            name: znodes.decode_topic(name, node[0], node[1])
+            for name, node in zip(names, nodes, strict=True)
+            if node is not None
+        }
 
     def watch_topics(self, callback: Callable[[frozenset[str]], None]) -> None:
         self._tree.watch_children(znodes.BROKER_TOPICS, lambda children: self._deliver(callback, frozenset(children)))
@@ -463,13 +495,22 @@ class TreeMetadataStore:
         return znodes.decode_partition_state(topic, partition, node[0], node[1]), node[1]
 
     def partition_states(self, topic: str) -> dict[int, tuple[LeaderAndIsr, int]]:
-        result: dict[int, tuple[LeaderAndIsr, int]] = {}
-        for child in self._tree.children(znodes.partitions_path(topic)) or []:
-            if child.isdigit():
-                state = self.partition_state(topic, int(child))
-                if state is not None:
-                    result[int(child)] = state
-        return dict(sorted(result.items()))
+        partitions = sorted(int(c) for c in self._tree.children(znodes.partitions_path(topic)) or [] if c.isdigit())
+        states = self.partition_states_many([TopicPartition(topic, p) for p in partitions])
+        return {tp.partition: state for tp, state in states.items() if state is not None}
+
+    def partition_states_many(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, tuple[LeaderAndIsr, int] | None]:
+        """partition_state for many partitions at once (pipelined on ZooKeeper)."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        nodes = self._tree.get_many([znodes.partition_state_path(tp.topic, tp.partition) for tp in tps])
+        return {
+            tp: None
+            if node is None
+            else (znodes.decode_partition_state(tp.topic, tp.partition, node[0], node[1]), node[1])
+            for tp, node in zip(tps, nodes, strict=True)
+        }
 
     def create_partition_state(
         self,
@@ -532,6 +573,91 @@ class TreeMetadataStore:
                 raise ControllerMovedError("controller epoch changed") from None
             raise e.error from None
         return versions[-1]
+
+    def update_partition_states(
+        self,
+        updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]],
+        *,
+        controller_epoch_zk_version: int | None = None,
+    ) -> dict[TopicPartition, int | MetadataError]:
+        """update_partition_state for many partitions, pipelined: {tp: (state, expected_version)} ->
+        {tp: new_version or the error (BadVersionError, NoNodeError, ControllerMovedError)}.
+
+        Each partition is its own conditional write (as Kafka's updateLeaderAndIsr), so some may
+        succeed while others lose a race; the caller re-reads and retries those.
+        """
+        tps = [TopicPartition(*tp) for tp in updates]
+        transactions = [
+            self._fenced(
+                [
+                    SetData(
+                        znodes.partition_state_path(tp.topic, tp.partition),
+                        znodes.encode_partition_state(updates[tp][0]),
+                        updates[tp][1],
+                    )
+                ],
+                controller_epoch_zk_version,
+            )
+            for tp in tps
+        ]
+        fenced = controller_epoch_zk_version is not None
+        result: dict[TopicPartition, int | MetadataError] = {}
+        for tp, outcome in zip(tps, self._tree.commit_many(transactions), strict=True):
+            if isinstance(outcome, TransactionFailed):
+                result[tp] = (
+                    ControllerMovedError("controller epoch changed")
+                    if self._fence_failed(outcome, fenced)
+                    else outcome.error
+                )
+            else:
+                result[tp] = outcome[-1]
+        return result
+
+    def create_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsr],
+        *,
+        controller_epoch_zk_version: int | None = None,
+    ) -> dict[TopicPartition, int | MetadataError]:
+        """create_partition_state for many partitions (a new topic's), pipelined; errors in place
+        (PartitionStateExistsError, UnknownTopicError, ControllerMovedError)."""
+        tps = [TopicPartition(*tp) for tp in states]
+        result: dict[TopicPartition, int | MetadataError] = {}
+        topics = sorted({tp.topic for tp in tps})
+        existing = dict(zip(topics, self._tree.get_many([znodes.topic_path(t) for t in topics]), strict=True))
+        parents: list[list[Op]] = []
+        for topic in topics:
+            if existing[topic] is not None and self._tree.stat(znodes.partitions_path(topic)) is None:
+                parents.append([Create(znodes.partitions_path(topic))])
+        self._tree.commit_many(parents)  # NodeExists from a concurrent creator is fine
+        todo = [tp for tp in tps if existing[tp.topic] is not None]
+        for tp in tps:
+            if existing[tp.topic] is None:
+                result[tp] = UnknownTopicError(tp.topic)
+        self._tree.commit_many([[Create(znodes.partition_path(tp.topic, tp.partition))] for tp in todo])
+        transactions = [
+            self._fenced(
+                [
+                    Create(
+                        znodes.partition_state_path(tp.topic, tp.partition), znodes.encode_partition_state(states[tp])
+                    )
+                ],
+                controller_epoch_zk_version,
+            )
+            for tp in todo
+        ]
+        fenced = controller_epoch_zk_version is not None
+        for tp, outcome in zip(todo, self._tree.commit_many(transactions), strict=True):
+            if isinstance(outcome, TransactionFailed):
+                if self._fence_failed(outcome, fenced):
+                    result[tp] = ControllerMovedError("controller epoch changed")
+                elif isinstance(outcome.error, NodeExistsError):
+                    result[tp] = PartitionStateExistsError(f"{tp.topic}-{tp.partition}")
+                else:
+                    result[tp] = outcome.error
+            else:
+                result[tp] = outcome[-1]
+        return {tp: result[tp] for tp in tps}
 
     # --- topic deletion ------------------------------------------------------------------------
 
@@ -667,6 +793,126 @@ class TreeMetadataStore:
         self._tree.watch_children(
             znodes.ISR_CHANGE_NOTIFICATION, lambda children: self._submit(process) if children else None
         )
+
+    # --- producer ids, broker ids ---------------------------------------------------------------
+
+    def allocate_producer_id_block(
+        self, broker_id: int, block_size: int = znodes.PRODUCER_ID_BLOCK_SIZE, max_attempts: int = 100
+    ) -> tuple[int, int]:
+        """Claim the next block of producer ids for this broker: (first, last), inclusive.
+
+        As Kafka's ZkProducerIdManager: read /latest_producer_id_block, write the next block
+        conditionally on its version, retry if another broker won the race.
+        """
+        max_producer_id = (1 << 63) - 1
+        for _ in range(max_attempts):
+            node = self._tree.get(znodes.PRODUCER_ID_BLOCK)
+            if node is None:
+                try:
+                    self._tree.create(znodes.PRODUCER_ID_BLOCK)
+                except NodeExistsError:
+                    pass
+                continue
+            current = znodes.decode_producer_id_block(node[0])
+            first = 0 if current is None else current[2] + 1
+            last = first + block_size - 1
+            if last > max_producer_id:
+                raise MetadataError("producer ids exhausted")
+            try:
+                self._tree.set(
+                    znodes.PRODUCER_ID_BLOCK, znodes.encode_producer_id_block(broker_id, first, last), node[1]
+                )
+                return first, last
+            except BadVersionError:
+                continue
+        raise MetadataError(f"could not claim a producer id block in {max_attempts} attempts")
+
+    def generate_broker_sequence_id(self) -> int:
+        """Kafka's generateBrokerSequenceId: bump /brokers/seqid and return its new version
+        (broker.id.generation adds reserved.broker.max.id to it)."""
+        try:
+            return self._tree.set(znodes.BROKER_SEQID, b"")
+        except NoNodeError:
+            self._tree.ensure_path(znodes.BROKER_SEQID)
+            return self._tree.set(znodes.BROKER_SEQID, b"")
+
+    # --- admin requests: partition reassignment and preferred replica election (legacy znodes) --
+
+    def request_partition_reassignment(self, reassignment: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """Write /admin/reassign_partitions (kafka-reassign-partitions --zookeeper); NodeExistsError
+        while a previous request is still pending."""
+        self._tree.create(
+            znodes.REASSIGN_PARTITIONS,
+            znodes.encode_reassignment({TopicPartition(*tp): r for tp, r in reassignment.items()}),
+            makepath=True,
+        )
+
+    def partition_reassignment_request(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        node = self._tree.get(znodes.REASSIGN_PARTITIONS)
+        return None if node is None else znodes.decode_reassignment(node[0])
+
+    def watch_partition_reassignment_request(
+        self, callback: Callable[[dict[TopicPartition, tuple[int, ...]] | None], None]
+    ) -> None:
+        def on_data(data: bytes | None) -> None:
+            try:
+                value = None if data is None else znodes.decode_reassignment(data)
+            except MetadataError:
+                log.warning("ignoring unreadable %s", znodes.REASSIGN_PARTITIONS)
+                return
+            self._deliver(callback, value)
+
+        self._tree.watch_data(znodes.REASSIGN_PARTITIONS, on_data)
+
+    def clear_partition_reassignment_request(self) -> None:
+        try:
+            self._tree.delete(znodes.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            pass
+
+    def request_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """Write /admin/preferred_replica_election; NodeExistsError while one is pending."""
+        self._tree.create(
+            znodes.PREFERRED_REPLICA_ELECTION,
+            znodes.encode_partition_list(sorted({TopicPartition(*tp) for tp in partitions})),
+            makepath=True,
+        )
+
+    def preferred_replica_election_request(self) -> list[TopicPartition] | None:
+        node = self._tree.get(znodes.PREFERRED_REPLICA_ELECTION)
+        if node is None:
+            return None
+        return znodes.decode_partition_list(node[0], znodes.PREFERRED_REPLICA_ELECTION)
+
+    def watch_preferred_replica_election_request(self, callback: Callable[[list[TopicPartition] | None], None]) -> None:
+        def on_data(data: bytes | None) -> None:
+            try:
+                value = None if data is None else znodes.decode_partition_list(data, znodes.PREFERRED_REPLICA_ELECTION)
+            except MetadataError:
+                log.warning("ignoring unreadable %s", znodes.PREFERRED_REPLICA_ELECTION)
+                return
+            self._deliver(callback, value)
+
+        self._tree.watch_data(znodes.PREFERRED_REPLICA_ELECTION, on_data)
+
+    def clear_preferred_replica_election_request(self) -> None:
+        try:
+            self._tree.delete(znodes.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            pass
+
+    # --- session -------------------------------------------------------------------------------
+
+    def watch_session_renewed(self, callback: Callable[[], None]) -> None:
+        """`callback()` after the ZooKeeper session expired and a new one began: ephemeral nodes of
+        the old session are gone (the store has already re-registered the broker; /controller is
+        not re-created, so a controller must treat this as resignation and run for election again,
+        as Kafka's controller does). Never fires on the local engine."""
+
+        def renewed() -> None:
+            self._deliver(lambda _: callback(), None)
+
+        self._tree.on_session_renewed(renewed)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

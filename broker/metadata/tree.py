@@ -109,6 +109,21 @@ class ZNodeTree(ABC):
     def commit(self, ops: Sequence[Op]) -> list[int]:
         """Apply `ops` atomically; returns per op the resulting version (Create/SetData) or -1."""
 
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        """`get` for each path; engines with a network round trip pipeline the requests."""
+        return [self.get(path) for path in paths]
+
+    def commit_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[int] | TransactionFailed]:
+        """`commit` each transaction independently (each atomic, not all together); failures are
+        returned in place, not raised. Engines with a network round trip pipeline them."""
+        results: list[list[int] | TransactionFailed] = []
+        for ops in transactions:
+            try:
+                results.append(self.commit(ops))
+            except TransactionFailed as e:
+                results.append(e)
+        return results
+
     @abstractmethod
     def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> None: ...
 

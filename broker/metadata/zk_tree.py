@@ -75,6 +75,7 @@ class KazooTree(ZNodeTree):
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0),
             command_retry=KazooRetry(max_tries=3, delay=0.05, max_delay=0.5),
         )
+        self._request_timeout = max(session_timeout_ms, connection_timeout_ms) / 1000
         self._lost = False
         self._renew_callbacks: list[Callable[[], None]] = []
         self._client.add_listener(self._state_listener)
@@ -171,7 +172,35 @@ class KazooTree(ZNodeTree):
         except (KazooException, KazooTimeoutError) as e:
             _raise(e)
 
-    def commit(self, ops: Sequence[Op]) -> list[int]:
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        pending = [self._client.get_async(path) for path in paths]
+        results: list[tuple[bytes, int] | None] = []
+        for path, request in zip(paths, pending, strict=True):
+            try:
+                data, stat = request.get(timeout=self._request_timeout)
+                results.append(((data or b""), stat.version))
+            except KazooNoNode:
+                results.append(None)
+            except (KazooException, KazooTimeoutError):
+                results.append(self.get(path))  # retried read
+        return results
+
+    def commit_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[int] | TransactionFailed]:
+        pending = [self._transaction(ops).commit_async() for ops in transactions]
+        results: list[list[int] | TransactionFailed] = []
+        for ops, request in zip(transactions, pending, strict=True):
+            try:
+                raw = request.get(timeout=self._request_timeout)
+            except (KazooException, KazooTimeoutError) as e:
+                results.append(TransactionFailed(0, ops[0], _translate(e)))
+                continue
+            try:
+                results.append(self._versions(ops, raw))
+            except TransactionFailed as e:
+                results.append(e)
+        return results
+
+    def _transaction(self, ops: Sequence[Op]) -> Any:
         transaction = self._client.transaction()
         for op in ops:
             if isinstance(op, Check):
@@ -182,10 +211,17 @@ class KazooTree(ZNodeTree):
                 transaction.set_data(op.path, op.data, version=op.version)
             else:
                 transaction.delete(op.path, version=op.version)
+        return transaction
+
+    def commit(self, ops: Sequence[Op]) -> list[int]:
         try:
-            results = transaction.commit()
+            results = self._transaction(ops).commit()
         except (KazooException, KazooTimeoutError) as e:
             _raise(e)
+        return self._versions(ops, results)
+
+    @staticmethod
+    def _versions(ops: Sequence[Op], results: Sequence[Any]) -> list[int]:
         versions: list[int] = []
         for index, (op, result) in enumerate(zip(ops, results, strict=True)):
             if isinstance(result, BaseException):

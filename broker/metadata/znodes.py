@@ -26,6 +26,7 @@ Layout (paths relative to the chroot in `zookeeper.connect`; "(E)" marks ephemer
   /admin/reassign_partitions       {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}
   /admin/preferred_replica_election
                                    {"version":1,"partitions":[{"topic":..,"partition":..}]}
+  /latest_producer_id_block        {"version":1,"broker":1,"block_start":"0","block_end":"999"}
   /isr_change_notification/isr_change_<seq>
                                    {"version":1,"partitions":[{"topic":..,"partition":..}]}
 """
@@ -58,6 +59,9 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+
 # Kafka's controller and brokers create these persistent parents at startup (ZkData.PersistentZkPaths).
 PERSISTENT_PATHS = (
     "/consumers",
@@ -67,7 +71,7 @@ PERSISTENT_PATHS = (
     DELETE_TOPICS,
     BROKER_SEQID,
     ISR_CHANGE_NOTIFICATION,
-    "/latest_producer_id_block",
+    PRODUCER_ID_BLOCK,
     "/log_dir_event_notification",
     CONFIG_TOPICS,
     "/config/clients",
@@ -491,3 +495,22 @@ def decode_reassignment(data: bytes | None) -> dict[TopicPartition, tuple[int, .
             raise MetadataCorruptError(f"{what}: topic must be a string")
         result[TopicPartition(topic, _int(entry, "partition", what))] = _int_list(entry.get("replicas"), what)
     return result
+
+
+# --- /latest_producer_id_block -------------------------------------------------------------------
+
+
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)})
+
+
+def decode_producer_id_block(data: bytes | None) -> tuple[int, int, int] | None:
+    """(broker, block_start, block_end), or None for the empty node Kafka creates at startup."""
+    if not data:
+        return None
+    what = PRODUCER_ID_BLOCK
+    obj = _object(_loads(data, what), what)
+    start, end = _int(obj, "block_start", what), _int(obj, "block_end", what)
+    if start < 0 or end < start:
+        raise MetadataCorruptError(f"{what}: bad block {start}..{end}")
+    return _int(obj, "broker", what), start, end

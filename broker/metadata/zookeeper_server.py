@@ -9,8 +9,9 @@ Contract:
 - `ZooKeeperServer.stop()` terminates the process (SIGTERM, then SIGKILL after a grace period);
   `kill()` sends SIGKILL at once (a crashed coordination service). Both are idempotent. The server
   is a context manager.
-- The default `tick_time_ms=200` makes session expiry fast (ZooKeeper bounds session timeouts to
-  2..20 ticks, i.e. 0.4 s..4 s), which is what tests want; a user-facing local cluster may pass 2000.
+- The default `tick_time_ms=200` lets sessions be as short as 2 ticks (0.4 s), which tests want;
+  the maximum session timeout is raised to 60 s so a broker's `zookeeper.session.timeout.ms`
+  (Kafka's default 18 s) is honoured rather than capped at ZooKeeper's default of 20 ticks.
 - The classpath is the minimal set of jars ZooKeeper 3.8's server needs, found in /usr/share/java
   (override with the ZOOKEEPER_CLASSPATH environment variable); logging goes to slf4j-nop so the
   server writes nothing unless it fails to start, in which case its output is in `zookeeper.out`.
@@ -160,6 +161,10 @@ def write_config(data_dir: Path, port: int, tick_time_ms: int, host: str = "127.
                 f"clientPortAddress={host}",
                 "admin.enableServer=false",
                 "4lw.commands.whitelist=*",
+                # ZooKeeper caps sessions at 20 ticks by default (4 s at a 200 ms tick), which would
+                # silently shorten a broker's zookeeper.session.timeout.ms; allow up to 60 s.
+                f"minSessionTimeout={2 * tick_time_ms}",
+                "maxSessionTimeout=60000",
                 # Snapshots of a test server are tiny; purge them so long runs do not fill the disk.
                 "autopurge.purgeInterval=1",
                 "maxClientCnxns=0",

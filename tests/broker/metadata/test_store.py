@@ -32,6 +32,7 @@ from broker.metadata import (
     LeaderAndIsr,
     LocalMetadataStore,
     MetadataCorruptError,
+    NodeExistsError,
     PartitionStateExistsError,
     TopicExistsError,
     TopicPartition,
@@ -531,9 +532,12 @@ def test_broker_reregisters_after_session_expiry(connect, raw_zk):
     """Expire the store's session the way ZooKeeper does for a partitioned broker (another client
     attaches to the session and closes it): the registration vanishes, and the store registers again
     in its new session with a new broker epoch."""
-    store = ZkMetadataStore(connect, session_timeout_ms=1000)
+    renewed = Recorder()
+    store = ZkMetadataStore(connect, session_timeout_ms=1000, dispatch=renewed.dispatch)
+    store.watch_session_renewed(lambda: renewed("renewed"))
     try:
         first_epoch = store.register_broker(3, ["PLAINTEXT://127.0.0.1:3"])
+        assert store.elect_controller(3) == 1
         old_session = store.session_id
         twin = KazooClient(hosts=connect, client_id=store._tree._client.client_id)
         twin.start(timeout=10)
@@ -544,5 +548,99 @@ def test_broker_reregisters_after_session_expiry(connect, raw_zk):
         assert stat.ephemeralOwner == store.session_id
         assert stat.czxid > first_epoch  # a new registration, so a new broker epoch
         assert store.live_brokers()[3].endpoint() == ("127.0.0.1", 3)
+        wait_for(lambda: renewed.values == ["renewed"])
+        # The controller node went with the old session; the store no longer claims to fence with it.
+        assert store.current_controller() is None and store.controller_epoch_zk_version is None
+        assert store.elect_controller(3) == 2
     finally:
         store.close()
+
+
+# --- batch operations, producer ids, admin requests ---------------------------------------------------
+
+
+@both_engines
+def test_batch_partition_state_create_read_and_conditional_update(make_store):
+    store = make_store()
+    assert store.elect_controller(1) == 1
+    fence = store.controller_epoch_zk_version
+    store.create_topic("batch", uuid.uuid4(), {p: [1, 2] for p in range(20)})
+    tps = [TopicPartition("batch", p) for p in range(20)]
+    created = store.create_partition_states(
+        {**{tp: LeaderAndIsr(1, 0, (1, 2), 1) for tp in tps}, TopicPartition("ghost", 0): LeaderAndIsr(1, 0, (1,), 1)},
+        controller_epoch_zk_version=fence,
+    )
+    assert all(created[tp] == 0 for tp in tps)
+    assert isinstance(created[TopicPartition("ghost", 0)], UnknownTopicError)
+    again = store.create_partition_states({tps[0]: LeaderAndIsr(1, 0, (1,), 1)})
+    assert isinstance(again[tps[0]], PartitionStateExistsError)
+    states = store.partition_states_many([*tps, TopicPartition("batch", 99)])
+    assert states[TopicPartition("batch", 99)] is None
+    assert all(states[tp] == (LeaderAndIsr(1, 0, (1, 2), 1), 0) for tp in tps)
+    # Someone else bumps partition 3 first: only that update loses; the others land.
+    store.update_partition_state("batch", 3, LeaderAndIsr(1, 0, (1,), 1), 0)
+    updates = {tp: (LeaderAndIsr(2, 1, (2, 1), 1), 0) for tp in tps}
+    results = store.update_partition_states(updates, controller_epoch_zk_version=fence)
+    assert isinstance(results[tps[3]], BadVersionError)
+    assert [results[tp] for tp in tps if tp != tps[3]] == [1] * 19
+    assert store.partition_states("batch")[0] == (LeaderAndIsr(2, 1, (2, 1), 1, partition_epoch=1), 1)
+    # A stale controller's batch is fenced as a whole.
+    assert store.resign_controller(1) and store.elect_controller(1) == 2
+    stale = store.update_partition_states({tps[0]: (LeaderAndIsr(1, 2, (1,), 1), 1)}, controller_epoch_zk_version=fence)
+    assert isinstance(stale[tps[0]], ControllerMovedError)
+
+
+@both_engines
+def test_producer_id_blocks_and_broker_sequence_ids(make_store):
+    store = make_store()
+    assert store.allocate_producer_id_block(1) == (0, 999)
+    assert store.allocate_producer_id_block(2) == (1000, 1999)
+    assert store.allocate_producer_id_block(1, block_size=10) == (2000, 2009)
+    first = store.generate_broker_sequence_id()
+    assert store.generate_broker_sequence_id() == first + 1
+
+
+def test_concurrent_producer_id_blocks_never_overlap(connect, raw_zk):
+    stores = [ZkMetadataStore(connect, session_timeout_ms=1000) for _ in range(3)]
+    try:
+        blocks: list[tuple[int, int]] = []
+        lock = threading.Lock()
+
+        def claim(store: TreeMetadataStore, broker_id: int) -> None:
+            for _ in range(10):
+                block = store.allocate_producer_id_block(broker_id)
+                with lock:
+                    blocks.append(block)
+
+        threads = [threading.Thread(target=claim, args=(s, i)) for i, s in enumerate(stores)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(blocks) == [(i * 1000, i * 1000 + 999) for i in range(30)]
+        stored = json.loads(raw_zk.get("/latest_producer_id_block")[0])
+        assert stored["version"] == 1 and stored["block_start"] == "29000" and stored["block_end"] == "29999"
+    finally:
+        for store in stores:
+            store.close()
+
+
+@both_engines
+def test_reassignment_and_preferred_election_requests(make_store):
+    recorder = Recorder()
+    store = make_store(recorder.dispatch)
+    store.watch_partition_reassignment_request(recorder)
+    store.watch_preferred_replica_election_request(recorder)
+    assert store.partition_reassignment_request() is None
+    store.request_partition_reassignment({TopicPartition("t", 0): [2, 3]})
+    assert store.partition_reassignment_request() == {TopicPartition("t", 0): (2, 3)}
+    with pytest.raises(NodeExistsError):
+        store.request_partition_reassignment({TopicPartition("t", 1): [1]})
+    store.request_preferred_replica_election([("t", 1), ("t", 0)])
+    assert store.preferred_replica_election_request() == [TopicPartition("t", 0), TopicPartition("t", 1)]
+    wait_for(lambda: {TopicPartition("t", 0): (2, 3)} in recorder.values)
+    wait_for(lambda: [TopicPartition("t", 0), TopicPartition("t", 1)] in recorder.values)
+    store.clear_partition_reassignment_request()
+    store.clear_preferred_replica_election_request()
+    assert store.partition_reassignment_request() is None and store.preferred_replica_election_request() is None
+    wait_for(lambda: recorder.values[-2:] == [None, None])
