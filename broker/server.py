@@ -109,9 +109,11 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.replica_manager.isr_updater = self.update_isr
+        # The group coordinator listens for leadership of __consumer_offsets partitions, which the
+        # controller hands out during its start-up: it must be listening before that.
+        self._start_group_coordinator()
         await self.controller.startup()
         self.metadata_cache.cluster_id = self.controller.cluster_id
-        self._start_group_coordinator()
         self.socket_server.start()
         self._schedule_housekeeping()
         log.info("broker %d started in %.0f ms, listening on %s:%d (advertised %s:%d), log dirs %s",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.base import RequestContext
+from broker.group import api as group_api
 
 API_KEY = 42
 MIN_VERSION = 0
@@ -17,7 +18,4 @@ MAX_VERSION = 2
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.server.group_coordinator.coordinator
-    results = await coordinator.delete_groups(list(request.groups_names))
-    Resp = response_type(request)
-    return response_for(request, throttle_time_ms=0, results=[
-        Resp.DeletableGroupResult(group_id=g, error_code=results.get(g, 0)) for g in request.groups_names])
+    return await group_api.delete_groups(coordinator, request, request.API_VERSION)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for
+from broker.apis.base import RequestContext
+from broker.group import api as group_api
 
 API_KEY = 12
 MIN_VERSION = 0
@@ -17,7 +18,4 @@ MAX_VERSION = 4
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.server.group_coordinator.coordinator
-    error = await coordinator.heartbeat(request.group_id, request.member_id,
-                                        request.group_instance_id if request.API_VERSION >= 3 else None,
-                                        request.generation_id)
-    return response_for(request, throttle_time_ms=0, error_code=error)
+    return await group_api.heartbeat(coordinator, request, request.API_VERSION)

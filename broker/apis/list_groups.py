@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.base import RequestContext
+from broker.group import api as group_api
 
 API_KEY = 16
 MIN_VERSION = 0
@@ -16,11 +17,5 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    v = request.API_VERSION
     coordinator = ctx.server.group_coordinator.coordinator
-    result = await coordinator.list_groups(request.states_filter if v >= 4 else None,
-                                           request.types_filter if v >= 5 else None)
-    Resp = response_type(request)
-    return response_for(request, throttle_time_ms=0, error_code=result.error_code, groups=[
-        Resp.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
-                         group_type=g.group_type) for g in result.groups])
+    return await group_api.list_groups(coordinator, request, request.API_VERSION)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for
+from broker.apis.base import RequestContext
+from broker.group import api as group_api
 
 API_KEY = 14
 MIN_VERSION = 0
@@ -18,13 +19,5 @@ MAX_VERSION = 5
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    v = request.API_VERSION
     coordinator = ctx.server.group_coordinator.coordinator
-    result = await coordinator.sync_group(
-        request.group_id, request.generation_id, request.member_id,
-        request.group_instance_id if v >= 3 else None,
-        request.protocol_type if v >= 5 else None, request.protocol_name if v >= 5 else None,
-        [(a.member_id, bytes(a.assignment)) for a in request.assignments])
-    return response_for(request, throttle_time_ms=0, error_code=result.error_code,
-                        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
-                        assignment=result.assignment)
+    return await group_api.sync_group(coordinator, request, request.API_VERSION)
