@@ -150,7 +150,7 @@ def ensure_partitions(
             request_timeout=remaining,
         )
         try:
-            futures[base_name].result()
+            futures[base_name].result(timeout=remaining + 5)
             break
         except Exception as exc:  # noqa: BLE001 - KafkaException carries the broker's error
             code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -185,15 +185,20 @@ def _mock_partitions(bootstrap: str, base_name: str, partitions: int, timeout_s:
     return tps[:partitions]
 
 
-def delete_topics(target: Target, topics: set[str]) -> None:
+def delete_topics(target: Target, topics: set[str], timeout_s: float = 15.0) -> str | None:
+    """Best effort and bounded in time; returns the failure (for a note), None when deleted or skipped."""
     if target.kind == "mock" or not topics:
-        return
+        return None
     try:
-        futures = _admin(target.bootstrap).delete_topics(sorted(topics), operation_timeout=30)
+        futures = _admin(target.bootstrap).delete_topics(
+            sorted(topics), operation_timeout=timeout_s, request_timeout=timeout_s
+        )
+        deadline = time.monotonic() + timeout_s + 1
         for future in futures.values():
-            future.result()
-    except Exception:  # noqa: BLE001 - cleanup is best effort, results already recorded
-        pass
+            future.result(timeout=max(0.1, deadline - time.monotonic()))
+    except Exception as exc:  # noqa: BLE001 - cleanup never fails a measurement already made
+        return f"DeleteTopics {sorted(topics)[:3]} failed: {type(exc).__name__}: {exc}"
+    return None
 
 
 class Profiler:

@@ -118,8 +118,8 @@ class ProduceScenario(Scenario):
                 ctx.timeout(120),
             )
         finally:
-            delete_topics(target, {t for t, _ in tps})
-        notes = []
+            delete_error = delete_topics(target, {t for t, _ in tps})
+        notes = [delete_error] if delete_error else []
         if target.kind == "mock" and len({t for t, _ in tps}) > 1:
             notes.append(f"{self.partitions} partitions spread over auto-created 4-partition topics")
         return {"MB/s": result["MB/s"]}, notes
