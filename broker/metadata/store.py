@@ -634,20 +634,27 @@ class TreeMetadataStore:
         for tp in tps:
             if existing[tp.topic] is None:
                 result[tp] = UnknownTopicError(tp.topic)
-        self._tree.commit_many([[Create(znodes.partition_path(tp.topic, tp.partition))] for tp in todo])
-        transactions = [
-            self._fenced(
-                [
-                    Create(
-                        znodes.partition_state_path(tp.topic, tp.partition), znodes.encode_partition_state(states[tp])
-                    )
-                ],
-                controller_epoch_zk_version,
-            )
-            for tp in todo
-        ]
         fenced = controller_epoch_zk_version is not None
-        for tp, outcome in zip(todo, self._tree.commit_many(transactions), strict=True):
+
+        def transaction(tp: TopicPartition, with_parent: bool) -> list[Op]:
+            ops: list[Op] = [Create(znodes.partition_path(tp.topic, tp.partition))] if with_parent else []
+            ops.append(
+                Create(znodes.partition_state_path(tp.topic, tp.partition), znodes.encode_partition_state(states[tp]))
+            )
+            return self._fenced(ops, controller_epoch_zk_version)
+
+        # One round trip for a new topic (parent and state together); partitions whose parent
+        # already exists go again with the state alone.
+        outcomes = dict(zip(todo, self._tree.commit_many([transaction(tp, True) for tp in todo]), strict=True))
+        again = [
+            tp
+            for tp, outcome in outcomes.items()
+            if isinstance(outcome, TransactionFailed)
+            and isinstance(outcome.error, NodeExistsError)
+            and outcome.op.path == znodes.partition_path(tp.topic, tp.partition)
+        ]
+        outcomes.update(zip(again, self._tree.commit_many([transaction(tp, False) for tp in again]), strict=True))
+        for tp, outcome in outcomes.items():
             if isinstance(outcome, TransactionFailed):
                 if self._fence_failed(outcome, fenced):
                     result[tp] = ControllerMovedError("controller epoch changed")
