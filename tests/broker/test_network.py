@@ -1,0 +1,90 @@
+"""The socket layer with a real broker: pipelined requests answered in order, acks=0 silence, frame limits,
+ApiVersions negotiation, and one bad client never disturbing the others."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+from broker import apis
+from protocol import ApiKey, request_class
+
+from .wire import recv as _recv
+from .wire import send as _send
+
+
+@pytest.fixture
+def conn(broker):
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    yield s
+    s.close()
+
+
+def test_pipelined_requests_are_answered_in_order(conn) -> None:
+    Req = request_class(ApiKey.API_VERSIONS)
+    Meta = request_class(ApiKey.METADATA)
+    for i in range(20):
+        if i % 2:
+            _send(conn, Req[3](client_software_name="t", client_software_version="1"), i)
+        else:
+            _send(conn, Meta[12](topics=[], allow_auto_topic_creation=False,
+                                 include_topic_authorized_operations=False), i)
+    for i in range(20):
+        resp = _recv(conn, ApiKey.API_VERSIONS if i % 2 else ApiKey.METADATA, 3 if i % 2 else 12)
+        assert resp.header.correlation_id == i
+
+
+def test_api_versions_lists_exactly_the_handlers(conn) -> None:
+    _send(conn, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 7)
+    resp = _recv(conn, ApiKey.API_VERSIONS, 3)
+    assert resp.error_code == 0
+    assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == apis.advertised_versions()
+
+
+def test_unsupported_api_versions_version_gets_the_v0_fallback(conn) -> None:
+    frame = struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 5) + struct.pack(">h", 3) + b"raw" + b"\x00"
+    conn.sendall(struct.pack(">i", len(frame)) + frame)
+    resp = _recv(conn, ApiKey.API_VERSIONS, 0)
+    assert resp.error_code == 35 and resp.header.correlation_id == 5
+    assert any(k.api_key == ApiKey.API_VERSIONS for k in resp.api_keys)
+
+
+def test_acks_zero_produce_gets_no_response(conn, broker) -> None:
+    from protocol.records import build_batch
+
+    Produce = request_class(ApiKey.PRODUCE)
+    batch = build_batch([(b"k", b"v", [], 0)])
+    topic = Produce.TopicProduceData(name="silent", partition_data=[
+        Produce.TopicProduceData.PartitionProduceData(index=0, records=batch)])
+    # make the topic exist first (auto-creation through Metadata)
+    meta = request_class(ApiKey.METADATA)
+    MT = meta.MetadataRequestTopic
+    for attempt in range(50):
+        _send(conn, meta[12](topics=[MT(name="silent")], allow_auto_topic_creation=True,
+                             include_topic_authorized_operations=False), 100 + attempt)
+        if _recv(conn, ApiKey.METADATA, 12).topics[0].error_code == 0:
+            break
+    _send(conn, Produce[9](transactional_id=None, acks=0, timeout_ms=1000, topic_data=[topic]), 1)
+    # The next answer on the connection must be for the request after the acks=0 produce.
+    _send(conn, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 2)
+    assert _recv(conn, ApiKey.API_VERSIONS, 3).header.correlation_id == 2
+
+
+def test_oversized_frame_closes_only_that_connection(broker) -> None:
+    bad = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    good = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    try:
+        bad.sendall(struct.pack(">i", 200 * 1024 * 1024))
+        assert bad.recv(1) == b""  # closed without reading a 200 MiB body
+        _send(good, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 1)
+        assert _recv(good, ApiKey.API_VERSIONS, 3).error_code == 0
+    finally:
+        bad.close()
+        good.close()
+
+
+def test_garbage_closes_the_connection(conn) -> None:
+    conn.sendall(struct.pack(">i", 12) + b"\xff" * 12)
+    assert conn.recv(1) == b""
