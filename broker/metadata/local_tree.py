@@ -228,7 +228,8 @@ class LocalTree(ZNodeTree):
         del self._nodes[op.path]
         del self._children[op.path]
         parent = _parent(op.path)
-        self._nodes[parent].cversion += 1
+        # As ZooKeeper since ZOOKEEPER-1046, only creations advance the parent's cversion, so
+        # sequential names never repeat.
         self._children[parent].discard(op.path.rsplit("/", 1)[1])
         events.update({("data", op.path), ("children", parent), ("children", op.path)})
         return -1

@@ -11,7 +11,8 @@ Contract:
 - Watches: each `watch_*` callback is invoked through the `dispatch` callable given to the store
   (the broker passes `loop.call_soon_threadsafe`), never directly from kazoo's thread. The
   state-style watches (brokers, controller, topics, deletions) fire once at registration with the
-  current value and again after each change, with the whole current value (not a delta).
+  current value and again after changes, with the whole current value (not a delta); rapid
+  changes may coalesce into one call, the last call always carries the current state.
   The notification-style watches (config changes, ISR changes) deliver each notification once.
 - Fencing: `elect_controller` returns the new controller epoch when this broker won and records the
   /controller_epoch znode version in `controller_epoch_zk_version`. Controller writes pass that
@@ -202,7 +203,6 @@ class TreeMetadataStore:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-notifications")
         self._closed = False
         self._registration: tuple[str, bytes] | None = None
-        self._config_changes_seen = -1
         self.controller_epoch_zk_version: int | None = None
         for path in znodes.PERSISTENT_PATHS:
             tree.ensure_path(path)
@@ -335,9 +335,16 @@ class TreeMetadataStore:
     def elect_controller(self, broker_id: int) -> int | None:
         """Try to become controller: create ephemeral /controller and bump /controller_epoch atomically.
 
-        Returns the new epoch if this broker won (also when it had already won in this session),
-        None if another broker is controller.
+        Returns the new epoch if this broker won, the current epoch if it already was controller in
+        this session, None if another broker is controller.
         """
+        stat = self._tree.stat(znodes.CONTROLLER)
+        if stat is not None and stat.owned and self.current_controller() == broker_id:
+            # Already controller in this session: keep the epoch; no second bump.
+            held = self.controller_epoch()
+            if held is not None:
+                self.controller_epoch_zk_version = held[1]
+                return held[0]
         current = self.controller_epoch()
         if current is None:
             try:
@@ -728,12 +735,15 @@ class TreeMetadataStore:
         notifications older than 15 minutes are purged.
         """
 
+        last_seen = -1
+
         def process(children: list[str]) -> None:
+            nonlocal last_seen
             topics: list[str] = []
-            newest = self._config_changes_seen
+            newest = last_seen
             for child in sorted(children):
                 seq = _sequence(child, znodes.CONFIG_CHANGE_PREFIX)
-                if seq is None or seq <= self._config_changes_seen:
+                if seq is None or seq <= last_seen:
                     continue
                 newest = max(newest, seq)
                 node = self._tree.get(f"{znodes.CONFIG_CHANGES}/{child}")
@@ -747,7 +757,7 @@ class TreeMetadataStore:
                 entity_type, _, entity = entity_path.partition("/")
                 if entity_type == "topics" and entity and entity not in topics:
                     topics.append(entity)
-            self._config_changes_seen = newest
+            last_seen = newest
             self._purge_config_changes(children)
             if topics:
                 self._deliver(callback, topics)

@@ -8,7 +8,9 @@ Contract (both engines, `KazooTree` and `LocalTree`, implement it identically):
 - `commit(ops)` applies Check/Create/SetData/Delete atomically: all or nothing. On failure it raises
   `TransactionFailed` carrying the index of the op that failed and the typed error.
 - `watch_children(path, cb)` / `watch_data(path, cb)` call `cb` once now with the current value and
-  again after every change, on a thread of the engine; callbacks must not block. A missing node
+  again after changes, on a thread of the engine; callbacks must not block. ZooKeeper watches are
+  one-shot and re-armed by a read, so rapid changes may coalesce: intermediate values can be
+  skipped, but the last value delivered is the current state. A missing node
   is reported as data None or children [] (the children watch re-arms when the node appears
   only for the local engine; callers create the watched parents first).
 - Ephemeral nodes live as long as this tree's session (its `close()`, or a ZooKeeper session expiry).

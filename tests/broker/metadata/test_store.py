@@ -145,6 +145,7 @@ def test_controller_election_increments_epoch_and_fences(make_store):
     fence = store.controller_epoch_zk_version
     assert fence == 1
     assert store.elect_controller(2) is None  # someone holds /controller
+    assert store.elect_controller(1) == 1 and store.controller_epoch() == (1, 1)  # no second bump
     wait_for(lambda: recorder.values[-1:] == [1])
     store.create_topic("fenced", uuid.uuid4(), {0: [1]})
     store.create_partition_state("fenced", 0, LeaderAndIsr(1, 0, (1,), 1), controller_epoch_zk_version=fence)
