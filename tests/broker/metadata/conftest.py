@@ -1,1 +1,1 @@
-from tests.zookeeper import zookeeper, zookeeper_module  # noqa: F401  (pytest fixtures)
+from tests.zookeeper import local_cluster, zookeeper, zookeeper_module  # noqa: F401  (pytest fixtures)
