@@ -151,6 +151,7 @@ class Controller:
         self._metadata_changed = asyncio.Event()
         self._auto_creating: set[str] = set()
         self.shutting_down: set[int] = set()
+        self._watching_isr_changes = False
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
@@ -216,7 +217,6 @@ class Controller:
         self.store.watch_topics(lambda names: self._enqueue(lambda: self._on_topics_change(names)))
         self.store.watch_deletions(lambda names: self._enqueue(lambda: self._on_deletions(names)))
         self.store.watch_config_changes(lambda names: self._enqueue(lambda: self._on_config_changes(names)))
-        self.store.watch_isr_changes(lambda tps: self._enqueue(lambda: self._on_isr_changes(tps)))
         for name in await self._call(lambda: list(self.store.topics())):
             try:
                 self.server.topic_configs.set_overrides(name, await self._call(self.store.topic_configs, name))
@@ -312,9 +312,18 @@ class Controller:
                     break
             else:
                 remaining.append(tp)
+        # Kafka's OfflineReplica transition for the shutting-down broker: it stops fetching (so no leader
+        # takes it back into the ISR) and gives up leadership of what moved, before the new leaders hear.
+        stopped = [tp for tp, info in ((tp, self.topics.get(tp.topic)) for tp in self.states)
+                   if info is not None and broker_id in info.assignment.get(tp.partition, ()) and tp not in remaining]
+        if stopped and broker_id in self.live_brokers:
+            try:
+                await self.channel(broker_id).stop_replica(self.broker_id, self.epoch, stopped, False)
+            except Exception as e:
+                log.warning("StopReplica to shutting-down broker %d failed: %s", broker_id, e)
         if changed:
             log.info("controller: controlled shutdown of broker %d moved %d partitions", broker_id, len(changed))
-            await self._send_all(changed)
+            await self._send_all(changed, exclude={broker_id})
         return remaining
 
     async def record_isr_change(self, partition: Any, new_isr: list[int], partition_epoch: int
@@ -363,6 +372,11 @@ class Controller:
 
     async def _become_active(self, epoch: int) -> None:
         self.active = True
+        if not self._watching_isr_changes:
+            # Reading an ISR change notification deletes it, so only a controller may watch them (Kafka
+            # registers the handler on election); a broker that never led would swallow the controller's.
+            self._watching_isr_changes = True
+            self.store.watch_isr_changes(lambda tps: self._enqueue(lambda: self._on_isr_changes(tps)))
         self.epoch = epoch
         log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
         self.server.metadata_cache.controller_id = self.broker_id
@@ -473,8 +487,10 @@ class Controller:
         self.versions[tp] = version
         return True
 
-    async def _send_all(self, only: Sequence[TopicPartition] | None = None) -> None:
-        """LeaderAndIsr to the replicas of `only` (all partitions when None), UpdateMetadata to every broker."""
+    async def _send_all(self, only: Sequence[TopicPartition] | None = None,
+                        exclude: set[int] | frozenset[int] = frozenset()) -> None:
+        """LeaderAndIsr to the replicas of `only` (all partitions when None) except `exclude`, UpdateMetadata
+        to every broker."""
         tps = list(self.states) if only is None else list(only)
         by_broker: dict[int, dict[TopicPartition, PartitionState]] = {}
         topic_ids: dict[str, uuid.UUID] = {}
@@ -489,7 +505,7 @@ class Controller:
             ps = PartitionState(st.leader, st.leader_epoch, list(st.isr), replicas, self.versions.get(tp, 0),
                                 st.controller_epoch)
             for r in replicas:
-                if r in self.live_brokers:
+                if r in self.live_brokers and r not in exclude:
                     by_broker.setdefault(r, {})[tp] = ps
         leaders = list(self.live_brokers.values())
         for bid, states in by_broker.items():
@@ -529,6 +545,9 @@ class Controller:
         after = set(self.live_brokers)
         dead = before - after
         born = after - before
+        # A broker that finished (or never finished) its controlled shutdown is no longer shutting down once
+        # it is gone; when it comes back it may lead again (Kafka's shuttingDownBrokerIds).
+        self.shutting_down -= dead | born
         for bid in dead:
             ch = self._channels.pop(bid, None)
             if ch is not None:

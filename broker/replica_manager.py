@@ -287,10 +287,14 @@ class ReplicaManager:
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetchers(tps)
         for tp in tps:
-            partition = self.partitions.pop(tp, None)
-            self.high_watermarks.pop(tp, None)
+            # Without delete (controlled shutdown, Kafka's OfflineReplica) the replica only stops: no fetching,
+            # no leadership, but the partition stays so its high watermark is still checkpointed.
+            partition = self.partitions.pop(tp, None) if delete else self.partitions.get(tp)
+            if delete:
+                self.high_watermarks.pop(tp, None)
             if partition is not None:
                 partition.leader_id = None
+                partition.pending_isr = None
                 self._complete_delayed(tp)
             if delete:
                 try:
