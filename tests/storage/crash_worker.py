@@ -10,6 +10,7 @@ written to stdout: ``PID <pid>`` when a child starts, ``F <offset>`` after each 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -26,7 +27,8 @@ LEADER_EPOCH = 3
 BASE_TS = 1_600_000_000_000
 
 
-def batch_for(offset: int) -> bytearray:
+@functools.cache
+def batch_for(offset: int) -> bytes:
     """The exact bytes the log must hold for the batch starting at ``offset`` (after offset assignment)."""
     n = 1 + offset % 4
     builder = MemoryRecordsBuilder(2, 0, batch_size=1 << 30)
@@ -37,7 +39,7 @@ def batch_for(offset: int) -> bytearray:
     buf = bytearray(builder.buffer())
     set_base_offset(buf, 0, offset)
     set_partition_leader_epoch(buf, 0, LEADER_EPOCH)
-    return buf
+    return bytes(buf)
 
 
 def _say(line: str) -> None:
@@ -48,7 +50,7 @@ def child(dir: Path, max_appends: int) -> None:
     lg = Log.open(dir, CONFIG, recovery_point=0, had_clean_shutdown=False)
     _say(f"S {lg.log_end_offset}")
     for i in range(max_appends):
-        lg.append_as_leader(batch_for(lg.log_end_offset), LEADER_EPOCH, now_ms=BASE_TS)
+        lg.append_as_leader(bytearray(batch_for(lg.log_end_offset)), LEADER_EPOCH, now_ms=BASE_TS)
         if i % 3 == 2:
             lg.flush()
             _say(f"F {lg.recovery_point}")
