@@ -158,6 +158,12 @@ class LogSegment:
             if h is not None and h.max_timestamp >= 0:
                 self.rolling_based_timestamp = h.max_timestamp
 
+    def _index_has_room(self) -> bool:
+        # A full index only makes lookups walk further; it must never fail an append whose bytes are written
+        # (the log rolls before an append when the index is full, so this matters for multi-batch appends and
+        # for recovery under a smaller segment.index.bytes).
+        return not (self.offset_index.is_full() or self.time_index.is_full())
+
     def _track(self, h: BatchHeader) -> None:
         if h.max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = h.max_timestamp
@@ -237,7 +243,7 @@ class LogSegment:
         for rel_pos, h in batches:
             pos = position + rel_pos
             self._track(h)
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            if self._bytes_since_last_index_entry > self.index_interval_bytes and self._index_has_room():
                 self.offset_index.append(h.last_offset, pos)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
                 self._bytes_since_last_index_entry = 0
@@ -367,7 +373,7 @@ class LogSegment:
                 break
             if on_batch is not None:
                 on_batch(h)
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            if self._bytes_since_last_index_entry > self.index_interval_bytes and self._index_has_room():
                 self.offset_index.append(h.last_offset, pos)
                 self._track(h)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)

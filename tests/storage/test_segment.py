@@ -154,3 +154,20 @@ def test_failed_write_is_rolled_back(tmp_path: Path) -> None:
         seg.append(_with_offset(build_batch(2), 4))
     assert seg.size == sum(len(w) for w in written)
     assert seg.next_offset == 4
+
+
+def test_full_index_never_fails_a_multi_batch_append_or_recovery(tmp_path: Path) -> None:
+    cfg = LogConfig(index_interval_bytes=0, segment_index_bytes=32)  # 4 offset entries, 2 time entries
+    seg = LogSegment.open(tmp_path, 0, cfg)
+    many = bytearray()
+    offset = 0
+    for i in range(10):
+        many += _with_offset(build_batch(1, seed=i, timestamp=1_000 + i), offset)
+        offset += 1
+    seg.append(many)
+    assert seg.next_offset == 10 and seg.size == len(many)
+    assert seg.offset_index.entries <= 4
+    for target in range(10):
+        assert seg.translate_offset(target)[2] == target
+    assert seg.recover().truncated_bytes == 0
+    assert seg.next_offset == 10
