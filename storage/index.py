@@ -99,6 +99,10 @@ class _MmapIndex:
         self.max_index_size = max(max_index_size - max_index_size % self.entry_size, self.size_in_bytes)
         self.resize(self.max_index_size)
 
+    def ensure_capacity(self) -> None:
+        """Grow a trimmed index back to its max size now, so no later entry append needs the disk."""
+        self._ensure_room()
+
     def _ensure_room(self) -> None:
         if self.size_in_bytes + self.entry_size > self._length:
             self.resize(max(self.max_index_size, self.size_in_bytes + self.entry_size))

@@ -225,6 +225,11 @@ class LogSegment:
         for _, h in batches:
             if not self.can_convert_to_relative_offset(h.last_offset):
                 raise CorruptLogError(f"offset {h.last_offset} does not fit segment base {self.base_offset}")
+        try:
+            self.offset_index.ensure_capacity()
+            self.time_index.ensure_capacity()
+        except OSError as e:
+            raise KafkaStorageError(f"growing the indexes of {self.log_path} failed: {e}") from e
         view = memoryview(records)
         written = 0
         try:
