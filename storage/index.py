@@ -101,7 +101,8 @@ class _MmapIndex:
 
     def ensure_capacity(self) -> None:
         """Grow a trimmed index back to its max size now, so no later entry append needs the disk."""
-        self._ensure_room()
+        if self._length < self.max_index_size:
+            self.resize(self.max_index_size)
 
     def _ensure_room(self) -> None:
         if self.size_in_bytes + self.entry_size > self._length:
