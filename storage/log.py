@@ -458,7 +458,8 @@ class Log:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
             return
-        if offset < self.segments[0].base_offset:
+        if offset < self.log_start_offset or offset < self.segments[0].base_offset:
+            # nothing below the log start offset may be served again: Kafka restarts the log there
             self.truncate_fully_and_start_at(offset)
             return
         log.info("%s: truncating from %d to %d", self.topic_partition, self.log_end_offset, offset)

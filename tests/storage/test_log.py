@@ -452,3 +452,14 @@ def test_roll_when_index_full_and_indexes_preallocated_then_trimmed(tmp_path: Pa
     assert first.offset_index.path.stat().st_size == 8 * first.offset_index.entries  # trimmed on roll
     assert first.time_index.path.stat().st_size == 12 * first.time_index.entries
     assert [o for o, _, _ in _decode(_read_all(lg))] == list(range(12))
+
+
+def test_truncate_below_log_start_restarts_the_log(tmp_path: Path) -> None:
+    lg = _open(tmp_path)
+    for i in range(10):
+        lg.append_as_leader(build_batch(2, seed=i), 0, now_ms=NOW)
+    lg.maybe_increment_log_start_offset(8)
+    lg.truncate_to(5)
+    assert (lg.log_start_offset, lg.log_end_offset) == (5, 5)
+    assert lg.read(5, 100).records is None
+    assert lg.append_as_leader(build_batch(1), 1, now_ms=NOW).first_offset == 5

@@ -56,8 +56,12 @@ def _run(dir: Path, operations: list[tuple[str, int, int]]) -> None:
             lg.roll()
         elif op == "truncate":
             leo = lg.log_end_offset
+            below_start = a < lg.log_start_offset
             lg.truncate_to(a)
-            if a < leo:
+            if below_start:
+                model = []
+                assert lg.log_start_offset == lg.log_end_offset == a
+            elif a < leo:
                 # batches are never split: the batch containing ``a`` goes too
                 model = [m for m in model if m[1] <= a]
                 assert lg.log_end_offset <= a
