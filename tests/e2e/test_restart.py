@@ -63,7 +63,7 @@ def test_sigterm_then_restart_keeps_everything(broker_factory: Any) -> None:
         producer.close(10)
 
     assert first.stop() == 0, first.log_tail()
-    assert "shut down cleanly" in first.log_path.read_text(errors="replace")
+    assert "shut down cleanly" in first.log_path.read_text(errors="replace"), first.log_tail()
 
     second = broker_factory(data_dir=first.data_dir, process=True, port=first.port)
     received = consume_all(second.bootstrap, "durable")
