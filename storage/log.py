@@ -178,7 +178,9 @@ class Log:
             seg = self.segments[i]
             if i >= first_unflushed or seg.needs_recovery:
                 if seg.needs_recovery:
-                    log.warning(
+                    # after a crash the unflushed segments' indexes are expected to be stale: say so quietly
+                    log.log(
+                        logging.WARNING if i < first_unflushed else logging.INFO,
                         "%s: rebuilding indexes of %s: %s",
                         self.topic_partition,
                         seg.log_path,
