@@ -434,12 +434,15 @@ def not_leader(ctx: Context) -> None:
         raise Skip("target cannot move partition leadership")
     topic = ctx.new_topic("nl", partitions=1, replication_factor=min(3, ctx.cluster_size))
     tp = TopicPartition(topic, 0)
-    ctx.client.produce(topic, [Record(b"before", partition=0)], acks=-1)
+    # One producer across the move, so its cached metadata names the old leader.
+    producer = ctx.client.producer(acks=-1)
+    ctx.on_cleanup(producer.close)
+    producer.send(topic, [Record(b"before", partition=0)])
     old = ctx.setup.cluster([topic]).topics[topic][0]
     move(tp)
     new = ctx.setup.cluster([topic]).topics[topic][0]
     check(new != old, f"leader still {old} after the move")
-    ctx.client.produce(topic, [Record(b"after", partition=0)], acks=-1)
+    producer.send(topic, [Record(b"after", partition=0)])
     consumer = ctx.track(ctx.setup.consumer(assign=[tp]))
     got = poll_exactly(consumer, 2, ctx.timeout_s)
     check([m.value for m in got] == [b"before", b"after"], f"after the leader move got {[m.value for m in got]}")

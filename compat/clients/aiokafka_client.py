@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
 from compat.clients.kafka_python import kafka_error_name
 from compat.model import (
     ClusterView,
@@ -111,6 +111,45 @@ class AioConsumer(ConsumerHandle):
         self._a.run(self._c.stop())
 
 
+class AioProducer(ProducerHandle):
+    def __init__(self, adapter: AiokafkaAdapter, conf: dict[str, Any], timeout_s: float) -> None:
+        from aiokafka import AIOKafkaProducer
+        self._a = adapter
+        self._timeout = timeout_s
+
+        async def start() -> Any:
+            p = AIOKafkaProducer(**conf)
+            await p.start()
+            return p
+        self._p = adapter.run(start(), timeout_s)
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        from aiokafka.errors import KafkaError, KafkaTimeoutError
+
+        async def go() -> list[tuple[int, int]]:
+            futures = [await self._p.send(topic, value=r.value, key=r.key, partition=r.partition,
+                                          timestamp_ms=r.timestamp_ms, headers=list(r.headers) or None)
+                       for r in records]
+            out = []
+            for f in futures:
+                md = await f
+                if md is None:  # acks=0: the broker answers nothing
+                    out.append((-1, -1))
+                    continue
+                out.append((md.partition, md.offset if md.offset is not None and md.offset >= 0 else -1))
+            return out
+
+        try:
+            return self._a.run(go(), self._timeout)
+        except (TimeoutError, KafkaTimeoutError) as e:
+            raise TimeoutError(str(e) or f"no delivery within {self._timeout}s") from e
+        except KafkaError as e:
+            raise ProduceFailed(kafka_error_name(e), str(e)) from e
+
+    def close(self) -> None:
+        self._a.run(self._p.stop())
+
+
 class AiokafkaAdapter(ClientAdapter):
     name = "aiokafka"
 
@@ -157,11 +196,8 @@ class AiokafkaAdapter(ClientAdapter):
             view.topics[t["topic"]] = {p["partition"]: p["leader"] for p in t["partitions"]}
         return view
 
-    def produce(self, topic: str, records: Sequence[Record], *, acks: int = -1, compression: str = "none",
-                idempotent: bool = False, max_request_size: int | None = None,
-                timeout_s: float | None = None) -> list[tuple[int, int]]:
-        from aiokafka import AIOKafkaProducer
-        from aiokafka.errors import KafkaError, KafkaTimeoutError
+    def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
+                 max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
             "bootstrap_servers": self.bootstrap, "acks": "all" if acks == -1 else acks,
@@ -170,31 +206,7 @@ class AiokafkaAdapter(ClientAdapter):
         }
         if max_request_size:
             conf["max_request_size"] = max_request_size
-
-        async def go() -> list[tuple[int, int]]:
-            p = AIOKafkaProducer(**conf)
-            await p.start()
-            try:
-                futures = [await p.send(topic, value=r.value, key=r.key, partition=r.partition,
-                                        timestamp_ms=r.timestamp_ms, headers=list(r.headers) or None)
-                           for r in records]
-                out = []
-                for f in futures:
-                    md = await f
-                    if md is None:  # acks=0: the broker answers nothing
-                        out.append((-1, -1))
-                        continue
-                    out.append((md.partition, md.offset if md.offset is not None and md.offset >= 0 else -1))
-                return out
-            finally:
-                await p.stop()
-
-        try:
-            return self.run(go(), timeout)
-        except (TimeoutError, KafkaTimeoutError) as e:
-            raise TimeoutError(str(e) or f"no delivery within {timeout}s") from e
-        except KafkaError as e:
-            raise ProduceFailed(kafka_error_name(e), str(e)) from e
+        return AioProducer(self, conf, timeout)
 
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,

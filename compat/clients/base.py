@@ -18,6 +18,17 @@ from compat.model import ClusterView, GroupDescription, Message, NotSupported, R
 Offsets = dict[TopicPartition, int]
 
 
+class ProducerHandle:
+    """A producer opened by an adapter."""
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        """Send and wait for delivery; (partition, offset) per record (offset -1 when acks=0)."""
+        raise NotSupported("send")
+
+    def close(self) -> None:
+        pass
+
+
 class ConsumerHandle:
     """A consumer opened by an adapter (subscribed to topics, or with manual assignment)."""
 
@@ -73,6 +84,11 @@ class ClientAdapter:
         raise NotSupported("ApiVersions is not exposed by this client")
 
     # -- produce
+    def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
+                 max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
+        """A producer that stays open across sends (its metadata can go stale, as a real app's does)."""
+        raise NotSupported(f"{self.name} offers no long-lived producer")
+
     def produce(
         self,
         topic: str,
@@ -84,12 +100,17 @@ class ClientAdapter:
         max_request_size: int | None = None,
         timeout_s: float | None = None,
     ) -> list[tuple[int, int]]:
-        """Produce and wait for delivery; returns (partition, offset) per record (offset -1 if acks=0).
+        """Produce with a fresh producer and wait for delivery; (partition, offset) per record.
 
         Raises ProduceFailed(error_name) when any record is rejected, TimeoutError when delivery
         does not complete within timeout_s (default: the adapter's timeout).
         """
-        raise NotSupported(f"{self.name} offers no produce")
+        producer = self.producer(acks=acks, compression=compression, idempotent=idempotent,
+                                 max_request_size=max_request_size, timeout_s=timeout_s)
+        try:
+            return producer.send(topic, records)
+        finally:
+            producer.close()
 
     # -- consume
     def consumer(

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
 from compat.model import (
     ClusterView,
     GroupDescription,
@@ -119,6 +119,45 @@ class ConfluentConsumer(ConsumerHandle):
         self._c.close()
 
 
+class ConfluentProducer(ProducerHandle):
+    def __init__(self, conf: dict[str, Any], timeout_s: float) -> None:
+        from confluent_kafka import Producer
+        self._p = Producer(conf)
+        self._timeout = timeout_s
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        results: list[Any] = [None] * len(records)
+
+        def report(i: int) -> Any:
+            def cb(err: Any, msg: Any) -> None:
+                results[i] = (err, msg)
+            return cb
+
+        for i, r in enumerate(records):
+            kwargs: dict[str, Any] = {"value": r.value, "key": r.key, "on_delivery": report(i)}
+            if r.headers:
+                kwargs["headers"] = list(r.headers)
+            if r.partition is not None:
+                kwargs["partition"] = r.partition
+            if r.timestamp_ms is not None:
+                kwargs["timestamp"] = r.timestamp_ms
+            self._p.produce(topic, **kwargs)
+            self._p.poll(0)
+        remaining = self._p.flush(self._timeout + 5)
+        if remaining:
+            raise TimeoutError(f"{remaining} records undelivered after {self._timeout}s")
+        out: list[tuple[int, int]] = []
+        for err, msg in results:
+            if err is not None:
+                raise ProduceFailed(kafka_error_name(err), err.str())
+            offset = msg.offset()
+            out.append((msg.partition(), offset if offset is not None and offset >= 0 else -1))
+        return out
+
+    def close(self) -> None:
+        self._p.flush(5)
+
+
 class ConfluentAdapter(ClientAdapter):
     name = "confluent-kafka"
 
@@ -164,10 +203,8 @@ class ConfluentAdapter(ClientAdapter):
                 view.topics[name] = {p.id: p.leader for p in t.partitions.values()}
         return view
 
-    def produce(self, topic: str, records: Sequence[Record], *, acks: int = -1, compression: str = "none",
-                idempotent: bool = False, max_request_size: int | None = None,
-                timeout_s: float | None = None) -> list[tuple[int, int]]:
-        from confluent_kafka import Producer
+    def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
+                 max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap, "acks": acks, "compression.type": compression,
@@ -175,35 +212,7 @@ class ConfluentAdapter(ClientAdapter):
         }
         if max_request_size:
             conf["message.max.bytes"] = max_request_size
-        producer = Producer(conf)
-        results: list[Any] = [None] * len(records)
-
-        def report(i: int) -> Any:
-            def cb(err: Any, msg: Any) -> None:
-                results[i] = (err, msg)
-            return cb
-
-        for i, r in enumerate(records):
-            kwargs: dict[str, Any] = {"value": r.value, "key": r.key, "on_delivery": report(i)}
-            if r.headers:
-                kwargs["headers"] = list(r.headers)
-            if r.partition is not None:
-                kwargs["partition"] = r.partition
-            if r.timestamp_ms is not None:
-                kwargs["timestamp"] = r.timestamp_ms
-            producer.produce(topic, **kwargs)
-            producer.poll(0)
-        remaining = producer.flush(timeout + 5)
-        if remaining:
-            raise TimeoutError(f"{remaining} records undelivered after {timeout}s")
-        out: list[tuple[int, int]] = []
-        for res in results:
-            err, msg = res
-            if err is not None:
-                raise ProduceFailed(kafka_error_name(err), err.str())
-            offset = msg.offset()
-            out.append((msg.partition(), offset if offset is not None and offset >= 0 else -1))
-        return out
+        return ConfluentProducer(conf, timeout)
 
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,

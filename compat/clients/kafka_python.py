@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
 from compat.model import (
     ClusterView,
     GroupDescription,
@@ -80,6 +80,41 @@ class KafkaPythonConsumer(ConsumerHandle):
         self._c.close()
 
 
+class KafkaPythonProducer(ProducerHandle):
+    def __init__(self, conf: dict[str, Any], timeout_s: float) -> None:
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaTimeoutError
+        try:
+            self._p = KafkaProducer(**conf)
+        except KafkaTimeoutError as e:
+            raise TimeoutError(str(e)) from e
+        self._timeout = timeout_s
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        from kafka.errors import KafkaTimeoutError
+        try:
+            futures = [self._p.send(topic, value=r.value, key=r.key, headers=list(r.headers) or None,
+                                    partition=r.partition, timestamp_ms=r.timestamp_ms) for r in records]
+            self._p.flush(self._timeout + 2)
+            out = []
+            for f in futures:
+                try:
+                    md = f.get(self._timeout)
+                except KafkaTimeoutError:
+                    raise
+                except Exception as e:
+                    if hasattr(e, "errno"):
+                        raise ProduceFailed(kafka_error_name(e), str(e)) from e
+                    raise
+                out.append((md.partition, md.offset if md.offset is not None and md.offset >= 0 else -1))
+            return out
+        except KafkaTimeoutError as e:
+            raise TimeoutError(str(e)) from e
+
+    def close(self) -> None:
+        self._p.close(timeout=5)
+
+
 class KafkaPythonAdapter(ClientAdapter):
     name = "kafka-python"
 
@@ -119,11 +154,8 @@ class KafkaPythonAdapter(ClientAdapter):
     def api_versions(self) -> dict[int, tuple[int, int]]:
         return {int(k): (int(v[0]), int(v[1])) for k, v in self.admin.api_versions().items()}
 
-    def produce(self, topic: str, records: Sequence[Record], *, acks: int = -1, compression: str = "none",
-                idempotent: bool = False, max_request_size: int | None = None,
-                timeout_s: float | None = None) -> list[tuple[int, int]]:
-        from kafka import KafkaProducer
-        from kafka.errors import KafkaTimeoutError
+    def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
+                 max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
             **self._common(), "acks": "all" if acks == -1 else acks,
@@ -133,29 +165,7 @@ class KafkaPythonAdapter(ClientAdapter):
         }
         if max_request_size:
             conf["max_request_size"] = max_request_size
-        producer = KafkaProducer(**conf)
-        try:
-            futures = []
-            for r in records:
-                futures.append(producer.send(topic, value=r.value, key=r.key, headers=list(r.headers) or None,
-                                             partition=r.partition, timestamp_ms=r.timestamp_ms))
-            producer.flush(timeout + 2)
-            out = []
-            for f in futures:
-                try:
-                    md = f.get(timeout)
-                except KafkaTimeoutError as e:
-                    raise TimeoutError(str(e)) from e
-                except Exception as e:
-                    if hasattr(e, "errno"):
-                        raise ProduceFailed(kafka_error_name(e), str(e)) from e
-                    raise
-                out.append((md.partition, md.offset if md.offset is not None and md.offset >= 0 else -1))
-            return out
-        except KafkaTimeoutError as e:
-            raise TimeoutError(str(e)) from e
-        finally:
-            producer.close(timeout=5)
+        return KafkaPythonProducer(conf, timeout)
 
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat.targets import EmbeddedTarget
+from compat.targets import ClusterTarget, EmbeddedTarget
 
 
 @pytest.fixture(scope="session")
@@ -20,4 +20,14 @@ def compat_target() -> Iterator[EmbeddedTarget]:
 @pytest.fixture(scope="module")
 def no_auto_create_target() -> Iterator[EmbeddedTarget]:
     with EmbeddedTarget({"auto.create.topics.enable": "false"}, name="ours-no-auto-create") as target:
+        yield target
+
+
+@pytest.fixture(scope="module")
+def cluster_target() -> Iterator[ClusterTarget]:
+    """Three of our brokers on a ZooKeeper started here (java + the Debian ZooKeeper jars)."""
+    import shutil
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH for ZooKeeper")
+    with ClusterTarget(3) as target:
         yield target

@@ -10,7 +10,7 @@ from compat.gaps import find_gap, load_gaps
 from compat.model import Result, Verdict
 from compat.runner import run_one
 from compat.scenarios import SCENARIOS
-from compat.targets import EmbeddedTarget
+from compat.targets import ClusterTarget, EmbeddedTarget
 
 GAPS = load_gaps()
 PAIRS = [(c, s) for c in ADAPTERS for s in SCENARIOS]
@@ -18,13 +18,16 @@ PAIRS = [(c, s) for c in ADAPTERS for s in SCENARIOS]
 NEEDS_CLUSTER = {"not_leader"}
 
 
-def run(target: EmbeddedTarget, client: str, scenario: str) -> Result:
+def run(target: EmbeddedTarget | ClusterTarget, client: str, scenario: str) -> Result:
     from compat.runner import default_setup_adapter
     return run_one(target, ADAPTERS[client], scenario, setup_cls=default_setup_adapter(), timeout_s=10.0,
                    limit_s=60.0)
 
 
 def judge(result: Result) -> None:
+    reason = ADAPTERS[result.client].unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"{result.client} unavailable: {reason}")
     gap = find_gap(GAPS, result.scenario, result.client)
     if gap is not None:
         if result.verdict is Verdict.PASS:
@@ -48,6 +51,12 @@ def test_scenario(compat_target: EmbeddedTarget, client: str, scenario: str) -> 
 def test_auto_create_disabled(no_auto_create_target: EmbeddedTarget, client: str) -> None:
     """Same scenario, broker with auto.create.topics.enable=false: the produce must fail, no topic."""
     judge(run(no_auto_create_target, client, "auto_create_topics"))
+
+
+@pytest.mark.parametrize("client", list(ADAPTERS))
+def test_not_leader_in_cluster(cluster_target: ClusterTarget, client: str) -> None:
+    """A long-lived producer keeps working when its partition's leader is stopped and restarted."""
+    judge(run(cluster_target, client, "not_leader"))
 
 
 def test_gaps_name_real_scenarios_and_clients() -> None:
