@@ -1,0 +1,204 @@
+"""Behaviours Kafka users rely on beyond the plain round trip, seen through kafka-python and raw sockets.
+
+- A message larger than the consumer's max.partition.fetch.bytes / fetch.max.bytes is still delivered
+  (KIP-74: the first batch is returned whatever the limits).
+- A LogAppendTime topic stamps records with the broker's clock, and the producer learns that time.
+- acks=0: the broker answers nothing (a stray response would break the client's correlation ids), and every
+  message lands.
+- A committed offset below the log start offset (after DeleteRecords) resets by auto.offset.reset.
+- Idempotent produce on raw sockets: a retried batch (same producer id, epoch, sequence) is answered with
+  the original offset and not appended twice; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.structs import OffsetAndMetadata
+
+from protocol import ApiKey, ErrorCode, decode_response, encode_request, request_class
+from protocol.records import build_batch
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})])
+    finally:
+        admin.close()
+
+
+def read_partition(bootstrap: str, topic: str, expected: int, timeout: float = 20, **config: Any) -> list[Any]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                             fetch_max_wait_ms=100, **config)
+    out: list[Any] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        deadline = time.monotonic() + timeout
+        while len(out) < expected and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                out.extend(records)
+    finally:
+        consumer.close()
+    return out
+
+
+def test_message_larger_than_fetch_limits_is_delivered(broker: Any) -> None:
+    create_topic(broker.bootstrap, "big")
+    big = bytes(range(256)) * 1200  # 300 KiB, incompressible enough to stay big
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", max_request_size=1_000_000)
+    try:
+        for value in (b"small-1", big, b"small-2", big[::-1]):
+            producer.send("big", value=value, partition=0).get(timeout=10)
+    finally:
+        producer.close(5)
+    records = read_partition(broker.bootstrap, "big", 4, max_partition_fetch_bytes=1024, fetch_max_bytes=1024)
+    assert [r.value for r in records] == [b"small-1", big, b"small-2", big[::-1]]
+    assert [r.offset for r in records] == [0, 1, 2, 3]
+
+
+def test_log_append_time_topic_uses_the_broker_clock(broker: Any) -> None:
+    create_topic(broker.bootstrap, "lat", configs={"message.timestamp.type": "LogAppendTime"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="gzip")
+    before = int(time.time() * 1000)
+    try:
+        metadata = [producer.send("lat", value=f"v{i}".encode(), partition=0, timestamp_ms=1_000 + i)
+                    for i in range(5)]
+        producer.flush(10)
+        metadata = [f.get(timeout=10) for f in metadata]
+    finally:
+        producer.close(5)
+    after = int(time.time() * 1000)
+    for md in metadata:
+        assert before - 1000 <= md.timestamp <= after + 1000, "the produce response carries log_append_time"
+    records = read_partition(broker.bootstrap, "lat", 5)
+    assert [r.value for r in records] == [f"v{i}".encode() for i in range(5)]
+    for r in records:
+        assert r.timestamp_type == 1
+        assert before - 1000 <= r.timestamp <= after + 1000
+
+
+def test_acks_zero_gets_no_response_and_everything_lands(broker: Any) -> None:
+    create_topic(broker.bootstrap, "acks0")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=0, linger_ms=2)
+    try:
+        for i in range(500):
+            producer.send("acks0", value=f"v{i}".encode(), partition=0)
+        producer.flush(10)
+        # The same connection keeps working: a stray Produce response would desynchronise it.
+        assert producer.partitions_for("acks0") == {0}
+        producer.send("acks0", value=b"last", partition=0)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    records = read_partition(broker.bootstrap, "acks0", 501)
+    assert [r.value for r in records] == [f"v{i}".encode() for i in range(500)] + [b"last"]
+
+
+def test_committed_offset_below_log_start_resets_to_earliest(broker: Any) -> None:
+    create_topic(broker.bootstrap, "trimmed")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+    try:
+        for i in range(10):
+            producer.send("trimmed", value=f"v{i}".encode(), partition=0)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    tp = TopicPartition("trimmed", 0)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="trimmed", enable_auto_commit=False)
+    try:
+        consumer.commit({tp: OffsetAndMetadata(2, "", -1)})
+    finally:
+        consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.delete_records({tp: 6})
+    finally:
+        admin.close()
+
+    consumer = KafkaConsumer("trimmed", bootstrap_servers=broker.bootstrap, group_id="trimmed",
+                             auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
+    got: list[tuple[int, bytes]] = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(got) < 4 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got.extend((r.offset, r.value) for r in records)
+        assert consumer.beginning_offsets([tp]) == {tp: 6}
+    finally:
+        consumer.close()
+    assert got == [(i, f"v{i}".encode()) for i in range(6, 10)]
+
+
+class Raw:
+    def __init__(self, bootstrap: str) -> None:
+        import socket
+
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.correlation_id = 0
+
+    def call(self, request: Any) -> Any:
+        self.correlation_id += 1
+        request.with_header(correlation_id=self.correlation_id, client_id="raw-idempotent")
+        frame = encode_request(request)
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", self._read(4))
+        response = decode_response(self._read(size), request.API_KEY, request.API_VERSION)
+        assert response.header.correlation_id == self.correlation_id
+        return response
+
+    def _read(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            assert chunk, "connection closed by the broker"
+            buf += chunk
+        return buf
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_idempotent_retry_is_not_appended_twice(broker: Any) -> None:
+    create_topic(broker.bootstrap, "idem")
+    raw = Raw(broker.bootstrap)
+    try:
+        init = raw.call(request_class(ApiKey.INIT_PRODUCER_ID)[4](
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+        assert init.error_code == 0 and init.producer_id >= 0
+        pid, epoch = init.producer_id, init.producer_epoch
+        now = int(time.time() * 1000)
+
+        def produce(base_sequence: int, n: int) -> Any:
+            records = build_batch([(b"k", f"s{base_sequence + i}".encode(), [], now) for i in range(n)],
+                                  producer_id=pid, producer_epoch=epoch, base_sequence=base_sequence)
+            cls = request_class(ApiKey.PRODUCE)
+            t = cls.TopicProduceData
+            response = raw.call(cls[9](transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+                t(name="idem", partition_data=[t.PartitionProduceData(index=0, records=records)])]))
+            [topic] = response.responses
+            [partition] = topic.partition_responses
+            return partition
+
+        first = produce(0, 3)
+        assert (first.error_code, first.base_offset) == (0, 0)
+        retry = produce(0, 3)
+        assert (retry.error_code, retry.base_offset) == (0, 0), "a duplicate gets the original offset"
+        second = produce(3, 2)
+        assert (second.error_code, second.base_offset) == (0, 3)
+        gap = produce(9, 1)
+        assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    finally:
+        raw.close()
+    records = read_partition(broker.bootstrap, "idem", 5)
+    assert [(r.offset, r.value) for r in records] == [(i, f"s{i}".encode()) for i in range(5)]
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        assert consumer.end_offsets([TopicPartition("idem", 0)]) == {TopicPartition("idem", 0): 5}
+    finally:
+        consumer.close()
