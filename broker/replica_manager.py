@@ -47,6 +47,7 @@ from storage import (
     TopicPartition,
 )
 from storage import InvalidRecordError as StorageInvalidRecordError
+from storage.errors import RecordTooLargeError as StorageRecordTooLargeError
 
 log = logging.getLogger("broker.replica_manager")
 
@@ -227,6 +228,7 @@ class ReplicaManager:
                 partition = Partition(tp, self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
                                       min_insync_replicas=self.min_insync_replicas_for(tp.topic))
                 partition.isr_updater = self.isr_updater
+                partition.on_isr_change = lambda p: self._complete_delayed(p.topic_partition)
                 self.partitions[tp] = partition
             elif state.leader_epoch <= partition.leader_epoch and partition.log is not None:
                 log.info("%s: ignoring LeaderAndIsr with leader epoch %d (current %d)", tp,
@@ -363,6 +365,8 @@ class ReplicaManager:
                 raise KafkaApiError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"{tp}: {e}") from None
             except InvalidProducerEpochError as e:
                 raise KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH, f"{tp}: {e}") from None
+            except StorageRecordTooLargeError as e:
+                raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
             except StorageInvalidRecordError as e:
                 raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
             except KafkaStorageError as e:

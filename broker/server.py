@@ -197,7 +197,9 @@ class KafkaServer:
     def _cleanup_logs(self) -> None:
         assert self.loop is not None
         now = int(time.time() * 1000)
-        self.loop.run_in_executor(self.io_executor, self.log_manager.cleanup_logs, now)
+        # Retention never deletes past the high watermark (Kafka's rule), so give storage the HWs.
+        hws = {tp: p.high_watermark for tp, p in self.replica_manager.partitions.items() if p.log is not None}
+        self.loop.run_in_executor(self.io_executor, self.log_manager.cleanup_logs, now, hws)
 
     def _clean_logs(self) -> None:
         """Compaction (cleanup.policy=compact) off the event loop, one log at a time."""
