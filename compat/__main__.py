@@ -35,7 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="a named running broker; repeat to compare brokers side by side")
     where.add_argument("--cluster", type=int, metavar="N", help="start N of our brokers on a local ZooKeeper")
     where.add_argument("--mock", action="store_true", help="librdkafka's mock cluster (harness development)")
-    p.add_argument("--clients", default=",".join(ADAPTERS), help=f"comma list (default: {','.join(ADAPTERS)})")
+    p.add_argument("--clients", default="",
+                   help=f"comma list of {','.join(ADAPTERS)} (default: every client available here)")
     p.add_argument("--scenarios", default="", help="comma list of scenario ids (default: all); --list shows them")
     p.add_argument("--setup-client", choices=["confluent-kafka", "kafka-python"], default=None,
                    help="client that creates fixtures and observes results (default: kafka-python)")
@@ -62,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
                                     for n, c in ADAPTERS.items()))
         return 0
     clients = []
+    not_run = {n: c.unavailable_reason() for n, c in ADAPTERS.items()}
+    if not args.clients:
+        args.clients = ",".join(n for n, reason in not_run.items() if reason is None)
+        for n, reason in not_run.items():
+            if reason is not None:
+                print(f"# not running {n}: {reason}", file=sys.stderr)
     for name in filter(None, args.clients.split(",")):
         if name not in ADAPTERS:
             print(f"unknown client {name!r}; known: {', '.join(ADAPTERS)}", file=sys.stderr)

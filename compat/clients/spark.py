@@ -1,0 +1,130 @@
+"""Spark's Kafka sink and source as a client: produce with ``df.write.format("kafka")`` and read
+assigned partitions with ``spark.read.format("kafka")`` (assign, startingOffsets/endingOffsets,
+includeHeaders), in one local SparkSession shared by the whole run.
+
+Enabled only when Spark's Kafka connector is given (``--spark-jars`` / SPARK_KAFKA_JARS, or
+SPARK_KAFKA_PACKAGES); the streaming pipeline itself is spark_pipeline (tests/spark).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from compat.clients.base import ClientAdapter, ConsumerHandle, ProducerHandle
+from compat.model import Message, NotSupported, ProduceFailed, Record, TopicPartition
+
+_session: Any = None
+_lock = threading.Lock()
+
+
+def set_jars(jars: str) -> None:
+    if jars:
+        os.environ["SPARK_KAFKA_JARS"] = jars
+
+
+def _spark() -> Any:
+    global _session
+    with _lock:
+        if _session is None:
+            from spark_pipeline.jobs import build_spark
+            _session = build_spark("compat-spark-client")
+        return _session
+
+
+class SparkProducer(ProducerHandle):
+    def __init__(self, options: dict[str, str]) -> None:
+        self._options = options
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        if any(r.timestamp_ms is not None for r in records):
+            raise NotSupported("Spark's Kafka sink has no timestamp column")
+        spark = _spark()
+        rows = [(r.key, r.value, r.partition, [(k, v) for k, v in r.headers]) for r in records]
+        schema = "key BINARY, value BINARY, partition INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+        df = spark.createDataFrame(rows, schema)
+        if all(r.partition is None for r in records):
+            df = df.drop("partition")
+        writer = df.write.format("kafka").option("topic", topic)
+        for k, v in self._options.items():
+            writer = writer.option(k, v)
+        try:
+            writer.save()
+        except Exception as e:
+            text = str(e)
+            if "RecordTooLarge" in text or "MESSAGE_TOO_LARGE" in text:
+                raise ProduceFailed("MESSAGE_TOO_LARGE", text.splitlines()[0]) from e
+            raise
+        return [(r.partition if r.partition is not None else -1, -1) for r in records]
+
+
+class SparkAssignedConsumer(ConsumerHandle):
+    name = "Spark's Kafka source"
+
+    def __init__(self, bootstrap: str, assign: Sequence[TopicPartition]) -> None:
+        self._bootstrap = bootstrap
+        self._positions: dict[TopicPartition, int] = {tp: -2 for tp in assign}
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Message]:
+        spark = _spark()
+        got: list[Message] = []
+        for tp, pos in self._positions.items():
+            df = (spark.read.format("kafka")
+                  .option("kafka.bootstrap.servers", self._bootstrap)
+                  .option("assign", json.dumps({tp.topic: [tp.partition]}))
+                  .option("startingOffsets", json.dumps({tp.topic: {str(tp.partition): pos}}))
+                  .option("endingOffsets", "latest")
+                  .option("includeHeaders", "true")
+                  .load().orderBy("offset").limit(max(1, max_records - len(got))))
+            for r in df.collect():
+                headers = tuple((h["key"], bytes(h["value"]) if h["value"] is not None else b"")
+                                for h in (r["headers"] or []))
+                got.append(Message(r["topic"], r["partition"], r["offset"],
+                                   bytes(r["key"]) if r["key"] is not None else None,
+                                   bytes(r["value"]) if r["value"] is not None else None,
+                                   headers, int(r["timestamp"].timestamp() * 1000)))
+                self._positions[tp] = r["offset"] + 1
+            if len(got) >= max_records:
+                break
+        return got
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._positions)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._positions[tp] = offset
+
+
+class SparkAdapter(ClientAdapter):
+    name = "spark"
+    reports_produce_offsets = False
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        try:
+            import pyspark  # noqa: F401
+
+            from spark_pipeline.jobs import connector_unavailable_reason
+        except ImportError as e:
+            return f"pyspark / spark_pipeline not importable ({e})"
+        return connector_unavailable_reason()
+
+    def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
+                 max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
+        options = {"kafka.bootstrap.servers": self.bootstrap, "kafka.acks": "all" if acks == -1 else str(acks),
+                   "kafka.compression.type": compression, "kafka.enable.idempotence": str(idempotent).lower(),
+                   "kafka.delivery.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000) + 1000),
+                   "kafka.request.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000))}
+        if max_request_size:
+            options["kafka.max.request.size"] = str(max_request_size)
+        return SparkProducer(options)
+
+    def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
+                 assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+        if group_id is not None or subscribe:
+            raise NotSupported("Spark's Kafka source manages its own offsets (no consumer group API)")
+        return SparkAssignedConsumer(self.bootstrap, assign)
