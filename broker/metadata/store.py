@@ -39,7 +39,7 @@ from typing import Protocol, TypeVar
 
 from broker.metadata import znodes
 from broker.metadata.local_tree import LocalTree
-from broker.metadata.tree import Check, Create, Op, SetData, TransactionFailed, ZNodeTree
+from broker.metadata.tree import Check, Create, Delete, Op, SetData, TransactionFailed, ZNodeTree
 from broker.metadata.types import (
     BadVersionError,
     BrokerIdInUseError,
@@ -51,6 +51,7 @@ from broker.metadata.types import (
     MetadataError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     PartitionStateExistsError,
     TopicExistsError,
     TopicInfo,
@@ -98,6 +99,8 @@ class MetadataStore(Protocol):
         endpoints: Sequence[str],
         rack: str | None = None,
         listener_security_protocol_map: Mapping[str, str] | None = None,
+        *,
+        wait_for_previous_session_s: float = 0.0,
     ) -> int: ...
     def live_brokers(self) -> dict[int, BrokerInfo]: ...
     def watch_brokers(self, callback: Callable[[frozenset[int]], None]) -> None: ...
@@ -258,14 +261,29 @@ class TreeMetadataStore:
         endpoints: Sequence[str],
         rack: str | None = None,
         listener_security_protocol_map: Mapping[str, str] | None = None,
+        *,
+        wait_for_previous_session_s: float = 0.0,
     ) -> int:
-        """Create ephemeral /brokers/ids/<id>; returns the broker epoch (the znode's czxid)."""
+        """Create ephemeral /brokers/ids/<id>; returns the broker epoch (the znode's czxid).
+
+        A broker restarted after kill -9 finds its previous session's node still there until that
+        session times out. Kafka fails the startup then (BrokerIdInUseError here); with
+        `wait_for_previous_session_s > 0` the store instead waits up to that long for the stale
+        node to expire (pass zookeeper.session.timeout.ms plus a margin).
+        """
         if broker_id < 0:
             raise MetadataError(f"invalid broker id {broker_id}")
         path = znodes.broker_path(broker_id)
         data = znodes.encode_broker(list(endpoints), rack, listener_security_protocol_map)
         self._registration = (path, data)
-        return self._create_registration(path, data)
+        deadline = time.monotonic() + wait_for_previous_session_s
+        while True:
+            try:
+                return self._create_registration(path, data)
+            except BrokerIdInUseError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
 
     def _create_registration(self, path: str, data: bytes) -> int:
         try:
@@ -297,7 +315,7 @@ class TreeMetadataStore:
         self._submit(again)
 
     def live_brokers(self) -> dict[int, BrokerInfo]:
-        ids = sorted(int(c) for c in self._tree.children(znodes.BROKER_IDS) or [] if c.isdigit())
+        ids = sorted(int(c) for c in self._tree.children(znodes.BROKER_IDS) or [] if znodes.is_decimal(c))
         nodes = self._tree.get_many([znodes.broker_path(broker_id) for broker_id in ids])
         return {
             broker_id: znodes.decode_broker(broker_id, node[0])
@@ -307,7 +325,7 @@ class TreeMetadataStore:
 
     def watch_brokers(self, callback: Callable[[frozenset[int]], None]) -> None:
         def on_children(children: list[str]) -> None:
-            self._deliver(callback, frozenset(int(c) for c in children if c.isdigit()))
+            self._deliver(callback, frozenset(int(c) for c in children if znodes.is_decimal(c)))
 
         self._tree.watch_children(znodes.BROKER_IDS, on_children)
 
@@ -502,7 +520,9 @@ class TreeMetadataStore:
         return znodes.decode_partition_state(topic, partition, node[0], node[1]), node[1]
 
     def partition_states(self, topic: str) -> dict[int, tuple[LeaderAndIsr, int]]:
-        partitions = sorted(int(c) for c in self._tree.children(znodes.partitions_path(topic)) or [] if c.isdigit())
+        partitions = sorted(
+            int(c) for c in self._tree.children(znodes.partitions_path(topic)) or [] if znodes.is_decimal(c)
+        )
         states = self.partition_states_many([TopicPartition(topic, p) for p in partitions])
         return {tp.partition: state for tp, state in states.items() if state is not None}
 
@@ -691,20 +711,37 @@ class TreeMetadataStore:
         self._tree.watch_children(znodes.DELETE_TOPICS, lambda children: self._deliver(callback, frozenset(children)))
 
     def delete_topic(self, name: str, *, controller_epoch_zk_version: int | None = None) -> None:
-        """Remove the topic's znodes, its config and its deletion marker (Kafka's order)."""
-        if controller_epoch_zk_version is not None:
-            epoch = self._tree.stat(znodes.CONTROLLER_EPOCH)
-            if epoch is None or epoch.version != controller_epoch_zk_version:
-                raise ControllerMovedError("controller epoch changed")
-        for path, recursive in (
-            (znodes.topic_path(name), True),
-            (znodes.topic_config_path(name), False),
-            (znodes.delete_topic_path(name), False),
-        ):
+        """Remove the topic's znodes, its config and its deletion marker.
+
+        One transaction (leaves first), so with `controller_epoch_zk_version` a replaced controller
+        deletes nothing (ControllerMovedError); a concurrent change to the subtree retries.
+        """
+        fenced = controller_epoch_zk_version is not None
+        for _ in range(10):
+            ops: list[Op] = []
+            self._collect_deletes(znodes.topic_path(name), ops)
+            for path in (znodes.topic_config_path(name), znodes.delete_topic_path(name)):
+                if self._tree.stat(path) is not None:
+                    ops.append(Delete(path))
+            if not ops and not fenced:
+                return
             try:
-                self._tree.delete(path, recursive=recursive)
-            except NoNodeError:
-                pass
+                self._tree.commit(self._fenced(ops, controller_epoch_zk_version))
+                return
+            except TransactionFailed as e:
+                if self._fence_failed(e, fenced):
+                    raise ControllerMovedError("controller epoch changed") from None
+                if not isinstance(e.error, NoNodeError | NotEmptyError):
+                    raise e.error from None
+        raise MetadataError(f"topic {name!r} kept changing while being deleted")
+
+    def _collect_deletes(self, path: str, ops: list[Op]) -> None:
+        children = self._tree.children(path)
+        if children is None:
+            return
+        for child in children:
+            self._collect_deletes(f"{path}/{child}", ops)
+        ops.append(Delete(path))
 
     # --- topic configs -------------------------------------------------------------------------
 
@@ -952,7 +989,7 @@ def _sequence(name: str, prefix: str) -> int | None:
     if not name.startswith(prefix):
         return None
     digits = name[len(prefix) :]
-    return int(digits) if digits.isdigit() else None
+    return int(digits) if znodes.is_decimal(digits) else None
 
 
 class ZkMetadataStore(TreeMetadataStore):

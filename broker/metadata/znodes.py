@@ -114,6 +114,11 @@ def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
 
 
+def is_decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts characters int() rejects (e.g. superscripts)."""
+    return text.isascii() and text.isdigit() and len(text) <= 20
+
+
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
@@ -323,7 +328,7 @@ def decode_broker(broker_id: int, data: bytes | None) -> BrokerInfo:
         rack=rack,
         listener_security_protocol_map=dict(protocol_map),
         version=version,
-        timestamp_ms=int(timestamp) if isinstance(timestamp, str) and timestamp.isdigit() else -1,
+        timestamp_ms=int(timestamp) if isinstance(timestamp, str) and is_decimal(timestamp) else -1,
     )
 
 

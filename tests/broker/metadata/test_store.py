@@ -221,6 +221,7 @@ def test_topic_deletion_marker_and_delete(make_store):
     recorder = Recorder()
     store = make_store(recorder.dispatch)
     store.watch_deletions(recorder)
+    assert store.elect_controller(1) == 1
     store.create_topic("doomed", uuid.uuid4(), {0: [1]}, {"retention.ms": "5"})
     store.create_partition_state("doomed", 0, LeaderAndIsr(1, 0, (1,), 1))
     with pytest.raises(UnknownTopicError):
@@ -229,7 +230,7 @@ def test_topic_deletion_marker_and_delete(make_store):
     store.mark_topic_for_deletion("doomed")  # idempotent
     assert store.topics_pending_deletion() == {"doomed"}
     wait_for(lambda: recorder.values[-1:] == [frozenset({"doomed"})])
-    store.delete_topic("doomed")
+    store.delete_topic("doomed", controller_epoch_zk_version=store.controller_epoch_zk_version)
     assert "doomed" not in store.topics()
     assert store.partition_state("doomed", 0) is None
     assert store.topic_configs("doomed") == {}
@@ -475,6 +476,7 @@ def test_controller_failover_fences_the_old_controller(connect):
             old.set_assignment("p", {0: [2, 1]}, controller_epoch_zk_version=old_fence)
         with pytest.raises(ControllerMovedError):
             old.delete_topic("p", controller_epoch_zk_version=old_fence)
+        assert new.topic("p") is not None and new.partition_state("p", 0) is not None  # nothing deleted
         assert (
             new.update_partition_state(
                 "p", 0, LeaderAndIsr(2, 1, (2,), 2), 0, controller_epoch_zk_version=new.controller_epoch_zk_version
@@ -529,6 +531,30 @@ def test_killed_broker_registration_and_controller_expire_with_its_session(conne
         observer.close()
 
 
+def test_restarted_broker_waits_for_its_previous_session_to_expire(connect):
+    """kill -9 then restart at once: the old /brokers/ids/9 is still held by the dead session.
+    Without waiting registration fails as in Kafka; with a wait it succeeds once the node expires."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_BROKER, connect], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    restarted = ZkMetadataStore(connect, session_timeout_ms=1000)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "1"
+        process.kill()
+        process.wait()
+        with pytest.raises(BrokerIdInUseError):
+            restarted.register_broker(9, ["PLAINTEXT://127.0.0.1:9999"])
+        started = time.monotonic()
+        epoch = restarted.register_broker(9, ["PLAINTEXT://127.0.0.1:9999"], wait_for_previous_session_s=10)
+        assert epoch > 0 and time.monotonic() - started < 6
+        assert restarted._tree.stat("/brokers/ids/9").owned
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        restarted.close()
+
+
 def test_broker_reregisters_after_session_expiry(connect, raw_zk):
     """Expire the store's session the way ZooKeeper does for a partitioned broker (another client
     attaches to the session and closes it): the registration vanishes, and the store registers again
@@ -544,8 +570,8 @@ def test_broker_reregisters_after_session_expiry(connect, raw_zk):
         twin.start(timeout=10)
         twin.stop()
         twin.close()
-        wait_for(lambda: store.session_id not in (0, old_session), timeout=10)
-        stat = wait_for(lambda: raw_zk.exists("/brokers/ids/3"), timeout=10)
+        wait_for(lambda: store.session_id not in (0, old_session), timeout=20)
+        stat = wait_for(lambda: raw_zk.exists("/brokers/ids/3"), timeout=20)
         assert stat.ephemeralOwner == store.session_id
         assert stat.czxid > first_epoch  # a new registration, so a new broker epoch
         assert store.live_brokers()[3].endpoint() == ("127.0.0.1", 3)
