@@ -197,7 +197,12 @@ class ReplicaFetcher:
             log.info("%s: truncating from log end offset %d to %d (leader %d: epoch %d ends at %d; we asked "
                      "for epoch %d)", tp, leo, target, self.leader_id, leader_epoch, leader_end, asked_epoch)
             self.server.truncate_partition(partition, target)
-        s.truncating = not done and target < leo
+        else:
+            # Nothing to cut from the log, but an epoch we started as leader without appending anything
+            # may sit at our LEO and conflict with the leader's (Kafka truncates the epoch cache anyway);
+            # dropping it is also what lets an unfinished truncation ask again with an older epoch.
+            log_.leader_epoch_cache.truncate_from_end(target)
+        s.truncating = not done
 
     def _on_partition_error(self, tp: TopicPartition, s: FetchState, error: ErrorCode) -> None:
         loop = asyncio.get_running_loop()

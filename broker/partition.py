@@ -18,6 +18,7 @@ the *maximal* ISR (committed ∪ proposed) for the HW and the committed one for 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -115,6 +116,8 @@ class Partition:
         self.remote_replicas: dict[int, Replica] = {}
         self.high_watermark = 0
         self.isr_updater: IsrUpdater | None = None
+        # Called after a committed ISR change: a shrink can let the HW move and acks=all produces finish.
+        self.on_isr_change: Callable[[Partition], None] | None = None
 
     def __repr__(self) -> str:
         return f"Partition {self.topic_partition}"
@@ -276,6 +279,11 @@ class Partition:
                 self.isr, self.partition_epoch = list(result[0]), result[1]
                 log.info("%s: ISR now %s (partition epoch %d)", self.topic_partition, self.isr,
                          self.partition_epoch)
+            # Kafka's maybeIncrementLeaderHW + tryCompleteDelayedRequests after an ISR update: without the
+            # shrunk-away replica the HW may move now, not only at the next follower fetch.
+            self.maybe_increment_leader_hw(time.time_ns() // 1_000_000)
+            if self.on_isr_change is not None:
+                self.on_isr_change(self)
 
         asyncio.ensure_future(commit())
 

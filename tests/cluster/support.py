@@ -88,7 +88,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
                  configs: dict[str, str] | None = None,
                  assignment: list[list[int]] | None = None) -> None:
     if assignment is not None:
-        new = NewTopic(topic, replica_assignment=assignment, config=configs or {})
+        new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment, config=configs or {})
     else:
         new = NewTopic(topic, partitions, replication_factor, config=configs or {})
     client = admin(bootstrap)  # keep a reference: the futures die with their client
