@@ -6,6 +6,8 @@ Public API (see each module's docstring for the contract):
 - assignment.py: assign_replicas_to_brokers, assign_additional_partitions, validate_manual_assignment
 - znodes.py: Kafka 3.x ZooKeeper paths and JSON codecs
 - zookeeper_server.py: start_zookeeper / ZooKeeperServer (Debian's ZooKeeper on loopback)
+- isr_propagation.py: IsrChangePropagator (Kafka's batching of ISR change notifications)
+- zk_dump.py: `python -m broker.metadata.zk_dump CONNECT [PATH]` prints a subtree with data
 """
 
 from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore

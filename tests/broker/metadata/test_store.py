@@ -671,3 +671,32 @@ def test_reassignment_and_preferred_election_requests(make_store):
     store.clear_preferred_replica_election_request()
     assert store.partition_reassignment_request() is None and store.preferred_replica_election_request() is None
     wait_for(lambda: recorder.values[-2:] == [None, None])
+
+
+def test_zk_dump_prints_the_tree_with_data(connect):
+    store = ZkMetadataStore(connect, session_timeout_ms=1000)
+    try:
+        store.register_broker(4, ["PLAINTEXT://127.0.0.1:4"])
+        store.create_topic("dumped", uuid.uuid4(), {0: [4]})
+        result = subprocess.run(
+            [sys.executable, "-m", "broker.metadata.zk_dump", connect, "/brokers"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0].startswith("/brokers [v0]")
+        broker_line = next(line for line in lines if line.startswith("/brokers/ids/4 "))
+        assert "ephemeral" in broker_line and '"version":5' in broker_line
+        assert any(line.startswith("/brokers/topics/dumped [v0] {") for line in lines)
+        missing = subprocess.run(
+            [sys.executable, "-m", "broker.metadata.zk_dump", connect, "/nope"],
+            cwd=REPO,
+            capture_output=True,
+            timeout=30,
+        )
+        assert missing.returncode == 1
+    finally:
+        store.close()
