@@ -10,12 +10,15 @@ the way Kafka's own tools and stock clients look at a cluster.
 - `segment_bytes(log_dir)` / `batches(data)` / `prefix_up_to(data, offset)`: the concatenated `.log` segment
   files of a partition directory, walked by record batch headers (independent of our storage package), cut
   at the position of a given offset — to prove replicas hold the same bytes up to the high watermark.
+- `raw_request(port, request)`: one request on a plain socket, decoded with our codec;
+  `list_offsets_error(port, topic, p)`: ask one broker, as a consumer, whether it leads a partition.
 - `wait_until(pred, timeout, what)`: a bounded poll.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import struct
 import time
 from collections.abc import Callable
@@ -27,6 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from broker.cluster import LocalCluster
+from protocol import ApiKey, decode_response, encode_request, request_class
 
 
 def wait_until(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
@@ -171,3 +175,37 @@ def prefix_up_to(data: bytes, offset: int) -> bytes:
 def wait_isr(zk: Zk, topic: str, partitions: int, isr: set[int], timeout: float) -> None:
     wait_until(lambda: all(set(zk.partition_state(topic, p)["isr"]) == isr for p in range(partitions)),
                timeout, f"ISR {sorted(isr)} for every partition of {topic}")
+
+
+# ---------------------------------------------------------------- raw requests
+def raw_request(port: int, request: Any, timeout: float = 10) -> Any:
+    """Send one request on a fresh plain socket (no ApiVersions, no client library) and decode the answer."""
+    request.with_header(correlation_id=42, client_id="raw-test")
+    frame = encode_request(request)
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(len(frame).to_bytes(4, "big") + frame)
+        size = int.from_bytes(_read_exactly(s, 4), "big")
+        body = _read_exactly(s, size)
+    response = decode_response(body, request.API_KEY, request.API_VERSION)
+    assert response.header.correlation_id == 42
+    return response
+
+
+def _read_exactly(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def list_offsets_error(port: int, topic: str, partition: int, current_leader_epoch: int = -1) -> int:
+    """The per-partition error of a ListOffsets(latest) sent as a consumer to one broker."""
+    Req = request_class(ApiKey.LIST_OFFSETS)
+    T = Req.ListOffsetsTopic
+    req = Req[7](replica_id=-1, isolation_level=0, topics=[T(name=topic, partitions=[T.ListOffsetsPartition(
+        partition_index=partition, current_leader_epoch=current_leader_epoch, timestamp=-1)])])
+    resp = raw_request(port, req)
+    return int(resp.topics[0].partitions[0].error_code)

@@ -36,7 +36,8 @@ def test_stopped_follower_leaves_and_rejoins_the_isr(tmp_path: Path) -> None:
     try:
         # In ZooKeeper mode only the controller updates the brokers' metadata caches, so the frozen follower
         # must not be the controller: leader L, followers C (the controller) and F (frozen).
-        controller = wait_until(zk.controller, 10, "a controller")
+        wait_until(lambda: zk.controller() is not None, 10, "a controller")
+        controller = zk.controller()
         leader, frozen = (b for b in range(3) if b != controller)
         create_topic(cluster.bootstrap, TOPIC, 1, 3, {"min.insync.replicas": "2"},
                      assignment=[[leader, controller, frozen]])
