@@ -238,11 +238,19 @@ def fanout(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def latency_consumer(spec: dict[str, Any]) -> dict[str, Any]:
-    """tp, count, warmup, timeout_s: prints READY once fetching from the current end of the partition."""
+    """tp, count, warmup, fetch_wait_ms, timeout_s: prints READY once fetching from the end of the partition."""
     from confluent_kafka import KafkaError, TopicPartition
 
     topic, partition = spec["tp"]
-    consumer = _consumer(spec["bootstrap"], **{"fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+    consumer = _consumer(
+        spec["bootstrap"],
+        **{
+            "fetch.wait.max.ms": int(spec.get("fetch_wait_ms", 500)),
+            "fetch.min.bytes": 1,
+            # Room for a backlog in one fetch, so a slow round does not snowball into the next.
+            "max.partition.fetch.bytes": 8 << 20,
+        },
+    )
     _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
     consumer.assign([TopicPartition(topic, partition, high)])
     consumer.consume(num_messages=1, timeout=0.5)  # fetch session up before the producer starts
@@ -286,7 +294,7 @@ def latency_consumer(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def latency_producer(spec: dict[str, Any]) -> dict[str, Any]:
-    """tp, rate (msg/s), count, size: each value starts with its send time (monotonic ns)."""
+    """tp, rate (msg/s), count, size, acks, linger_ms: each value starts with its send time (monotonic ns)."""
     topic, partition = spec["tp"]
     rate = float(spec["rate"])
     count = int(spec["count"])

@@ -189,10 +189,10 @@ def delete_topics(target: Target, topics: set[str], timeout_s: float = 15.0) -> 
     """Best effort and bounded in time; returns the failure (for a note), None when deleted or skipped."""
     if target.kind == "mock" or not topics:
         return None
+    # Keep the client referenced until the futures resolve: a collected AdminClient fails them with _DESTROY.
+    admin = _admin(target.bootstrap)
     try:
-        futures = _admin(target.bootstrap).delete_topics(
-            sorted(topics), operation_timeout=timeout_s, request_timeout=timeout_s
-        )
+        futures = admin.delete_topics(sorted(topics), operation_timeout=timeout_s, request_timeout=timeout_s)
         deadline = time.monotonic() + timeout_s + 1
         for future in futures.values():
             future.result(timeout=max(0.1, deadline - time.monotonic()))
