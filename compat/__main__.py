@@ -20,7 +20,8 @@ from pathlib import Path
 
 from compat import report, runner
 from compat.clients import ADAPTERS, configure
-from compat.model import Result
+from compat.gaps import find_gap, load_gaps
+from compat.model import Result, Verdict
 from compat.runner import run_matrix
 from compat.scenarios import SCENARIOS
 from compat.targets import ClusterTarget, EmbeddedTarget, ExternalTarget, MockTarget
@@ -108,6 +109,16 @@ def main(argv: list[str] | None = None) -> int:
             results += run_matrix(target, clients, scenario_ids, timeout_s=args.timeout,  # type: ignore[arg-type]
                                   limit_s=args.limit, on_result=_progress)
     print(report.render_table(results))
+    gaps = load_gaps()
+    unlisted = [r for r in results if r.verdict is not Verdict.PASS and not r.environmental
+                and find_gap(gaps, r.scenario, r.client) is None]
+    if unlisted:
+        print(f"{len(unlisted)} verdicts are neither PASS nor listed in compat/GAPS.md:")
+        for r in unlisted:
+            print(f"  {r.verdict.value.upper()} {r.target}/{r.client} {r.scenario}: {r.detail}")
+    else:
+        print("every verdict that is not PASS is listed in compat/GAPS.md (or needs a missing client/cluster)"
+              if any(r.verdict is not Verdict.PASS for r in results) else "everything passed")
     meta: dict[str, object] = {"started": started, "targets": ", ".join(names)}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

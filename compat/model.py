@@ -26,6 +26,10 @@ class NotSupported(Skip):
     """The client library offers no way to perform this operation."""
 
 
+class NeedsEnvironment(Skip):
+    """The scenario needs something this run does not have (a cluster, a jar): not a gap."""
+
+
 class CheckFailed(Exception):
     """A scenario's expectation about broker behaviour did not hold."""
 
@@ -44,6 +48,8 @@ class Result:
     verdict: Verdict
     detail: str = ""
     seconds: float = 0.0
+    # A skip for want of environment (client not installed, no cluster), not a gap of broker or client.
+    environmental: bool = False
 
     def to_dict(self) -> dict[str, object]:
         d = asdict(self)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from compat.clients import ADAPTERS
 from compat.clients.base import ClientAdapter
 from compat.context import Context, Target
-from compat.model import Result, Skip, Verdict, first_line
+from compat.model import NeedsEnvironment, Result, Skip, Verdict, first_line
 from compat.scenarios import SCENARIOS
 
 
@@ -24,7 +24,7 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
     """Run one scenario with one client; never raises."""
     reason = client_cls.unavailable_reason()
     if reason is not None:
-        return Result(target.name, client_cls.name, scenario_id, Verdict.SKIP, reason)
+        return Result(target.name, client_cls.name, scenario_id, Verdict.SKIP, reason, environmental=True)
     fn = SCENARIOS[scenario_id].fn
     box: list[Result] = []
     start = time.monotonic()
@@ -32,12 +32,15 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
     def body() -> None:
         client = setup = None
         ctx = None
+        environmental = False
         try:
             client = client_cls(target.bootstrap, timeout_s)
             setup = setup_cls(target.bootstrap, timeout_s)
             ctx = Context(target, client, setup, timeout_s)
             fn(ctx)
             verdict, detail = Verdict.PASS, ""
+        except NeedsEnvironment as e:
+            verdict, detail, environmental = Verdict.SKIP, str(e) or type(e).__name__, True
         except Skip as e:
             verdict, detail = Verdict.SKIP, str(e) or type(e).__name__
         except BaseException as e:  # noqa: BLE001 - any error is this scenario's failure verdict
@@ -51,7 +54,8 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
                         adapter.close()
                     except Exception:  # noqa: BLE001 - closing is best effort
                         pass
-        box.append(Result(target.name, client_cls.name, scenario_id, verdict, detail, time.monotonic() - start))
+        box.append(Result(target.name, client_cls.name, scenario_id, verdict, detail, time.monotonic() - start,
+                          environmental))
 
     thread = threading.Thread(target=body, name=f"compat-{client_cls.name}-{scenario_id}", daemon=True)
     thread.start()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compat.context import Context, poll_exactly, poll_until, wait_until
-from compat.model import CheckFailed, ProduceFailed, Record, Skip, TopicPartition, check
+from compat.model import CheckFailed, NeedsEnvironment, ProduceFailed, Record, Skip, TopicPartition, check
 
 # Kafka's default message.max.bytes (1 MiB + 12 bytes of legacy log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1048588
@@ -428,10 +428,10 @@ def auto_create_topics(ctx: Context) -> None:
 @scenario("not_leader", "Producer recovers after a leadership move (NOT_LEADER_OR_FOLLOWER)")
 def not_leader(ctx: Context) -> None:
     if ctx.cluster_size < 2:
-        raise Skip("needs a cluster of at least 2 brokers (--cluster 3)")
+        raise NeedsEnvironment("needs a cluster of at least 2 brokers (--cluster 3)")
     move = getattr(ctx.target, "move_leader", None)
     if move is None:
-        raise Skip("target cannot move partition leadership")
+        raise NeedsEnvironment("target cannot move partition leadership (only --cluster N targets can)")
     topic = ctx.new_topic("nl", partitions=1, replication_factor=min(3, ctx.cluster_size))
     tp = TopicPartition(topic, 0)
     # One producer across the move, so its cached metadata names the old leader.

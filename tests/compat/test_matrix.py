@@ -14,8 +14,6 @@ from compat.targets import ClusterTarget, EmbeddedTarget
 
 GAPS = load_gaps()
 PAIRS = [(c, s) for c in ADAPTERS for s in SCENARIOS]
-# Scenarios that need a different target than one broker: they skip here, with their reason.
-NEEDS_CLUSTER = {"not_leader"}
 
 
 def run(target: EmbeddedTarget | ClusterTarget, client: str, scenario: str) -> Result:
@@ -25,9 +23,8 @@ def run(target: EmbeddedTarget | ClusterTarget, client: str, scenario: str) -> R
 
 
 def judge(result: Result) -> None:
-    reason = ADAPTERS[result.client].unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"{result.client} unavailable: {reason}")
+    if result.environmental:
+        pytest.skip(result.detail)
     gap = find_gap(GAPS, result.scenario, result.client)
     if gap is not None:
         if result.verdict is Verdict.PASS:
@@ -37,8 +34,6 @@ def judge(result: Result) -> None:
         if result.verdict is Verdict.SKIP:
             pytest.skip(f"known client gap: {result.detail}")
         pytest.xfail(f"known broker gap: {gap.reason[:200]}")
-    if result.verdict is Verdict.SKIP and result.scenario in NEEDS_CLUSTER:
-        pytest.skip(result.detail)
     assert result.verdict is Verdict.PASS, f"{result.verdict.value}: {result.detail} (not listed in GAPS.md)"
 
 

@@ -27,6 +27,6 @@ def test_side_by_side_with_apache_kafka(apache_kafka: ExternalTarget, compat_tar
     for r in theirs:
         gap = find_gap(gaps, r.scenario, r.client)
         expected = Verdict.SKIP if gap is not None and gap.kind == "client" else Verdict.PASS
-        if r.verdict is not expected and not (r.verdict is Verdict.SKIP and r.scenario == "not_leader"):
+        if r.verdict is not expected and not r.environmental:
             wrong.append(f"{r.client} {r.scenario}: {r.verdict.value} {r.detail}")
     assert not wrong, "against Apache Kafka:\n" + "\n".join(wrong)
