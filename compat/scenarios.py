@@ -425,7 +425,7 @@ def auto_create_topics(ctx: Context) -> None:
     check(name not in ctx.setup.cluster(None).topics, "topic was auto-created although disabled")
 
 
-@scenario("not_leader", "Producer recovers after a leadership move (NOT_LEADER_OR_FOLLOWER)")
+@scenario("not_leader", "Idempotent producer recovers exactly-once after a leadership move (NOT_LEADER_OR_FOLLOWER)")
 def not_leader(ctx: Context) -> None:
     if ctx.cluster_size < 2:
         raise NeedsEnvironment("needs a cluster of at least 2 brokers (--cluster 3)")
@@ -434,15 +434,18 @@ def not_leader(ctx: Context) -> None:
         raise NeedsEnvironment("target cannot move partition leadership (only --cluster N targets can)")
     topic = ctx.new_topic("nl", partitions=1, replication_factor=min(3, ctx.cluster_size))
     tp = TopicPartition(topic, 0)
-    # One producer across the move, so its cached metadata names the old leader.
-    producer = ctx.client.producer(acks=-1)
+    before, after = _values(50, "before"), _values(50, "after")
+    # One idempotent producer across the move: its cached metadata names the old leader, and its
+    # sequence numbers must continue on the new leader (producer state replicated with the log).
+    producer = ctx.client.producer(acks=-1, idempotent=True)
     ctx.on_cleanup(producer.close)
-    producer.send(topic, [Record(b"before", partition=0)])
+    producer.send(topic, [Record(v, partition=0) for v in before])
     old = ctx.setup.cluster([topic]).topics[topic][0]
     move(tp)
     new = ctx.setup.cluster([topic]).topics[topic][0]
     check(new != old, f"leader still {old} after the move")
-    producer.send(topic, [Record(b"after", partition=0)])
+    producer.send(topic, [Record(v, partition=0) for v in after])
     consumer = ctx.track(ctx.setup.consumer(assign=[tp]))
-    got = poll_exactly(consumer, 2, ctx.timeout_s)
-    check([m.value for m in got] == [b"before", b"after"], f"after the leader move got {[m.value for m in got]}")
+    got = poll_exactly(consumer, len(before) + len(after), ctx.timeout_s)
+    check([m.value for m in got] == before + after, "records lost, duplicated or reordered across the move")
+    check([m.offset for m in got] == list(range(100)), "offsets not contiguous across the move")
