@@ -55,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure(java_classpath=args.java_classpath, spark_jars=args.spark_jars)
+    if args.mock and not args.setup_client:
+        args.setup_client = "confluent-kafka"  # kafka-python cannot bootstrap from librdkafka's mock cluster
     if args.setup_client:
         runner.SETUP_PREFERENCE[:] = [args.setup_client]
     if args.list:
