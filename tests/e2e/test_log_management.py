@@ -1,8 +1,5 @@
-"""The broker's own housekeeping as consumers see it: time retention and log compaction.
+"""The broker's own housekeeping as consumers see it: log compaction (retention: test_retention.py).
 
-- Retention: a topic with small segments and `retention.ms` of an hour holds records stamped two hours
-  ago; the periodic retention check deletes those segments, the log start offset moves, and a consumer
-  from earliest starts at the first retained record.
 - Compaction: a `cleanup.policy=compact` topic with small segments gets many updates per key and some
   tombstones; the cleaner runs, and a consumer from the beginning reads fewer records than were written,
   in offset order, with the latest value of every key (tombstones included, as delete.retention.ms has
@@ -11,72 +8,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka import KafkaProducer
 
+from tests.e2e.log_support import HOUSEKEEPING, create_topic, read_all
 from tests.e2e.support import wait_until
-
-HOUSEKEEPING = {"log.cleaner.backoff.ms": "100", "log.retention.check.interval.ms": "200",
-                "log.segment.delete.delay.ms": "0"}
-
-
-def create_topic(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
-    finally:
-        admin.close()
-
-
-def read_all(bootstrap: str, topic: str, timeout: float = 20) -> list[Any]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
-                             fetch_max_wait_ms=100)
-    tp = TopicPartition(topic, 0)
-    out: list[Any] = []
-    try:
-        consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        deadline = time.monotonic() + timeout
-        while consumer.position(tp) < end and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
-                out.extend(records)
-    finally:
-        consumer.close()
-    return out
-
-
-def beginning_offset(bootstrap: str, topic: str) -> int:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
-    try:
-        tp = TopicPartition(topic, 0)
-        return consumer.beginning_offsets([tp])[tp]
-    finally:
-        consumer.close()
-
-
-def test_time_retention_deletes_old_segments(broker_factory: Any) -> None:
-    broker = broker_factory(HOUSEKEEPING)
-    create_topic(broker.bootstrap, "retained", {"retention.ms": "3600000", "segment.bytes": "4096"})
-    old = int(time.time() * 1000) - 2 * 3600_000
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=0)
-    try:
-        for i in range(200):  # ~100 bytes each: many 4 KiB segments of old records
-            producer.send("retained", value=b"old-%03d" % i + b"." * 80, partition=0, timestamp_ms=old + i).get(10)
-        for i in range(5):
-            producer.send("retained", value=b"new-%d" % i, partition=0).get(10)
-    finally:
-        producer.close(5)
-
-    wait_until(lambda: beginning_offset(broker.bootstrap, "retained") > 0, 15, "old segments to be deleted")
-    start = beginning_offset(broker.bootstrap, "retained")
-    # Only whole segments go, and never the active one: the new records are all still there.
-    assert 0 < start <= 200
-    records = read_all(broker.bootstrap, "retained")
-    assert [r.offset for r in records] == list(range(start, 205))
-    assert [r.value for r in records[-5:]] == [b"new-%d" % i for i in range(5)]
 
 
 def test_compaction_keeps_the_latest_value_per_key(broker_factory: Any) -> None:
@@ -124,4 +61,5 @@ def test_compaction_keeps_the_latest_value_per_key(broker_factory: Any) -> None:
     assert seen == latest
     by_offset = {r.offset: r for r in records}
     for key, off in latest_offset.items():
-        assert off in by_offset and by_offset[off].key == key, f"latest record of {key!r} at {off} was removed"
+        assert off in by_offset and by_offset[off].key == key, \
+            f"latest record of {key!r} at {off} was removed"
