@@ -323,6 +323,10 @@ class Controller:
                 log.warning("StopReplica to shutting-down broker %d failed: %s", broker_id, e)
         if changed:
             log.info("controller: controlled shutdown of broker %d moved %d partitions", broker_id, len(changed))
+            # Metadata first: the shutting-down broker now answers NOT_LEADER_OR_FOLLOWER, and the clients it
+            # sends to refresh must learn the new leaders there, not the old ones (which they would keep
+            # until their next periodic refresh once it is gone).
+            await self._send_update_metadata(changed)
             await self._send_all(changed, exclude={broker_id})
         return remaining
 

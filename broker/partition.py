@@ -162,9 +162,13 @@ class Partition:
         self.remote_replicas = {
             r: self.remote_replicas.get(r) or Replica(r) for r in state.replicas if r != self.local_broker_id
         }
-        if not was_leader:
-            for rid, replica in self.remote_replicas.items():
+        for rid, replica in self.remote_replicas.items():
+            if not was_leader:
                 replica.reset(now_ms, leo, rid in self.isr)
+            else:
+                # Kafka's resetReplicaState for a re-elected leader: a follower the controller took out of the
+                # ISR (dead, shutting down) must not hold the HW back for replica.lag.time.max.ms as "caught up".
+                replica.last_caught_up_time_ms = now_ms if rid in self.isr else 0
         self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset), leo)
         self.maybe_increment_leader_hw(now_ms)
         return not was_leader

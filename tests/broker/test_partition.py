@@ -199,3 +199,18 @@ def test_delayed_produce_condition(tmp_path: Path) -> None:
     assert p.check_enough_replicas_reach_offset(5) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     p.make_follower(PartitionState(leader=1, leader_epoch=2, isr=[0, 1], replicas=[0, 1]))
     assert p.check_enough_replicas_reach_offset(5) == (True, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def test_follower_dropped_from_isr_by_the_controller_stops_holding_the_hw(tmp_path: Path) -> None:
+    p = make_partition(tmp_path)
+    lead(p, 1000, epoch=1)
+    append(p, 10, 1000)
+    p.update_follower_fetch_state(1, 10, 0, 1001)
+    p.update_follower_fetch_state(2, 10, 0, 1001)
+    assert p.high_watermark == 10
+    append(p, 5, 1002)
+    p.update_follower_fetch_state(2, 12, 0, 1003)  # replica 2 then stops (controlled shutdown, crash)
+    # The controller takes 2 out of the ISR; this broker stays leader at a new epoch.
+    lead(p, 1004, isr=[0, 1], epoch=2)
+    p.update_follower_fetch_state(1, 15, 0, 1005)
+    assert p.high_watermark == 15  # not held at 12 until replica.lag.time.max.ms passes
