@@ -70,7 +70,7 @@ class Results:
         samples = cell.samples.get(metric.name, [])
         median = statistics.median(samples) if samples else None
         ratio = None
-        if target.kind != "ours" and median and ours_median is not None:
+        if metric.compare and target.kind != "ours" and median and ours_median is not None:
             ratio = ours_median / median
         goal, status = _judge(metric, target, median, ratio)
         if cell.not_applicable:

@@ -74,3 +74,14 @@ def test_errors_and_not_applicable_become_rows_and_footnotes() -> None:
     assert "ERROR[1]" in table and "n/a[2]" in table
     assert "[1] ours: LoadError: broker refused" in table
     assert "[2] mock: n/a: mock keeps no log on disk" in table
+
+
+def test_context_metrics_get_no_ratio() -> None:
+    consume = _Scenario("consume", [Metric("MB/s", "MB/s", True), Metric("client CPU", "cores", False, compare=False)])
+    results = Results([consume], [OURS, MOCK])
+    results.add(consume, OURS, {"MB/s": 200.0, "client CPU": 0.9}, [])
+    results.add(consume, MOCK, {"MB/s": 100.0, "client CPU": 0.3}, [])
+    rows = results.rows()
+    assert _row(rows, "consume", "MB/s", "mock")["ratio"] == 2.0
+    assert _row(rows, "consume", "client CPU", "mock")["ratio"] is None
+    assert _row(rows, "consume", "client CPU", "mock")["median"] == 0.3
