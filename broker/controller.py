@@ -152,6 +152,7 @@ class Controller:
         self._auto_creating: set[str] = set()
         self.shutting_down: set[int] = set()
         self._watching_isr_changes = False
+        self._rebalance_task: asyncio.Task | None = None
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
@@ -228,6 +229,8 @@ class Controller:
     async def shutdown(self) -> None:
         if self._worker is not None:
             self._worker.cancel()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
         for ch in self._channels.values():
             try:
                 await ch.close()
@@ -394,6 +397,8 @@ class Controller:
         await self._send_all()
         if pending:
             await self._delete_topics(pending)
+        if self._rebalance_task is None and self.server.config["auto.leader.rebalance.enable"]:
+            self._rebalance_task = asyncio.ensure_future(self._rebalance_periodically())
 
     async def _refresh_brokers(self) -> None:
         infos = await self._call(self.store.live_brokers)
@@ -474,6 +479,68 @@ class Controller:
             else:
                 retry = True
         return retry
+
+    # ------------------------------------------------------------------ preferred leaders
+    async def _rebalance_periodically(self) -> None:
+        """Kafka's auto leader rebalance task: every leader.imbalance.check.interval.seconds, while active."""
+        interval = self.server.config["leader.imbalance.check.interval.seconds"]
+        while True:
+            await asyncio.sleep(interval)
+            if not self.active:
+                continue
+            try:
+                await self._enqueue(self._auto_rebalance)
+            except Exception:
+                log.exception("controller: preferred leader check failed")
+
+    def imbalanced_partitions(self) -> dict[int, list[TopicPartition]]:
+        """Per preferred replica (first in the assignment) over leader.imbalance.per.broker.percentage: the
+        partitions it should lead and does not (Kafka's checkAndTriggerAutoLeaderRebalance)."""
+        preferred_of: dict[int, int] = {}
+        not_leading: dict[int, list[TopicPartition]] = {}
+        for tp, st in self.states.items():
+            info = self.topics.get(tp.topic)
+            replicas = info.assignment.get(tp.partition, ()) if info else ()
+            if not replicas:
+                continue
+            preferred = replicas[0]
+            preferred_of[preferred] = preferred_of.get(preferred, 0) + 1
+            if st.leader != preferred:
+                not_leading.setdefault(preferred, []).append(tp)
+        limit = self.server.config["leader.imbalance.per.broker.percentage"] / 100
+        return {b: tps for b, tps in not_leading.items() if len(tps) / preferred_of[b] > limit}
+
+    async def _auto_rebalance(self) -> None:
+        if not self.active:
+            return
+        live = set(self.live_brokers) - self.shutting_down
+        candidates = [tp for b, tps in self.imbalanced_partitions().items() if b in live for tp in tps]
+        if candidates:
+            await self.elect_preferred_leaders(candidates)
+
+    async def elect_preferred_leaders(self, tps: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Kafka's PreferredReplicaPartitionLeaderElection: the first replica of the assignment leads again
+        if it is alive, not shutting down and in the ISR. Returns the partitions that moved."""
+        live = set(self.live_brokers) - self.shutting_down
+        moved: list[TopicPartition] = []
+        for tp in tps:
+            for _ in range(3):  # a lost version race re-reads the state
+                st = self.states.get(tp)
+                info = self.topics.get(tp.topic)
+                replicas = info.assignment.get(tp.partition, ()) if info else ()
+                if st is None or not replicas:
+                    break
+                preferred = replicas[0]
+                if st.leader == preferred or preferred not in live or preferred not in st.isr:
+                    break
+                new = LeaderAndIsr(preferred, st.leader_epoch + 1, st.isr, self.epoch, st.partition_epoch)
+                if await self._write_state(tp, new):
+                    moved.append(tp)
+                    break
+        if moved:
+            log.info("controller: preferred leader election moved %s", ", ".join(str(tp) for tp in moved))
+            await self._send_all(moved)
+        return moved
 
     def _topic_unclean(self, topic: str) -> bool:
         v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")

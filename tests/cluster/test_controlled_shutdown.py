@@ -3,7 +3,8 @@ The broker asks the controller (ControlledShutdown) to move its leadership away 
 time the process is gone ZooKeeper shows other leaders and ISRs without it, its log says the controlled
 shutdown completed, the controller's log says it moved the partitions, and the producer saw no error
 beyond its own retries. Restarted, the broker rejoins every ISR (it is no longer "shutting down" for the
-controller) and nothing acknowledged was lost.
+controller), the periodic preferred-leader check gives it back the partitions it is the preferred
+leader of, and nothing acknowledged was lost.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ OVERRIDES = {
     "replica.fetch.wait.max.ms": "100",
     "controlled.shutdown.retry.backoff.ms": "200",
     "replica.lag.time.max.ms": "10000",
+    "leader.imbalance.check.interval.seconds": "1",  # auto leader rebalance, quickly
 }
 
 
@@ -80,6 +82,13 @@ def test_sigterm_moves_leadership_first(tmp_path: Path) -> None:
 
         cluster.restart(victim)
         wait_isr(zk, TOPIC, PARTITIONS, {0, 1, 2}, 30)
+        # Preferred leader election (auto.leader.rebalance.enable): the first replica of each assignment,
+        # which led at the start, leads again once it is back in the ISR.
+        wait_until(lambda: all(zk.partition_state(TOPIC, p)["leader"] == leaders[p] for p in range(PARTITIONS)),
+                   15, f"preferred leaders {leaders} again")
+        counts = {p: len(v) for p, v in acked.items()}
+        wait_until(lambda: all(len(acked[p]) > counts[p] + 300 for p in range(PARTITIONS)), 10,
+                   "acks=all writes going on after the leaders moved back")
         stop.set()
         thread.join(90)
         assert not thread.is_alive()
