@@ -8,6 +8,9 @@
 - A committed offset below the log start offset (after DeleteRecords) resets by auto.offset.reset.
 - Idempotent produce on raw sockets: a retried batch (same producer id, epoch, sequence) is answered with
   the original offset and not appended twice; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
+- A committed offset inside a compressed batch resumes exactly there.
+- offsets_for_times (ListOffsets by timestamp) finds the first record at or after the time.
+- With auto.create.topics.enable=false, producing to an unknown topic fails and creates nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from protocol import ApiKey, ErrorCode, decode_response, encode_request, request
 from protocol.records import build_batch
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1,
+                 configs: dict[str, str] | None = None) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})])
@@ -32,9 +36,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, configs: dict[
         admin.close()
 
 
-def read_partition(bootstrap: str, topic: str, expected: int, timeout: float = 20, **config: Any) -> list[Any]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
-                             fetch_max_wait_ms=100, **config)
+def read_partition(bootstrap: str, topic: str, expected: int, timeout: float = 20,
+                   **config: Any) -> list[Any]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=100, **config)
     out: list[Any] = []
     try:
         consumer.assign([TopicPartition(topic, 0)])
@@ -200,5 +205,76 @@ def test_idempotent_retry_is_not_appended_twice(broker: Any) -> None:
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
         assert consumer.end_offsets([TopicPartition("idem", 0)]) == {TopicPartition("idem", 0): 5}
+    finally:
+        consumer.close()
+
+
+def test_fetch_from_the_middle_of_a_compressed_batch(broker: Any) -> None:
+    """A committed offset inside a compressed batch: the broker returns the whole batch, the consumer skips
+    the records before its position, and nothing is lost or repeated."""
+    create_topic(broker.bootstrap, "mid-batch")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="lz4",
+                             linger_ms=50, batch_size=1_000_000)
+    try:
+        futures = [producer.send("mid-batch", value=b"v%03d" % i, partition=0) for i in range(100)]
+        producer.flush(10)
+        assert [f.get(10).offset for f in futures] == list(range(100))
+    finally:
+        producer.close(5)
+    tp = TopicPartition("mid-batch", 0)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="mid-batch",
+                             enable_auto_commit=False)
+    try:
+        consumer.commit({tp: OffsetAndMetadata(37, "", -1)})
+    finally:
+        consumer.close()
+    consumer = KafkaConsumer("mid-batch", bootstrap_servers=broker.bootstrap, group_id="mid-batch",
+                             auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
+    got: list[tuple[int, bytes]] = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(got) < 63 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got.extend((r.offset, r.value) for r in records)
+    finally:
+        consumer.close()
+    assert got == [(i, b"v%03d" % i) for i in range(37, 100)]
+
+
+def test_offsets_for_times(broker: Any) -> None:
+    create_topic(broker.bootstrap, "by-time", partitions=2)
+    base = int(time.time() * 1000) - 100_000
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="snappy")
+    try:
+        for p in range(2):
+            for i in range(20):
+                producer.send("by-time", value=b"%d" % i, partition=p, timestamp_ms=base + i * 1000 + p)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        tp0, tp1 = TopicPartition("by-time", 0), TopicPartition("by-time", 1)
+        found = consumer.offsets_for_times({tp0: base + 7500, tp1: base + 3000})
+        assert (found[tp0].offset, found[tp0].timestamp) == (8, base + 8000)
+        assert (found[tp1].offset, found[tp1].timestamp) == (3, base + 3001)
+        assert consumer.offsets_for_times({tp0: base + 10**6}) == {tp0: None}
+    finally:
+        consumer.close()
+
+
+def test_auto_create_disabled_rejects_unknown_topics(broker_factory: Any) -> None:
+    broker = broker_factory({"auto.create.topics.enable": "false"})
+    from confluent_kafka import KafkaError, Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 3000})
+    errors: list[Any] = []
+    producer.produce("never-created", value=b"x", on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(10)
+    assert [e.code() for e in errors] in ([KafkaError.UNKNOWN_TOPIC_OR_PART], [KafkaError._MSG_TIMED_OUT])
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        assert not consumer.partitions_for_topic("never-created")
+        assert "never-created" not in consumer.topics()
     finally:
         consumer.close()
