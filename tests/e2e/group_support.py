@@ -2,6 +2,7 @@
 
 - `create_topic(bootstrap)`, `produce(bootstrap, start, n)`: message i goes to partition i % 6 with value
   b"m<i>", so (partition, offset) -> value is known: offset o of partition p holds m<o * 6 + p>.
+- `new_consumer(bootstrap, name, strategy="range", **extra)`: a subscribed consumer, manual commits.
 - `Group`: members by name, `poll_once()` (consume, then commit synchronously whatever was consumed),
   `run_until(condition, timeout, what)`, `balanced()` (all six partitions, disjoint, equal shares),
   `consumed` (a Counter of (partition, offset)), `close(name)`, `close_all()`.
@@ -38,11 +39,11 @@ def produce(bootstrap: str, start: int, n: int) -> None:
     assert failures == []
 
 
-def new_consumer(bootstrap: str, name: str) -> Consumer:
+def new_consumer(bootstrap: str, name: str, strategy: str = "range", **extra: Any) -> Consumer:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "client.id": name,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
-                         "fetch.wait.max.ms": 100, "partition.assignment.strategy": "range"})
+                         "fetch.wait.max.ms": 100, "partition.assignment.strategy": strategy, **extra})
     consumer.subscribe([TOPIC])
     return consumer
 
@@ -87,7 +88,8 @@ class Group:
             self.poll_once()
             if condition():
                 return
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}; assignments {self.assignments()}, "
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}; "
+                             f"assignments {self.assignments()}, "
                              f"consumed {len(self.consumed)}")
 
     def close(self, name: str) -> None:
