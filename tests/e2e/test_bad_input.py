@@ -5,6 +5,9 @@ a close, a size prefix over `socket.request.max.bytes`, ApiVersions v99, and Pro
 corrupt batch, a batch over `message.max.bytes`, and a partition / topic that do not exist. Each bad
 connection is closed by the broker or gets Kafka's error code, the broker keeps serving, and afterwards
 every message the steady producer had acknowledged is consumed, at the offset it was acknowledged with.
+
+Also on raw sockets: 30 pipelined requests (a parked Fetch among ApiVersions and Metadata) are answered in
+request order, and 200 concurrent connections are all served.
 """
 
 from __future__ import annotations
@@ -265,3 +268,63 @@ def test_bad_input_leaves_other_clients_alone(steady_broker: Any) -> None:
     finally:
         consumer.close()
     assert api_versions_works(bootstrap)
+
+
+def fetch_request(topic: str, offset: int, max_wait_ms: int) -> Any:
+    cls = request_class(ApiKey.FETCH)
+    t = cls.FetchTopic
+    return cls[11](replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                   session_id=0, session_epoch=-1, rack_id="",
+                   topics=[t(topic=topic, partitions=[t.FetchPartition(
+                       partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+                       partition_max_bytes=1 << 20)])],
+                   forgotten_topics_data=[])
+
+
+def test_pipelined_requests_are_answered_in_order(broker: Any) -> None:
+    """Kafka answers each connection's requests in the order they were sent, even when an early one (a
+    Fetch parked for 300 ms on an empty partition) finishes after later ones (ApiVersions, Metadata)."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("ordered", 1, 1)])
+    finally:
+        admin.close()
+    c = RawClient(broker.bootstrap)
+    try:
+        sent: list[tuple[int, Any]] = []
+        api_versions = request_class(ApiKey.API_VERSIONS)[3]
+        metadata = request_class(ApiKey.METADATA)
+        for i in range(30):
+            if i % 10 == 0:
+                request = fetch_request("ordered", 0, max_wait_ms=300)
+            elif i % 2:
+                request = api_versions(client_software_name="raw-e2e", client_software_version="1")
+            else:
+                request = metadata[9](topics=[metadata.MetadataRequestTopic(name="ordered")],
+                                      allow_auto_topic_creation=False,
+                                      include_topic_authorized_operations=False)
+            sent.append((c.send(request), request))  # all written before any response is read
+        for correlation_id, request in sent:
+            response = decode_response(c.read_frame(), request.API_KEY, request.API_VERSION)
+            assert response.header.correlation_id == correlation_id
+            if request.API_KEY == ApiKey.FETCH:
+                [topic] = response.responses
+                [partition] = topic.partitions
+                assert (partition.error_code, partition.high_watermark) == (0, 0)
+    finally:
+        c.close()
+
+
+def test_many_concurrent_connections(broker: Any) -> None:
+    clients = [RawClient(broker.bootstrap) for _ in range(200)]
+    try:
+        api_versions = request_class(ApiKey.API_VERSIONS)[3]
+        ids = [c.send(api_versions(client_software_name="raw-e2e", client_software_version="1"))
+               for c in clients]
+        for c, correlation_id in zip(clients, ids, strict=True):
+            response = decode_response(c.read_frame(), ApiKey.API_VERSIONS, 3)
+            assert (response.header.correlation_id, response.error_code) == (correlation_id, 0)
+    finally:
+        for c in clients:
+            c.close()
+    assert api_versions_works(broker.bootstrap)
