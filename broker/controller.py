@@ -120,6 +120,43 @@ class LocalChannel:
         pass
 
 
+class StoreProducerIdManager:
+    """Producer ids from cluster-wide blocks of the metadata store (Kafka's ZkProducerIdManager): with a
+    per-broker counter two brokers would hand the same id to two idempotent producers, whose sequence
+    numbers then clash on a shared partition (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal in the client).
+    `generate()` is synchronous like ProducerIdManager's; the next block is claimed in the background when
+    the current one is 90% used, so the event loop waits on ZooKeeper only if that has not finished."""
+
+    def __init__(self, store: Any, broker_id: int, executor: concurrent.futures.Executor) -> None:
+        self.store = store
+        self.broker_id = broker_id
+        self.executor = executor
+        self._next = 0
+        self._last = -1
+        self._block_size = 1
+        self._pending: concurrent.futures.Future | None = None
+
+    def _claim(self) -> tuple[int, int]:
+        return self.store.allocate_producer_id_block(self.broker_id)
+
+    def start(self) -> None:
+        self._use(self._claim())
+
+    def _use(self, block: tuple[int, int]) -> None:
+        self._next, self._last = block
+        self._block_size = max(1, self._last - self._next + 1)
+
+    def generate(self) -> int:
+        if self._next > self._last:
+            pending, self._pending = self._pending, None
+            self._use(pending.result(30) if pending is not None else self._claim())
+        pid = self._next
+        self._next += 1
+        if self._pending is None and self._last - self._next < self._block_size // 10:
+            self._pending = self.executor.submit(self._claim)
+        return pid
+
+
 def elect_leader(assignment: Sequence[int], isr: Sequence[int], live: set[int], unclean: bool) -> int:
     """Kafka's OfflinePartitionLeaderElection: first live replica (assignment order) in the ISR."""
     for r in assignment:
@@ -210,6 +247,10 @@ class Controller:
         configured = self.server.config.get("cluster.id")
         if configured and configured != self.cluster_id:
             raise MetadataError(f"cluster.id {configured} does not match the stored cluster id {self.cluster_id}")
+        if self.server.config.get("zookeeper.connect"):
+            ids = StoreProducerIdManager(self.store, self.broker_id, self._executor)
+            await self._call(ids.start)
+            self.server.producer_ids = ids  # type: ignore[assignment]
         ep = self.server.endpoint
         await self._call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack)
         self.server.metadata_cache.set_brokers([ep])

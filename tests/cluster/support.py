@@ -11,7 +11,8 @@ the way Kafka's own tools and stock clients look at a cluster.
   files of a partition directory, walked by record batch headers (independent of our storage package), cut
   at the position of a given offset — to prove replicas hold the same bytes up to the high watermark.
 - `raw_request(port, request)`: one request on a plain socket, decoded with our codec;
-  `list_offsets_error(port, topic, p)`: ask one broker, as a consumer, whether it leads a partition.
+  `list_offsets_error(port, topic, p)`: ask one broker, as a consumer, whether it leads a partition;
+  `init_producer_id(port)`: a producer id handed out by one broker.
 - `wait_until(pred, timeout, what)`: a bounded poll.
 """
 
@@ -209,3 +210,12 @@ def list_offsets_error(port: int, topic: str, partition: int, current_leader_epo
         partition_index=partition, current_leader_epoch=current_leader_epoch, timestamp=-1)])])
     resp = raw_request(port, req)
     return int(resp.topics[0].partitions[0].error_code)
+
+
+def init_producer_id(port: int) -> int:
+    """A fresh idempotent producer id from one broker (InitProducerId without a transactional id)."""
+    Req = request_class(ApiKey.INIT_PRODUCER_ID)
+    resp = raw_request(port, Req[4](transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                                    producer_epoch=-1))
+    assert resp.error_code == 0, resp
+    return int(resp.producer_id)

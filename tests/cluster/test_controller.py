@@ -3,6 +3,7 @@ the ZooKeeper session timeout and the controller epoch goes up by one. A LeaderA
 controller epoch — built with `broker.controller_channel.build_leader_and_isr` and sent over a plain socket
 to a broker — is refused with STALE_CONTROLLER_EPOCH and changes nothing: the broker it tried to promote
 still answers NOT_LEADER_OR_FOLLOWER, the real leader still takes acks=all writes, ZooKeeper is untouched.
+Producer ids are cluster-wide: every broker hands out distinct ones, before and after the failover.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.cluster.support import (
     admin,
     consume_all,
     create_topic,
+    init_producer_id,
     list_offsets_error,
     raw_request,
     start_cluster,
@@ -55,6 +57,9 @@ def test_controller_failover_and_stale_epoch_fencing(tmp_path: Path) -> None:
         create_topic(cluster.bootstrap, TOPIC, 1, 3, {"min.insync.replicas": "2"},
                      assignment=[[leader, follower, old_controller]])
         wait_until(lambda: sorted(zk.partition_state(TOPIC, 0)["isr"]) == [0, 1, 2], 20, "full ISR")
+
+        pids = [init_producer_id(cluster.ports[b]) for b in (0, 1, 2, 0, 1, 2)]
+        assert len(set(pids)) == len(pids), pids
 
         t0 = time.monotonic()
         cluster.brokers[old_controller].kill()
@@ -111,6 +116,8 @@ def test_controller_failover_and_stale_epoch_fencing(tmp_path: Path) -> None:
         cluster.restart(old_controller)
         wait_until(lambda: sorted(zk.partition_state(TOPIC, 0)["isr"]) == [0, 1, 2], 20, "full ISR again")
         assert zk.controller() == new_controller
+        pids += [init_producer_id(cluster.ports[b]) for b in (0, 1, 2)]
+        assert len(set(pids)) == len(pids), pids
     finally:
         zk.close()
         cluster.cleanup()
