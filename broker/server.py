@@ -198,8 +198,10 @@ class KafkaServer:
         assert self.loop is not None
         now = int(time.time() * 1000)
         # Retention never deletes past the high watermark (Kafka's rule), so give storage the HWs.
+        # It runs on the event loop, which owns the logs: segment deletion is renames and bookkeeping
+        # (files are removed later), and appends must never interleave with it from another thread.
         hws = {tp: p.high_watermark for tp, p in self.replica_manager.partitions.items() if p.log is not None}
-        self.loop.run_in_executor(self.io_executor, self.log_manager.cleanup_logs, now, hws)
+        self.log_manager.cleanup_logs(now, hws)
 
     def _clean_logs(self) -> None:
         """Compaction (cleanup.policy=compact) off the event loop, one log at a time."""
