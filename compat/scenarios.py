@@ -188,6 +188,20 @@ def idempotent_producer(ctx: Context) -> None:
     check(not extra, f"{len(extra)} duplicate records after the expected ones")
 
 
+@scenario("idempotent_producer_ids", "Fresh idempotent producers each get their own producer id (no record dropped)")
+def idempotent_producer_ids(ctx: Context) -> None:
+    topic = ctx.new_topic("pids")
+    values = _values(20, "p")
+    # Each record from a new producer: InitProducerId per producer, sequence 0 each time. A broker
+    # handing out a producer id twice makes the partition leader drop the later records as duplicates.
+    for v in values:
+        ctx.client.produce(topic, [Record(v, partition=0)], idempotent=True)
+    consumer = ctx.track(ctx.setup.consumer(assign=[TopicPartition(topic, 0)]))
+    got = poll_until(consumer, len(values), ctx.timeout_s)
+    check([m.value for m in got] == values, f"{len(got)} of {len(values)} records from fresh idempotent "
+          "producers are in the log (producer ids handed out twice?)")
+
+
 # -- consumer groups -----------------------------------------------------------------------------
 
 @scenario("group_consume", "Group subscribe, consume, commit; a new member resumes after the commit")

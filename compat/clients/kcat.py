@@ -171,14 +171,19 @@ class KcatAdapter(ClientAdapter):
             base += ["-X", "enable.idempotence=true"]
         if max_request_size:
             base += ["-X", f"message.max.bytes={max_request_size}"]
+        # Consecutive records of one partition with the same key and headers share a kcat run; runs
+        # of different partitions may interleave, so each partition keeps its order. Records with an
+        # empty or null value go one per run (stdin mode).
         groups: list[list[Record]] = []
+        latest: dict[int | None, list[Record]] = {}
         for r in records:
-            if groups and self._file_mode(r) and self._file_mode(groups[-1][0]) and (
-                    groups[-1][0].key, groups[-1][0].headers, groups[-1][0].partition) == (
-                    r.key, r.headers, r.partition):
-                groups[-1].append(r)
-            else:
-                groups.append([r])
+            group = latest.get(r.partition)
+            if (group is not None and self._file_mode(r) and self._file_mode(group[0])
+                    and (group[0].key, group[0].headers) == (r.key, r.headers)):
+                group.append(r)
+                continue
+            latest[r.partition] = [r]
+            groups.append(latest[r.partition])
         with tempfile.TemporaryDirectory(prefix="kcat-") as tmp:
             for group in groups:
                 first = group[0]
