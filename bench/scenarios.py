@@ -334,7 +334,7 @@ def _start_fresh(target: Target, ctx: Context, prefix: str) -> tuple[Any, float]
         broker = OurBrokerCli(_fresh_dir(ctx, prefix))
         broker.spawn()
         try:
-            answered = wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + 30)
+            answered = wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
         except Exception as exc:
             tail = broker.output_tail()
             broker.stop()
@@ -344,8 +344,8 @@ def _start_fresh(target: Target, ctx: Context, prefix: str) -> tuple[Any, float]
     spawned_at = time.monotonic()
     mock.spawn()
     try:
-        host, _, port = mock.wait_bootstrap().split(",")[0].rpartition(":")
-        answered = wait_for_api_versions(host, int(port), time.monotonic() + 30)
+        host, _, port = mock.wait_bootstrap(ctx.timeout(15)).split(",")[0].rpartition(":")
+        answered = wait_for_api_versions(host, int(port), time.monotonic() + ctx.timeout(30))
     except Exception:
         mock.stop()
         raise
