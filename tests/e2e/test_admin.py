@@ -3,7 +3,7 @@
 Create topics (validate_only leaves no topic), describe / alter / incremental-alter topic configs, create
 partitions, delete records (the low watermark moves and a consumer from earliest starts there), list
 offsets (earliest, latest, by timestamp, max timestamp), describe cluster, list / describe / delete
-consumer groups, delete topics.
+consumer groups, delete topics (and recreate one: it starts empty).
 """
 
 from __future__ import annotations
@@ -104,10 +104,10 @@ def test_describe_alter_and_incremental_alter_topic_configs(broker: Any) -> None
     assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
 
     # IncrementalAlterConfigs changes only what it names.
-    wait_all(admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, "adm-cfg", incremental_configs=[
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("segment.bytes", None, incremental_operation=AlterConfigOpType.DELETE),
-    ])]))
+    wait_all(admin.incremental_alter_configs([ConfigResource(
+        ResourceType.TOPIC, "adm-cfg", incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("segment.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])]))
     entries = topic_config(admin, "adm-cfg")
     assert entries["cleanup.policy"].value == "compact"
     assert entries["retention.ms"].value == "120000"
@@ -115,8 +115,9 @@ def test_describe_alter_and_incremental_alter_topic_configs(broker: Any) -> None
     assert entries["segment.bytes"].is_default
 
     with pytest.raises(KafkaException) as bad:
-        wait_all(admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, "adm-cfg", incremental_configs=[
-            ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])]))
+        wait_all(admin.incremental_alter_configs([ConfigResource(
+            ResourceType.TOPIC, "adm-cfg", incremental_configs=[
+                ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])]))
     assert bad.value.args[0].code() == KafkaError.INVALID_CONFIG
 
 
@@ -187,7 +188,8 @@ def test_list_describe_and_delete_groups(broker: Any) -> None:
     admin = admin_for(broker)
     wait_all(admin.create_topics([NewTopic("adm-grp", 2, 1)], operation_timeout=10))
     produce_timestamped(broker, "adm-grp", 2, 5, int(time.time() * 1000))
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "adm-group", "client.id": "adm-member",
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "adm-group",
+                         "client.id": "adm-member",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
         consumer.subscribe(["adm-grp"])
@@ -221,3 +223,38 @@ def test_list_describe_and_delete_groups(broker: Any) -> None:
     wait_all(admin.delete_consumer_groups(["adm-group"], request_timeout=TIMEOUT))
     listed = admin.list_consumer_groups(request_timeout=TIMEOUT).result(TIMEOUT)
     assert "adm-group" not in {g.group_id for g in listed.valid}
+
+
+def test_delete_and_recreate_topic_starts_empty(broker: Any) -> None:
+    admin = admin_for(broker)
+    wait_all(admin.create_topics([NewTopic("recycled", 1, 1)], operation_timeout=10))
+    produce_timestamped(broker, "recycled", 1, 50, int(time.time() * 1000))
+    wait_all(admin.delete_topics(["recycled"], operation_timeout=10))
+    wait_until(lambda: topic_partitions(admin, "recycled") is None, 10, "the topic to disappear")
+
+    def recreate() -> bool:
+        try:
+            wait_all(admin.create_topics([NewTopic("recycled", 2, 1)], operation_timeout=10))
+            return True
+        except KafkaException as e:  # deletion may still be finishing, as in Kafka
+            assert e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS, e
+            return False
+
+    wait_until(recreate, 15, "the topic to be created again", interval=0.3)
+    assert topic_partitions(admin, "recycled") == 2
+    produce_timestamped(broker, "recycled", 2, 3, int(time.time() * 1000))
+    tps = [TopicPartition("recycled", p) for p in range(2)]
+    res = wait_all(admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}))
+    assert {tp.partition: info.offset for tp, info in res.items()} == {0: 3, 1: 3}
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "recycled",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition("recycled", p, 0) for p in range(2)])
+        got: list[tuple[int, int, bytes]] = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < 6 and time.monotonic() < deadline:
+            got += [(m.partition(), m.offset(), m.value()) for m in consumer.consume(100, 0.3)
+                    if m.error() is None]
+        assert sorted(got) == [(p, i, b"v%d" % i) for p in range(2) for i in range(3)]
+    finally:
+        consumer.close()
