@@ -11,6 +11,8 @@
 - A committed offset inside a compressed batch resumes exactly there.
 - offsets_for_times (ListOffsets by timestamp) finds the first record at or after the time.
 - With auto.create.topics.enable=false, producing to an unknown topic fails and creates nothing.
+- min.insync.replicas above the ISR: acks=all gets NOT_ENOUGH_REPLICAS, acks=1 works.
+- read_committed consumers read non-transactional data; a position past the log end resets by policy.
 """
 
 from __future__ import annotations
@@ -278,3 +280,65 @@ def test_auto_create_disabled_rejects_unknown_topics(broker_factory: Any) -> Non
         assert "never-created" not in consumer.topics()
     finally:
         consumer.close()
+
+
+def test_acks_all_below_min_insync_replicas_is_refused(broker: Any) -> None:
+    """min.insync.replicas=2 on a one-broker topic: acks=all is refused with NOT_ENOUGH_REPLICAS and nothing
+    is appended; acks=1 still works."""
+    create_topic(broker.bootstrap, "isr2", configs={"min.insync.replicas": "2"})
+    raw = Raw(broker.bootstrap)
+    try:
+        cls = request_class(ApiKey.PRODUCE)
+        t = cls.TopicProduceData
+        now = int(time.time() * 1000)
+
+        def produce(acks: int) -> Any:
+            records = build_batch([(None, b"acks=%d" % acks, [], now)])
+            response = raw.call(cls[9](transactional_id=None, acks=acks, timeout_ms=2000, topic_data=[
+                t(name="isr2", partition_data=[t.PartitionProduceData(index=0, records=records)])]))
+            return response.responses[0].partition_responses[0]
+
+        assert produce(-1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+        ok = produce(1)
+        assert (ok.error_code, ok.base_offset) == (0, 0)
+    finally:
+        raw.close()
+    assert [r.value for r in read_partition(broker.bootstrap, "isr2", 1)] == [b"acks=1"]
+
+
+def test_read_committed_consumer_reads_non_transactional_data(broker: Any) -> None:
+    create_topic(broker.bootstrap, "rc")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="zstd")
+    try:
+        for i in range(100):
+            producer.send("rc", value=b"%d" % i, partition=0)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    records = read_partition(broker.bootstrap, "rc", 100, isolation_level="read_committed")
+    assert [r.value for r in records] == [b"%d" % i for i in range(100)]
+
+
+def test_fetch_past_the_log_end_resets_by_policy(broker: Any) -> None:
+    """A position beyond the log end offset gets OFFSET_OUT_OF_RANGE; the consumer resets (earliest)."""
+    create_topic(broker.bootstrap, "past-end")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+    try:
+        for i in range(10):
+            producer.send("past-end", value=b"%d" % i, partition=0)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    tp = TopicPartition("past-end", 0)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    got: list[int] = []
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 1000)
+        deadline = time.monotonic() + 20
+        while len(got) < 10 and time.monotonic() < deadline:
+            got += [r.offset for r in consumer.poll(timeout_ms=500).get(tp, [])]
+    finally:
+        consumer.close()
+    assert got == list(range(10))
