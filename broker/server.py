@@ -359,6 +359,20 @@ class KafkaServer:
         assert self.controller is not None
         return await self.controller.record_isr_change(partition, new_isr, partition_epoch)
 
+    async def refresh_topic_config(self, topic: str) -> None:
+        """Read a topic's overrides from the metadata store (the source of truth, as ZooKeeper is for
+        Kafka) and apply them here if they differ — a broker that is not the controller may not have
+        seen a new topic's config yet."""
+        assert self.controller is not None
+        stored = await self.controller._call(self.controller.store.topic_configs, topic)
+        if dict(stored) != dict(self.topic_configs.overrides(topic)):
+            try:
+                self.topic_configs.set_overrides(topic, stored)
+            except ValueError as e:
+                log.warning("topic %s has an invalid stored config: %s", topic, e)
+                return
+            self.on_topic_config_change(topic)
+
     def on_topic_config_change(self, topic: str) -> None:
         cfg = self.topic_configs.log_config(topic)
         min_isr = self.topic_configs.min_insync_replicas(topic)

@@ -1,7 +1,7 @@
 """DescribeConfigs (key 32), versions 0–4.
 
-TOPIC resources (type 2): every topic-level config with its effective value and source (TOPIC_CONFIG
-for overrides, STATIC_BROKER_CONFIG when the broker's server.properties set the default, else
+TOPIC resources (type 2), read from the metadata store: every topic-level config with its effective
+value and source (TOPIC_CONFIG for overrides, STATIC_BROKER_CONFIG when the broker's server.properties set the default, else
 DEFAULT_CONFIG), synonyms (v1+) naming the broker key behind each default. BROKER resources (type 4,
 named by broker id): the broker's configuration (STATIC_BROKER_CONFIG / DEFAULT_CONFIG, read-only).
 `configuration_keys` filters. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an
@@ -29,7 +29,7 @@ _CONFIG_TYPES = {"bool": 1, "string": 2, "int": 3, "short": 4, "long": 5, "doubl
                  "password": 9}
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
     v = request.API_VERSION
     Resp = response_type(request)
@@ -45,6 +45,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if res.resource_name not in server.metadata_cache.topics:
                 error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {res.resource_name} does not exist"
             else:
+                await server.refresh_topic_config(res.resource_name)
                 for e in server.topic_configs.describe(res.resource_name):
                     if keys is not None and e.name not in keys:
                         continue
