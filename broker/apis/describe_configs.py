@@ -2,10 +2,11 @@
 
 TOPIC resources (type 2), read from the metadata store: every topic-level config with its effective
 value and source (TOPIC_CONFIG for overrides, STATIC_BROKER_CONFIG when the broker's server.properties
-set the default, else DEFAULT_CONFIG), synonyms (v1+) naming the broker key behind each default.
-BROKER resources (type 4, named by broker id): the broker's configuration (STATIC_BROKER_CONFIG / DEFAULT_CONFIG, read-only).
-`configuration_keys` filters. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an
-unknown resource type: INVALID_REQUEST. v3+ config types are STRING unless known.
+set the default, else DEFAULT_CONFIG), and synonyms (v1+) naming the broker key behind each default.
+BROKER resources (type 4, named by broker id): the broker's configuration, read-only
+(STATIC_BROKER_CONFIG / DEFAULT_CONFIG). `configuration_keys` filters. Unknown topic:
+UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an unknown resource type: INVALID_REQUEST.
+v3+ config types are STRING unless known.
 Gaps: BROKER_LOGGER resources are answered INVALID_REQUEST; no documentation strings.
 """
 
