@@ -13,6 +13,8 @@
 - With auto.create.topics.enable=false, producing to an unknown topic fails and creates nothing.
 - min.insync.replicas above the ISR: acks=all gets NOT_ENOUGH_REPLICAS, acks=1 works.
 - read_committed consumers read non-transactional data; a position past the log end resets by policy.
+- Null and empty keys, values and header values stay distinct; a compressed batch is limited by its
+  stored size, not its uncompressed size; one consumer reads 64 partitions.
 """
 
 from __future__ import annotations
@@ -342,3 +344,66 @@ def test_fetch_past_the_log_end_resets_by_policy(broker: Any) -> None:
     finally:
         consumer.close()
     assert got == list(range(10))
+
+
+def test_empty_and_null_are_kept_apart(broker: Any) -> None:
+    """Null vs empty key, value and header value round trip distinctly (confluent-kafka)."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    create_topic(broker.bootstrap, "nulls")
+    cases = [(None, None, [("h", None)]), (b"", b"", [("h", b"")]), (None, b"", []),
+             (b"", None, [("", b"x")]), (b"k", b"v", [("h", None), ("h", b""), ("h", b"dup")])]
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    for key, value, headers in cases:
+        producer.produce("nulls", key=key, value=value, headers=headers, partition=0)
+    assert producer.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "nulls",
+                         "enable.auto.commit": False})
+    got: list[tuple[Any, Any, Any]] = []
+    try:
+        consumer.assign([CTopicPartition("nulls", 0, 0)])
+        deadline = time.monotonic() + 15
+        while len(got) < len(cases) and time.monotonic() < deadline:
+            got += [(m.key(), m.value(), m.headers() or []) for m in consumer.consume(10, 0.3)
+                    if m.error() is None]
+    finally:
+        consumer.close()
+    assert got == [(k, v, h) for k, v, h in cases]
+
+
+def test_compressed_batch_far_larger_uncompressed_than_message_max_bytes(broker: Any) -> None:
+    """message.max.bytes limits the batch as stored (compressed), as in Kafka: a 3 MiB value that gzips
+    to a few KiB is accepted and read back whole."""
+    create_topic(broker.bootstrap, "squeezed")
+    value = b"a" * (3 << 20)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="gzip",
+                             max_request_size=10 << 20, batch_size=1 << 20)
+    try:
+        assert producer.send("squeezed", value=value, partition=0).get(10).offset == 0
+    finally:
+        producer.close(5)
+    records = read_partition(broker.bootstrap, "squeezed", 1)
+    assert len(records) == 1 and records[0].value == value
+
+
+def test_many_partitions_in_one_fetch(broker: Any) -> None:
+    create_topic(broker.bootstrap, "wide", partitions=64)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
+    try:
+        for i in range(64 * 40):
+            producer.send("wide", value=b"%d" % i, partition=i % 64)
+        producer.flush(20)
+    finally:
+        producer.close(5)
+    consumer = KafkaConsumer("wide", bootstrap_servers=broker.bootstrap, group_id="wide",
+                             auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=100)
+    got: dict[int, list[int]] = {}
+    try:
+        deadline = time.monotonic() + 30
+        while sum(len(v) for v in got.values()) < 64 * 40 and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                got.setdefault(tp.partition, []).extend(int(r.value) for r in records)
+    finally:
+        consumer.close()
+    assert got == {p: list(range(p, 64 * 40, 64)) for p in range(64)}
