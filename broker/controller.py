@@ -399,6 +399,11 @@ class Controller:
 
     async def _on_isr_changes(self, tps: list[Any]) -> None:
         if not self.active:
+            # A former controller (session expired while paused) still watches — the store's watches cannot
+            # be withdrawn — and its read deleted the notification: the metadata caches miss this change
+            # until the partition's next one. Handing it back on was tried: the former controller, being
+            # quickest to see its own re-creation, kept winning the race.
+            log.warning("controller: ISR change notification for %s reached a former controller; lost", tps)
             return
         topics = {tp.topic for tp in tps}
         for t in topics:

@@ -98,7 +98,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
         new = NewTopic(topic, partitions, replication_factor, config=configs or {})
     client = admin(bootstrap)  # keep a reference: the futures die with their client
     futures = client.create_topics([new], operation_timeout=20, request_timeout=30)
-    futures[topic].result(30)
+    futures[topic].result(60)
 
 
 def metadata(bootstrap: str, topic: str) -> dict[int, Any]:
