@@ -736,6 +736,12 @@ class Controller:
                 self.server.on_topic_config_change(name)
             except (MetadataError, ValueError) as e:
                 log.warning("cannot apply config change of topic %s: %s", name, e)
+        # Kafka's TopicUncleanLeaderElectionEnable event: switching unclean election on for a topic brings
+        # its offline partitions back at once (with whatever a live replica has), not at the next broker change.
+        if self.active and any(self._topic_unclean(n) for n in names):
+            changed = await self._elect_offline_leaders()
+            if changed:
+                await self._send_all(changed)
 
     # ------------------------------------------------------------------ broker-side admin entry points
     def _live_broker_ids(self) -> list[int]:
