@@ -5,7 +5,8 @@ Per partition the fetcher first *truncates*, then *fetches*:
 - Truncation (KIP-101/KIP-279): ask the leader `OffsetForLeaderEpoch` for our latest leader epoch; if the
   leader knows it, truncate to min(its end offset for that epoch, our LEO); if the leader only knows an
   earlier epoch, truncate to our own end offset of *that* epoch and ask again; only when the leader
-  answers no epoch at all do we fall back to the high watermark. Never blindly to the HW.
+  answers no epoch at all, or we have none to ask about, do we fall back to the high watermark. Never
+  blindly to the HW.
 - Fetching: Fetch with our replica id and `last_fetched_epoch`; batches are appended as they are
   (offsets and epochs assigned by the leader), our HW becomes min(LEO, leader's HW), our log start
   offset follows the leader's. A diverging epoch in the answer sends the partition back to truncation.
@@ -146,7 +147,12 @@ class ReplicaFetcher:
             assert log_ is not None
             latest = log_.leader_epoch_cache.latest_epoch()
             if latest is None:
-                # An empty epoch cache means nothing was ever appended under an epoch: keep our log.
+                # No epochs to compare (an empty log, or records from before leader epochs): Kafka's
+                # truncateToHighWatermark, the one case where the HW is the truncation point.
+                if s.partition.high_watermark < log_.log_end_offset:
+                    log.info("%s: no leader epochs; truncating from log end offset %d to the high watermark %d",
+                             tp, log_.log_end_offset, s.partition.high_watermark)
+                    self.server.truncate_partition(s.partition, s.partition.high_watermark)
                 s.truncating = False
                 continue
             asked[tp] = latest
