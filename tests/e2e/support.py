@@ -71,10 +71,12 @@ def assert_same_per_partition(sent: Sequence[Msg], received: Iterable[Msg]) -> N
     for p in want:
         w, g = want[p], got[p]
         if w != g:
-            first = next((i for i, (a, b) in enumerate(zip(w, g, strict=False)) if a != b), min(len(w), len(g)))
+            pairs = enumerate(zip(w, g, strict=False))
+            first = next((i for i, (a, b) in pairs if a != b), min(len(w), len(g)))
             raise AssertionError(
                 f"partition {p}: sent {len(w)} received {len(g)}; first difference at index {first}: "
-                f"sent {w[first] if first < len(w) else None!r} received {g[first] if first < len(g) else None!r}")
+                f"sent {w[first] if first < len(w) else None!r} "
+                f"received {g[first] if first < len(g) else None!r}")
 
 
 def assert_order_kept(sent: Sequence[Msg], received: Iterable[Msg]) -> None:

@@ -41,7 +41,7 @@ def test_committed_offsets_resume_after_broker_and_consumer_restart(broker_facto
         for name in ("d1", "d2", "d3"):
             group.members[name] = new_consumer(second.bootstrap, name)
         group.run_until(lambda: group.balanced() and set(group.consumed) >= all_offsets(50, start=100), 30,
-                        "the new generation to split the partitions and read the messages produced after the restart")
+                        "the new generation to split the partitions and read the post-restart messages")
         assert set(group.consumed) == all_offsets(50, start=100)
         for (p, o), value in group.values.items():
             assert value == f"m{o * PARTITIONS + p}".encode()
