@@ -15,6 +15,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,13 @@ CLUSTER_DEFAULTS = {
     "controlled.shutdown.retry.backoff.ms": "500",
     "replica.fetch.backoff.ms": "200",
 }
+
+
+def _count_starts(log_path: Path) -> int:
+    try:
+        return log_path.read_text(errors="replace").count(" started in ")
+    except OSError:
+        return 0
 
 
 class LocalCluster:
@@ -80,12 +88,25 @@ class LocalCluster:
             raise
         return self
 
-    def restart(self, i: int) -> BrokerProcess:
+    def restart(self, i: int, timeout: float = 60.0) -> BrokerProcess:
+        """Stop broker i (SIGTERM; a no-op after kill()) and start it again on the same data dir and port.
+        Returns once the new process has logged its own start: after a kill -9 that includes waiting out
+        the old ZooKeeper session before it can register."""
         b = self.brokers[i]
         b.stop()
         nb = BrokerProcess(self.broker_props(i), data_dir=self.data_dir / f"broker{i}", port=self.ports[i])
         self.brokers[i] = nb
-        return nb.start()
+        starts_before = _count_starts(nb.log_path)
+        nb.start(timeout)
+        # BrokerProcess.start also accepts the previous run's "started in" line in the same log file.
+        deadline = time.monotonic() + timeout
+        while _count_starts(nb.log_path) <= starts_before:
+            if nb.proc is not None and nb.proc.poll() is not None:
+                raise RuntimeError(f"broker {i} exited with {nb.proc.returncode}:\n{nb.log_tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {i} did not start in {timeout}s:\n{nb.log_tail()}")
+            time.sleep(0.05)
+        return nb
 
     def stop(self) -> None:
         for b in self.brokers:

@@ -190,6 +190,7 @@ class Controller:
         self.shutting_down: set[int] = set()
         self._watching_isr_changes = False
         self._rebalance_task: asyncio.Task | None = None
+        self._registrations: dict[int, int] = {}  # broker id -> registration timestamp, to spot restarts
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
@@ -252,7 +253,12 @@ class Controller:
             await self._call(ids.start)
             self.server.producer_ids = ids  # type: ignore[assignment]
         ep = self.server.endpoint
-        await self._call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack)
+        # After a kill -9 our previous session's registration lingers until it expires: wait it out rather
+        # than fail the start (Kafka fails; a restarting supervisor would retry the same way).
+        linger_s = self.server.config["zookeeper.session.timeout.ms"] / 1000 + 2 \
+            if self.server.config.get("zookeeper.connect") else 0.0
+        await self._call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack,
+                         wait_for_previous_session_s=linger_s)
         self.server.metadata_cache.set_brokers([ep])
         self.store.watch_controller(lambda cid: self._enqueue(lambda: self._on_controller_change(cid)))
         self.store.watch_brokers(lambda ids: self._enqueue(lambda: self._on_brokers_change(ids)))
@@ -454,6 +460,7 @@ class Controller:
             if hp is not None:
                 live[bid] = BrokerEndpoint(bid, hp[0], hp[1], info.rack)
         self.live_brokers = live
+        self._registrations = {bid: info.timestamp_ms for bid, info in infos.items()}
 
     async def _load_states(self, topic: str) -> None:
         states = await self._call(self.store.partition_states, topic)
@@ -488,17 +495,19 @@ class Controller:
                 created.append(tp)
         return created
 
-    async def _elect_offline_leaders(self) -> list[TopicPartition]:
+    async def _elect_offline_leaders(self, exclude: set[int] | frozenset[int] = frozenset()) -> list[TopicPartition]:
+        """Partitions whose leader or ISR members are not live (or in `exclude`) get a new leader and ISR."""
         changed: list[TopicPartition] = []
         for _ in range(3):  # a lost version race re-reads the state and tries again
-            if not await self._elect_offline_leaders_once(changed):
+            if not await self._elect_offline_leaders_once(changed, exclude):
                 break
         return changed
 
-    async def _elect_offline_leaders_once(self, changed: list[TopicPartition]) -> bool:
+    async def _elect_offline_leaders_once(self, changed: list[TopicPartition], exclude: set[int] | frozenset[int]
+                                          ) -> bool:
         """One pass; returns True if some write lost a race and another pass is needed."""
         retry = False
-        live = set(self.live_brokers) - self.shutting_down
+        live = set(self.live_brokers) - self.shutting_down - set(exclude)
         unclean = self.server.config["unclean.leader.election.enable"]
         for tp, state in list(self.states.items()):
             info = self.topics.get(tp.topic)
@@ -658,10 +667,21 @@ class Controller:
         if not self.active:
             return
         before = set(self.live_brokers)
+        registered_before = dict(self._registrations)
         await self._refresh_brokers()
         after = set(self.live_brokers)
+        # A broker that died and registered again between two watch events (they coalesce) shows up with a
+        # new registration only: Kafka's bounced brokers, handled as a failure followed by a start-up.
+        bounced = {b for b in before & after if self._registrations.get(b) != registered_before.get(b)}
+        if bounced:
+            log.info("controller: brokers %s restarted", sorted(bounced))
+            for bid in bounced:
+                ch = self._channels.pop(bid, None)
+                if ch is not None:
+                    await ch.close()
+            await self._elect_offline_leaders(exclude=bounced)
         dead = before - after
-        born = after - before
+        born = (after - before) | bounced
         # A broker that finished (or never finished) its controlled shutdown is no longer shutting down once
         # it is gone; when it comes back it may lead again (Kafka's shuttingDownBrokerIds).
         self.shutting_down -= dead | born
