@@ -88,3 +88,40 @@ def test_oversized_frame_closes_only_that_connection(broker) -> None:
 def test_garbage_closes_the_connection(conn) -> None:
     conn.sendall(struct.pack(">i", 12) + b"\xff" * 12)
     assert conn.recv(1) == b""
+
+
+def test_idle_connections_are_closed(broker_factory) -> None:
+    b = broker_factory({"connections.max.idle.ms": "300"})
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as idle:
+        # Within the idle limit the connection serves requests...
+        _send(idle, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 1)
+        assert _recv(idle, ApiKey.API_VERSIONS, 3).error_code == 0
+        # ...and after it the broker closes it (recv sees EOF, well before the socket timeout).
+        assert idle.recv(1) == b""
+
+
+def test_a_client_that_never_reads_does_not_stall_others(broker) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    value = b"x" * 100_000
+    for _ in range(20):
+        producer.send("bulk", value)
+    producer.flush()
+    Req = request_class(ApiKey.FETCH)
+    T = Req.FetchTopic
+    fetch = Req[12](replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=50 << 20, isolation_level=0,
+                    session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                    topics=[T(topic="bulk", partitions=[T.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                        log_start_offset=-1, partition_max_bytes=50 << 20)])])
+    hog = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        for i in range(50):  # ~100 MB of responses nobody reads
+            _send(hog, fetch, i)
+        for _ in range(20):
+            producer.send("bulk", b"still-served").get(timeout=10)
+    finally:
+        hog.close()
+        producer.close()
