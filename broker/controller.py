@@ -407,14 +407,19 @@ class Controller:
         if not self.active:
             # A former controller (session expired while paused) still watches — the store's watches cannot
             # be withdrawn — and its read deleted the notification: the metadata caches miss this change
-            # until the partition's next one. Handing it back on was tried: the former controller, being
-            # quickest to see its own re-creation, kept winning the race.
-            log.warning("controller: ISR change notification for %s reached a former controller; lost", tps)
+            # until the controller handles the next notification for the same topic (which also resends
+            # what drifted). Handing it back on was tried: the former controller, being quickest to see
+            # its own re-creation, kept winning the race.
+            log.warning("controller: ISR change notification for %s reached a former controller", tps)
             return
-        topics = {tp.topic for tp in tps}
-        for t in topics:
+        changed = {TopicPartition(tp.topic, tp.partition) for tp in tps}
+        for t in {tp.topic for tp in tps}:
+            before = {tp: st for tp, st in self.states.items() if tp.topic == t}
             await self._load_states(t)
-        await self._send_update_metadata([TopicPartition(tp.topic, tp.partition) for tp in tps])
+            # Also any other partition of the topic whose state moved without our knowing: its notification
+            # was lost (see above), and this is the earliest we can tell.
+            changed |= {tp for tp, st in self.states.items() if tp.topic == t and before.get(tp) != st}
+        await self._send_update_metadata(sorted(changed))
 
     # ------------------------------------------------------------------ controller events
     async def _on_controller_change(self, controller_id: int | None) -> None:
