@@ -94,6 +94,8 @@ class BrokerChannel(Protocol):
     async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> None: ...
 
+    async def drain(self, timeout: float) -> bool: ...
+
     async def close(self) -> None: ...
 
 
@@ -115,6 +117,9 @@ class LocalChannel:
     async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> None:
         self.server.apply_stop_replica(controller_id, controller_epoch, partitions, delete)
+
+    async def drain(self, timeout: float) -> bool:
+        return True  # applied synchronously
 
     async def close(self) -> None:
         pass
@@ -368,7 +373,10 @@ class Controller:
                    if info is not None and broker_id in info.assignment.get(tp.partition, ()) and tp not in remaining]
         if stopped and broker_id in self.live_brokers:
             try:
-                await self.channel(broker_id).stop_replica(self.broker_id, self.epoch, stopped, False)
+                ch = self.channel(broker_id)
+                await ch.stop_replica(self.broker_id, self.epoch, stopped, False)
+                if not await ch.drain(5.0):
+                    log.warning("StopReplica to shutting-down broker %d not answered yet", broker_id)
             except Exception as e:
                 log.warning("StopReplica to shutting-down broker %d failed: %s", broker_id, e)
         if changed:

@@ -1,8 +1,9 @@
 """ISR shrink and expansion: a follower SIGSTOPped for longer than `replica.lag.time.max.ms` (but shorter than
 its ZooKeeper session, so the controller still sees it alive) leaves the ISR — in ZooKeeper's partition
 state and in every live broker's Metadata — while an acks=all producer goes on with two replicas
-(min.insync.replicas=2). After SIGCONT it catches up and rejoins; nothing acknowledged is lost and the
-leader never changed (an ISR change by the leader bumps only the partition epoch, the znode version).
+(min.insync.replicas=2), and the controller keeps working (a new topic meanwhile). After SIGCONT it
+catches up and rejoins; nothing acknowledged is lost and the leader never changed (an ISR change by the
+leader bumps only the partition epoch, the znode version).
 """
 
 from __future__ import annotations
@@ -86,6 +87,15 @@ def test_stopped_follower_leaves_and_rejoins_the_isr(tmp_path: Path) -> None:
         acked_at_shrink = len(acked)
         wait_until(lambda: len(acked) > acked_at_shrink + 2000, 20, "acks=all progress with ISR of 2")
         assert not errors, errors[:5]
+
+        # The controller is not stuck on the frozen broker (its requests to it wait in their own queue):
+        # a new topic on the other two is created and served meanwhile.
+        t0 = time.monotonic()
+        create_topic(cluster.bootstrap, "isr-side", 1, 2, assignment=[two])
+        side = Producer({"bootstrap.servers": f"127.0.0.1:{cluster.ports[leader]}", "acks": "all"})
+        side.produce("isr-side", b"x", partition=0)
+        assert side.flush(10) == 0
+        assert time.monotonic() - t0 < 10
 
         os.kill(stopped_pid, signal.SIGCONT)
         stopped_pid = None
