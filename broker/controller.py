@@ -270,6 +270,8 @@ class Controller:
         self.store.watch_topics(lambda names: self._enqueue(lambda: self._on_topics_change(names)))
         self.store.watch_deletions(lambda names: self._enqueue(lambda: self._on_deletions(names)))
         self.store.watch_config_changes(lambda names: self._enqueue(lambda: self._on_config_changes(names)))
+        self.store.watch_preferred_replica_election_request(
+            lambda tps: self._enqueue(lambda: self._on_preferred_election_request(tps)))
         for name in await self._call(lambda: list(self.store.topics())):
             try:
                 self.server.topic_configs.set_overrides(name, await self._call(self.store.topic_configs, name))
@@ -462,6 +464,7 @@ class Controller:
         await self._send_all()
         if pending:
             await self._delete_topics(pending)
+        await self._on_preferred_election_request(await self._call(self.store.preferred_replica_election_request))
         if self._rebalance_task is None and self.server.config["auto.leader.rebalance.enable"]:
             self._rebalance_task = asyncio.ensure_future(self._rebalance_periodically())
 
@@ -609,6 +612,16 @@ class Controller:
             log.info("controller: preferred leader election moved %s", ", ".join(str(tp) for tp in moved))
             await self._send_all(moved)
         return moved
+
+    async def _on_preferred_election_request(self, tps: list[Any] | None) -> None:
+        """/admin/preferred_replica_election (Kafka's kafka-preferred-replica-election tool in ZooKeeper
+        mode): elect the preferred leaders of the listed partitions, then delete the request."""
+        if not self.active or not tps:
+            return
+        wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        log.info("controller: preferred replica election requested for %s", ", ".join(str(tp) for tp in wanted))
+        await self.elect_preferred_leaders(wanted)
+        await self._call(self.store.clear_preferred_replica_election_request)
 
     def _topic_unclean(self, topic: str) -> bool:
         v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")
