@@ -172,6 +172,8 @@ class BrokerProcess:
         for k, v in self.props.items():
             cmd += ["--override", f"{k}={v}"]
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Only what this run appends to the log counts (a restart reuses the same log file).
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         logf = open(self.log_path, "ab")
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -182,7 +184,9 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log_tail()}")
-            text = self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as f:
+                f.seek(log_start)
+                text = f.read().decode(errors="replace")
             if "started in" in text and self._answers():
                 return self
             time.sleep(0.05)

@@ -459,6 +459,9 @@ class Log:
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # No data to drop, but an epoch that starts at or after `offset` (a leader epoch assigned at
+            # our end with nothing appended under it) must still go, as in Kafka.
+            self.leader_epoch_cache.truncate_from_end(offset)
             return
         if offset < self.log_start_offset or offset < self.segments[0].base_offset:
             # nothing below the log start offset may be served again: Kafka restarts the log there
