@@ -10,6 +10,12 @@ Active controller duties (events are processed one at a time, in order, like Kaf
   live broker.
 - New topics / partitions: leader = first live replica of the assignment, ISR = live replicas, epoch 0.
 - Deleted topics: StopReplica(delete) to the replicas, remove the topic from the store and the metadata.
+- Partition reassignment (Kafka's onPartitionReassignment, KIP-455 sets): `/admin/reassign_partitions` asks
+  for target replicas TRS; the assignment becomes ORS ∪ TRS with adding (TRS − ORS) and removing (ORS − TRS)
+  replicas on the topic znode and a leader epoch bump so the new replicas fetch. Once TRS is in the ISR
+  (ISR change notifications), a leader from TRS is elected if needed, the ISR becomes ISR ∩ TRS, the removed
+  replicas get StopReplica(delete), the assignment becomes TRS and the partition leaves the request znode
+  (deleted when empty). A new controller resumes from the znode and the topics' adding/removing sets.
 - Broker changes: partitions led by a dead broker get a new leader from the live ISR (unclean only if
   `unclean.leader.election.enable`), the dead broker leaves the ISR, leader epochs are bumped, partition
   states are written with version checks (and a controller-epoch fence), then LeaderAndIsr/UpdateMetadata.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import logging
 import time
 import uuid
@@ -43,6 +50,7 @@ from broker.metadata import (
     TopicInfo,
     UnknownTopicError,
     ZkMetadataStore,
+    znodes,
 )
 from broker.metadata.assignment import (
     assign_additional_partitions,
@@ -196,6 +204,7 @@ class Controller:
         self._watching_isr_changes = False
         self._rebalance_task: asyncio.Task | None = None
         self._registrations: dict[int, int] = {}  # broker id -> registration timestamp, to spot restarts
+        self.reassigning: dict[TopicPartition, tuple[int, ...]] = {}  # partition -> target replicas (TRS)
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
@@ -272,6 +281,8 @@ class Controller:
         self.store.watch_config_changes(lambda names: self._enqueue(lambda: self._on_config_changes(names)))
         self.store.watch_preferred_replica_election_request(
             lambda tps: self._enqueue(lambda: self._on_preferred_election_request(tps)))
+        self.store.watch_partition_reassignment_request(
+            lambda r: self._enqueue(lambda: self._on_reassignment_request(r)))
         for name in await self._call(lambda: list(self.store.topics())):
             try:
                 self.server.topic_configs.set_overrides(name, await self._call(self.store.topic_configs, name))
@@ -430,6 +441,9 @@ class Controller:
             # was lost (see above), and this is the earliest we can tell.
             changed |= {tp for tp, st in self.states.items() if tp.topic == t and before.get(tp) != st}
         await self._send_update_metadata(sorted(changed))
+        done = [tp for tp in sorted(changed) if tp in self.reassigning and await self._maybe_complete_reassignment(tp)]
+        if done:
+            await self._remove_from_reassignment_request(done)
 
     # ------------------------------------------------------------------ controller events
     async def _on_controller_change(self, controller_id: int | None) -> None:
@@ -465,6 +479,7 @@ class Controller:
         if pending:
             await self._delete_topics(pending)
         await self._on_preferred_election_request(await self._call(self.store.preferred_replica_election_request))
+        await self._resume_reassignments()
         if self._rebalance_task is None and self.server.config["auto.leader.rebalance.enable"]:
             self._rebalance_task = asyncio.ensure_future(self._rebalance_periodically())
 
@@ -623,6 +638,165 @@ class Controller:
         await self.elect_preferred_leaders(wanted)
         await self._call(self.store.clear_preferred_replica_election_request)
 
+    # ------------------------------------------------------------------ partition reassignment
+    async def _resume_reassignments(self) -> None:
+        """On election: partitions whose topic znode carries adding/removing replicas are mid-reassignment
+        (their target is the assignment without the removing replicas); the request znode may add more."""
+        self.reassigning = {}
+        for name, info in self.topics.items():
+            for p, replicas in info.assignment.items():
+                if info.adding_replicas.get(p) or info.removing_replicas.get(p):
+                    removing = info.removing_replicas.get(p, ())
+                    self.reassigning[TopicPartition(name, p)] = tuple(r for r in replicas if r not in removing)
+        request = await self._call(self.store.partition_reassignment_request)
+        await self._on_reassignment_request(request)
+
+    async def _on_reassignment_request(self, request: Mapping[Any, Sequence[int]] | None) -> None:
+        if not self.active:
+            return
+        wanted = {TopicPartition(tp.topic, tp.partition): tuple(r) for tp, r in (request or {}).items()}
+        finished: list[TopicPartition] = []
+        for tp, target in sorted(wanted.items()):
+            error = self._reassignment_error(tp, target)
+            if error is not None:
+                log.warning("controller: reassignment of %s to %s rejected: %s", tp, list(target), error)
+                finished.append(tp)
+            elif self.reassigning.get(tp) != target:
+                if await self._start_reassignment(tp, target):
+                    finished.append(tp)
+        for tp in sorted(self.reassigning):
+            if await self._maybe_complete_reassignment(tp):
+                finished.append(tp)
+        if finished and request is not None:
+            await self._remove_from_reassignment_request(finished)
+
+    def _reassignment_error(self, tp: TopicPartition, target: tuple[int, ...]) -> str | None:
+        info = self.topics.get(tp.topic)
+        if info is None or tp.partition not in info.assignment or tp not in self.states:
+            return "unknown topic or partition"
+        if not target or len(set(target)) != len(target):
+            return "the target replicas are empty or repeat a broker"
+        if any(r < 0 for r in target):
+            return "negative broker id"
+        return None
+
+    async def _start_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
+        """Phase one: RS = ORS ∪ TRS on the topic znode with the adding/removing sets, a leader epoch bump,
+        LeaderAndIsr to RS. Returns True if there was nothing to do (the assignment already is TRS)."""
+        for _ in range(3):  # a lost version race (CreatePartitions, another partition) re-reads the topic
+            info = self.topics[tp.topic]
+            current = info.assignment[tp.partition]
+            # A reassignment replacing one in progress starts from the original replicas, not the union.
+            adding_now = info.adding_replicas.get(tp.partition, ())
+            original = tuple(r for r in current if r not in adding_now)
+            if target == current and not adding_now and not info.removing_replicas.get(tp.partition):
+                self.reassigning.pop(tp, None)
+                return True
+            union = tuple(dict.fromkeys(target + original))
+            adding = tuple(r for r in target if r not in original)
+            removing = tuple(r for r in original if r not in target)
+            assignment = dict(info.assignment)
+            assignment[tp.partition] = union
+            adding_map = {p: r for p, r in info.adding_replicas.items() if p != tp.partition}
+            removing_map = {p: r for p, r in info.removing_replicas.items() if p != tp.partition}
+            adding_map[tp.partition] = adding
+            removing_map[tp.partition] = removing
+            if await self._write_assignment(info, assignment, adding_map, removing_map):
+                break
+        else:
+            log.warning("controller: cannot start the reassignment of %s (assignment kept changing)", tp)
+            return False
+        self.reassigning[tp] = target
+        log.info("controller: reassigning %s from %s to %s (replicas now %s, adding %s, removing %s)", tp,
+                 list(original), list(target), list(union), list(adding), list(removing))
+        for _ in range(3):
+            st = self.states[tp]
+            bumped = LeaderAndIsr(st.leader, st.leader_epoch + 1, st.isr, self.epoch, st.partition_epoch)
+            if await self._write_state(tp, bumped):
+                break
+        await self._send_all([tp])
+        return False
+
+    async def _write_assignment(self, info: TopicInfo, assignment: dict[int, tuple[int, ...]],
+                                adding: dict[int, tuple[int, ...]], removing: dict[int, tuple[int, ...]]) -> bool:
+        try:
+            version = await self._call(self.store.set_assignment, info.name, assignment, adding_replicas=adding,
+                                       removing_replicas=removing, expected_version=info.zk_version,
+                                       controller_epoch_zk_version=self.store.controller_epoch_zk_version)
+        except BadVersionError:
+            fresh = await self._call(self.store.topic, info.name)
+            if fresh is not None:
+                self.topics[info.name] = fresh
+            return False
+        self.topics[info.name] = dataclasses.replace(
+            info, assignment=assignment, adding_replicas={p: r for p, r in adding.items() if r},
+            removing_replicas={p: r for p, r in removing.items() if r}, zk_version=version)
+        return True
+
+    async def _maybe_complete_reassignment(self, tp: TopicPartition) -> bool:
+        """Phase two, once every target replica is in the ISR. Returns True when the partition is done."""
+        target = self.reassigning.get(tp)
+        info = self.topics.get(tp.topic)
+        if target is None or info is None or tp not in self.states:
+            self.reassigning.pop(tp, None)
+            return target is not None
+        if not all(r in self.states[tp].isr for r in target):
+            return False
+        live = set(self.live_brokers) - self.shutting_down
+        for _ in range(3):
+            st = self.states[tp]
+            new_isr = tuple(r for r in st.isr if r in target)
+            leader = st.leader
+            if leader not in target or leader not in live:
+                leader = next((r for r in target if r in live and r in new_isr), NO_LEADER)
+                if leader == NO_LEADER:
+                    log.warning("controller: reassignment of %s waits for a live target replica in the ISR", tp)
+                    return False
+            new = LeaderAndIsr(leader, st.leader_epoch + 1, new_isr, self.epoch, st.partition_epoch)
+            if await self._write_state(tp, new):
+                break
+            if not all(r in self.states[tp].isr for r in target):
+                return False
+        else:
+            return False
+        removed = [r for r in info.assignment[tp.partition] if r not in target]
+        for _ in range(3):
+            info = self.topics[tp.topic]
+            assignment = dict(info.assignment)
+            assignment[tp.partition] = target
+            adding = {p: r for p, r in info.adding_replicas.items() if p != tp.partition}
+            removing = {p: r for p, r in info.removing_replicas.items() if p != tp.partition}
+            if await self._write_assignment(info, assignment, adding, removing):
+                break
+        else:
+            log.warning("controller: cannot record the new assignment of %s (topic znode kept changing)", tp)
+            return False
+        # The new leader and followers learn RS = TRS before the removed replicas stop, so no leader keeps
+        # waiting for (or takes back into the ISR) a replica that is going away.
+        await self._send_all([tp])
+        live_removed = [r for r in removed if r in self.live_brokers]
+        for r in live_removed:
+            try:
+                await self.channel(r).stop_replica(self.broker_id, self.epoch, [tp], True)
+            except Exception as e:
+                log.warning("StopReplica to broker %d failed: %s", r, e)
+        del self.reassigning[tp]
+        log.info("controller: reassignment of %s complete: replicas %s, leader %d, ISR %s", tp, list(target),
+                 self.states[tp].leader, list(self.states[tp].isr))
+        return True
+
+    async def _remove_from_reassignment_request(self, done: Sequence[TopicPartition]) -> None:
+        request = await self._call(self.store.partition_reassignment_request)
+        if request is None:
+            return
+        remaining = {tp: r for tp, r in request.items() if TopicPartition(tp.topic, tp.partition) not in done}
+        if remaining:
+            # The store only creates and deletes the request; rewriting it in place keeps it visible to
+            # `kafka-reassign-partitions --verify` for the partitions still moving.
+            await self._call(self.store._tree.set, znodes.REASSIGN_PARTITIONS, znodes.encode_reassignment(remaining))
+        else:
+            await self._call(self.store.clear_partition_reassignment_request)
+
     def _topic_unclean(self, topic: str) -> bool:
         v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")
         return v is not None and v.lower() == "true"
@@ -655,7 +829,8 @@ class Controller:
                 topic_ids[tp.topic] = info.topic_id
             replicas = list(info.assignment.get(tp.partition, ()))
             ps = PartitionState(st.leader, st.leader_epoch, list(st.isr), replicas, self.versions.get(tp, 0),
-                                st.controller_epoch)
+                                st.controller_epoch, list(info.adding_replicas.get(tp.partition, ())),
+                                list(info.removing_replicas.get(tp.partition, ())))
             for r in replicas:
                 if r in self.live_brokers and r not in exclude:
                     by_broker.setdefault(r, {})[tp] = ps
