@@ -160,3 +160,59 @@ def test_reassign_both_partitions_to_new_brokers(tmp_path: Path) -> None:
     finally:
         zk.close()
         cluster.cleanup()
+
+
+def test_controller_failover_mid_reassignment_resumes(tmp_path: Path) -> None:
+    """The reassignment stalls (the added broker is down), the controller — also the replica being removed —
+    dies; the next controller resumes from the request and the topic's adding/removing sets and finishes
+    once the added broker is back and in sync."""
+    cluster = start_cluster(tmp_path, OVERRIDES)
+    zk = Zk(cluster)
+    try:
+        wait_until(lambda: zk.controller() is not None, 10, "a controller")
+        controller = zk.controller()
+        assert controller is not None
+        stays, added = (b for b in range(3) if b != controller)
+        topic = "resumed"
+        create_topic(cluster.bootstrap, topic, 1, 2, assignment=[[controller, stays]])
+        wait_isr(zk, topic, 1, {controller, stays}, 20)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                             "message.timeout.ms": 60000})
+        for i in range(2000):
+            producer.produce(topic, value=str(i).encode(), partition=0)
+        assert producer.flush(30) == 0
+
+        cluster.brokers[added].kill()
+        wait_until(lambda: added not in zk.live_brokers(), 15, f"broker {added} to leave")
+        request = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [stays, added]}]}
+        zk.client.create(REQUEST, json.dumps(request).encode(), makepath=True)
+
+        def topic_znode() -> dict:
+            return json.loads(zk.client.get(f"/brokers/topics/{topic}")[0])
+
+        wait_until(lambda: topic_znode()["adding_replicas"] == {"0": [added]}, 10, "phase one on the topic znode")
+        znode = topic_znode()
+        assert znode["removing_replicas"] == {"0": [controller]}
+        assert znode["partitions"] == {"0": [stays, added, controller]}
+        time.sleep(0.5)
+        assert zk.client.exists(REQUEST)  # stalled: the added replica cannot catch up
+
+        cluster.brokers[controller].kill()
+        wait_until(lambda: zk.controller() == stays, 15, f"broker {stays} to take over as controller")
+        wait_until(lambda: zk.partition_state(topic, 0)["leader"] == stays, 15, "the surviving replica to lead")
+        for i in range(2000, 3000):
+            producer.produce(topic, value=str(i).encode(), partition=0)
+        assert producer.flush(30) == 0
+        cluster.restart(added)
+
+        wait_until(lambda: not zk.client.exists(REQUEST), 30, "the reassignment to finish under the new controller")
+        znode = topic_znode()
+        assert znode["partitions"] == {"0": [stays, added]}
+        assert znode.get("adding_replicas", {}) == {} and znode.get("removing_replicas", {}) == {}
+        st = zk.partition_state(topic, 0)
+        assert sorted(st["isr"]) == sorted([stays, added]) and st["leader"] == stays, st
+        values = [int(v) for _, _, _, v in consume_all(cluster.bootstrap, topic, 1)]  # type: ignore[arg-type]
+        assert values == list(range(3000))
+    finally:
+        zk.close()
+        cluster.cleanup()
