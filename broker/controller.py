@@ -50,7 +50,6 @@ from broker.metadata import (
     TopicInfo,
     UnknownTopicError,
     ZkMetadataStore,
-    znodes,
 )
 from broker.metadata.assignment import (
     assign_additional_partitions,
@@ -790,12 +789,7 @@ class Controller:
         if request is None:
             return
         remaining = {tp: r for tp, r in request.items() if TopicPartition(tp.topic, tp.partition) not in done}
-        if remaining:
-            # The store only creates and deletes the request; rewriting it in place keeps it visible to
-            # `kafka-reassign-partitions --verify` for the partitions still moving.
-            await self._call(self.store._tree.set, znodes.REASSIGN_PARTITIONS, znodes.encode_reassignment(remaining))
-        else:
-            await self._call(self.store.clear_partition_reassignment_request)
+        await self._call(self.store.update_partition_reassignment_request, remaining)
 
     def _topic_unclean(self, topic: str) -> bool:
         v = self.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")

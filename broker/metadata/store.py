@@ -182,6 +182,7 @@ class MetadataStore(Protocol):
         self, callback: Callable[[dict[TopicPartition, tuple[int, ...]] | None], None]
     ) -> None: ...
     def clear_partition_reassignment_request(self) -> None: ...
+    def update_partition_reassignment_request(self, remaining: Mapping[TopicPartition, Sequence[int]]) -> None: ...
     def request_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None: ...
     def preferred_replica_election_request(self) -> list[TopicPartition] | None: ...
     def watch_preferred_replica_election_request(
@@ -923,6 +924,15 @@ class TreeMetadataStore:
             self._tree.delete(znodes.REASSIGN_PARTITIONS)
         except NoNodeError:
             pass
+
+    def update_partition_reassignment_request(self, remaining: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """Rewrite the pending request in place with the partitions still moving (the controller removes
+        finished ones; a delete-and-create would briefly show `--verify` an empty request)."""
+        if not remaining:
+            self.clear_partition_reassignment_request()
+            return
+        self._tree.set(znodes.REASSIGN_PARTITIONS,
+                       znodes.encode_reassignment({TopicPartition(*tp): r for tp, r in remaining.items()}))
 
     def request_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
         """Write /admin/preferred_replica_election; NodeExistsError while one is pending."""
