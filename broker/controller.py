@@ -200,6 +200,7 @@ class Controller:
         self._metadata_changed = asyncio.Event()
         self._auto_creating: set[str] = set()
         self.shutting_down: set[int] = set()
+        self._configs_seen: set[str] = set()
         self._watching_isr_changes = False
         self._rebalance_task: asyncio.Task | None = None
         self._registrations: dict[int, int] = {}  # broker id -> registration timestamp, to spot restarts
@@ -283,6 +284,7 @@ class Controller:
         self.store.watch_partition_reassignment_request(
             lambda r: self._enqueue(lambda: self._on_reassignment_request(r)))
         for name in await self._call(lambda: list(self.store.topics())):
+            self._configs_seen.add(name)
             try:
                 self.server.topic_configs.set_overrides(name, await self._call(self.store.topic_configs, name))
             except ValueError as e:
@@ -897,6 +899,11 @@ class Controller:
 
     async def _on_topics_change(self, names: frozenset[str]) -> None:
         if not self.active:
+            # Every broker needs a new topic's overrides (min.insync.replicas, retention...) for the
+            # partitions it will lead or follow; Kafka's brokers read them from ZooKeeper too.
+            for name in names - self._configs_seen:
+                await self.server.refresh_topic_config(name)
+            self._configs_seen = set(names)
             return
         current = await self._call(self.store.topics)
         new = [n for n in current if n not in self.topics or
