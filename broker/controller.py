@@ -502,30 +502,40 @@ class Controller:
             self.versions[tp] = version
 
     async def _create_missing_states(self, topics: list[str]) -> list[TopicPartition]:
-        created = []
+        """New partitions: leader = first live replica, ISR = live replicas, epoch 0 — written in one
+        pipelined batch (a 1,000-partition topic is one round of store writes, not 1,000)."""
+        from broker.metadata import TopicPartition as StoreTopicPartition
+
         live = set(self.live_brokers)
+        pending: dict[StoreTopicPartition, LeaderAndIsr] = {}
         for name in topics:
             info = self.topics.get(name)
             if info is None:
                 continue
             for p, replicas in sorted(info.assignment.items()):
-                tp = TopicPartition(name, p)
-                if tp in self.states:
+                if TopicPartition(name, p) in self.states:
                     continue
                 live_replicas = [r for r in replicas if r in live]
                 leader = live_replicas[0] if live_replicas else NO_LEADER
-                state = LeaderAndIsr(leader, 0, tuple(live_replicas), self.epoch)
-                try:
-                    version = await self._call(self.store.create_partition_state, name, p, state,
-                                               controller_epoch_zk_version=self.store.controller_epoch_zk_version)
-                except MetadataError as e:
-                    log.warning("%s: cannot create partition state: %s", tp, e)
-                    await self._load_states(name)
-                    continue
-                self.states[tp] = state
-                self.versions[tp] = version
-                created.append(tp)
-        return created
+                pending[StoreTopicPartition(name, p)] = LeaderAndIsr(leader, 0, tuple(live_replicas), self.epoch)
+        if not pending:
+            return []
+        results = await self._call(self.store.create_partition_states, pending,
+                                   controller_epoch_zk_version=self.store.controller_epoch_zk_version)
+        created = []
+        reload: set[str] = set()
+        for stp, result in results.items():
+            tp = TopicPartition(stp.topic, stp.partition)
+            if isinstance(result, MetadataError):
+                log.warning("%s: cannot create partition state: %s", tp, result)
+                reload.add(tp.topic)
+                continue
+            self.states[tp] = pending[stp]
+            self.versions[tp] = result
+            created.append(tp)
+        for name in sorted(reload):
+            await self._load_states(name)
+        return sorted(created, key=lambda tp: (tp.topic, tp.partition))
 
     async def _elect_offline_leaders(self, exclude: set[int] | frozenset[int] = frozenset()) -> list[TopicPartition]:
         """Partitions whose leader or ISR members are not live (or in `exclude`) get a new leader and ISR."""
