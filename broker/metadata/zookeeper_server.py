@@ -248,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="zookeeper-"))
     server = start_zookeeper(data_dir, port=args.port, tick_time_ms=args.tick_time_ms)
     print(f"zookeeper.connect={server.connect_string}", flush=True)
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # run the finally below: the Java child must not outlive us
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         server.process.wait()
     except KeyboardInterrupt:
