@@ -19,6 +19,3 @@ class KafkaApiError(Exception):
     def message(self) -> str:
         return str(self)
 
-
-def error(code: ErrorCode, message: str = "") -> KafkaApiError:
-    return KafkaApiError(code, message)

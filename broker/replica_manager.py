@@ -180,14 +180,12 @@ class DelayedFetch(DelayedOperation):
 # ---------------------------------------------------------------- the manager
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, *, replica_lag_time_max_ms: int,
-                 log_config_for: Callable[[str], LogConfig], min_insync_replicas_for: Callable[[str], int],
-                 message_timestamp_type_for: Callable[[str], str]) -> None:
+                 log_config_for: Callable[[str], LogConfig], min_insync_replicas_for: Callable[[str], int]) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.log_config_for = log_config_for
         self.min_insync_replicas_for = min_insync_replicas_for
-        self.message_timestamp_type_for = message_timestamp_type_for
         self.partitions: dict[TopicPartition, Partition] = {}
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")

@@ -43,7 +43,7 @@ from protocol import (
     encode_response_parts,
 )
 from protocol.errors import ErrorCode
-from storage import LogConfig, LogManager, TopicPartition
+from storage import LogManager, TopicPartition
 from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
@@ -69,8 +69,7 @@ class KafkaServer:
             self.broker_id, self.log_manager,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
             log_config_for=self.topic_configs.log_config,
-            min_insync_replicas_for=self.topic_configs.min_insync_replicas,
-            message_timestamp_type_for=lambda t: self.topic_configs.log_config(t).message_timestamp_type)
+            min_insync_replicas_for=self.topic_configs.min_insync_replicas)
         self.replica_manager.on_flush_needed = self._schedule_flush
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
@@ -254,9 +253,6 @@ class KafkaServer:
         assert self.controller is not None
         for name in names:
             self.controller.auto_create_topic(name)
-
-    def log_config_for(self, topic: str) -> LogConfig:
-        return self.topic_configs.log_config(topic)
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:

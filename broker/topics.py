@@ -33,7 +33,7 @@ SOURCE_DEFAULT = 5
 
 
 def valid_topic_name(name: str) -> bool:
-    return bool(name) and name not in (".", "..") and len(name) <= MAX_NAME_LENGTH and bool(_LEGAL.match(name))
+    return topic_name_error(name) is None
 
 
 def topic_name_error(name: str) -> str | None:
