@@ -906,24 +906,32 @@ class TreeMetadataStore:
         node = self._tree.get(znodes.REASSIGN_PARTITIONS)
         return None if node is None else znodes.decode_reassignment(node[0])
 
-    def watch_partition_reassignment_request(
-        self, callback: Callable[[dict[TopicPartition, tuple[int, ...]] | None], None]
-    ) -> None:
+    def _watch_admin_request(self, path: str, decode: Callable[[bytes], T], callback: Callable[[T | None], None]
+                             ) -> None:
+        """Deliver the decoded request znode (None once deleted); an unreadable one is logged and skipped."""
         def on_data(data: bytes | None) -> None:
             try:
-                value = None if data is None else znodes.decode_reassignment(data)
+                value = None if data is None else decode(data)
             except MetadataError:
-                log.warning("ignoring unreadable %s", znodes.REASSIGN_PARTITIONS)
+                log.warning("ignoring unreadable %s", path)
                 return
             self._deliver(callback, value)
 
-        self._tree.watch_data(znodes.REASSIGN_PARTITIONS, on_data)
+        self._tree.watch_data(path, on_data)
 
-    def clear_partition_reassignment_request(self) -> None:
+    def _clear_admin_request(self, path: str) -> None:
         try:
-            self._tree.delete(znodes.REASSIGN_PARTITIONS)
+            self._tree.delete(path)
         except NoNodeError:
             pass
+
+    def watch_partition_reassignment_request(
+        self, callback: Callable[[dict[TopicPartition, tuple[int, ...]] | None], None]
+    ) -> None:
+        self._watch_admin_request(znodes.REASSIGN_PARTITIONS, znodes.decode_reassignment, callback)
+
+    def clear_partition_reassignment_request(self) -> None:
+        self._clear_admin_request(znodes.REASSIGN_PARTITIONS)
 
     def update_partition_reassignment_request(self, remaining: Mapping[TopicPartition, Sequence[int]]) -> None:
         """Rewrite the pending request in place with the partitions still moving (the controller removes
@@ -949,21 +957,12 @@ class TreeMetadataStore:
         return znodes.decode_partition_list(node[0], znodes.PREFERRED_REPLICA_ELECTION)
 
     def watch_preferred_replica_election_request(self, callback: Callable[[list[TopicPartition] | None], None]) -> None:
-        def on_data(data: bytes | None) -> None:
-            try:
-                value = None if data is None else znodes.decode_partition_list(data, znodes.PREFERRED_REPLICA_ELECTION)
-            except MetadataError:
-                log.warning("ignoring unreadable %s", znodes.PREFERRED_REPLICA_ELECTION)
-                return
-            self._deliver(callback, value)
-
-        self._tree.watch_data(znodes.PREFERRED_REPLICA_ELECTION, on_data)
+        self._watch_admin_request(
+            znodes.PREFERRED_REPLICA_ELECTION,
+            lambda data: znodes.decode_partition_list(data, znodes.PREFERRED_REPLICA_ELECTION), callback)
 
     def clear_preferred_replica_election_request(self) -> None:
-        try:
-            self._tree.delete(znodes.PREFERRED_REPLICA_ELECTION)
-        except NoNodeError:
-            pass
+        self._clear_admin_request(znodes.PREFERRED_REPLICA_ELECTION)
 
     # --- session -------------------------------------------------------------------------------
 
