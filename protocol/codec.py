@@ -71,7 +71,11 @@ def request_header_version(api_key: int, api_version: int) -> int:
     known = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
     if known is not None:
         return known
-    return _request_header_version(api_key, api_version)
+    version = _request_header_version(api_key, api_version)
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    if supported is not None and supported[0] <= api_version <= supported[1]:
+        _REQUEST_HEADER_VERSIONS[(api_key, api_version)] = version  # bounded: only versions we serve
+    return version
 
 
 def _request_header_version(api_key: int, api_version: int) -> int:
@@ -85,10 +89,9 @@ def _request_header_version(api_key: int, api_version: int) -> int:
     return 2 if api_version >= 0 and cls.flexible_version_q(api_version) else 1
 
 
-_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {
-    (key, version): _request_header_version(key, version)
-    for key, (low, high) in SUPPORTED_VERSIONS.items() for version in range(low, high + 1)
-}
+# Filled on first use, not at import: computing it needs every API's message class, which would import
+# them all at start-up (see protocol.messages).
+_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
 
 
 def response_header_version(api_key: int, api_version: int) -> int:

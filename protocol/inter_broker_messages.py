@@ -1,0 +1,61 @@
+"""Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
+
+The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
+AlterPartition and ConsumerGroupHeartbeat, loaded through kafka-python's machinery (`load_json=`) so they
+behave like every other message. Reach them through `protocol.messages` (`request_class(key)`), which
+imports this module on first use.
+"""
+
+from __future__ import annotations
+
+from kafka.protocol.api_message import ApiMessage
+
+_SCHEMAS = 'protocol.schemas'
+
+
+class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AlterPartitionRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AlterPartitionResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
