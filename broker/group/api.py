@@ -16,36 +16,39 @@ that name topics by topic ID (OffsetCommit v10, OffsetFetch v10) are left out.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from kafka.protocol.admin import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-)
-from kafka.protocol.consumer import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
-from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from typing import TYPE_CHECKING
 
 from broker.group.coordinator import GroupCoordinator
 from broker.group.errors import GroupErrorCode as E
 from broker.group.results import FetchedOffset, LeaveMember, OffsetCommitEntry, OffsetFetchResult
+from protocol import messages
+
+if TYPE_CHECKING:
+    from kafka.protocol.admin import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        ListGroupsRequest,
+        ListGroupsResponse,
+    )
+    from kafka.protocol.consumer import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
+    from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 MAX_VERSIONS: dict[str, int] = {
     "FindCoordinator": 6,
@@ -87,16 +90,16 @@ def find_coordinator(coordinator: GroupCoordinator, request: FindCoordinatorRequ
         return E.NONE, node[0], node[1], node[2]
 
     if version >= 4:
-        item = FindCoordinatorResponse.Coordinator
+        item = messages.FindCoordinatorResponse.Coordinator
         coordinators = []
         for key in keys:
             code, node_id, host, port = lookup(key)
             coordinators.append(item(key=key, node_id=node_id, host=host, port=port, error_code=code,
                                      error_message=None))
-        return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
+        return messages.FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
     code, node_id, host, port = lookup(keys[0])
-    return FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=code, error_message=None,
-                                   node_id=node_id, host=host, port=port)
+    return messages.FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=code, error_message=None,
+                                            node_id=node_id, host=host, port=port)
 
 
 async def join_group(coordinator: GroupCoordinator, request: JoinGroupRequest, version: int,
@@ -106,8 +109,8 @@ async def join_group(coordinator: GroupCoordinator, request: JoinGroupRequest, v
         client_id or "", client_host, request.rebalance_timeout_ms if version >= 1 else -1,
         request.session_timeout_ms, request.protocol_type or "",
         [(p.name, p.metadata) for p in request.protocols or []], api_version=version)
-    member = JoinGroupResponse.JoinGroupResponseMember
-    return JoinGroupResponse(
+    member = messages.JoinGroupResponse.JoinGroupResponseMember
+    return messages.JoinGroupResponse(
         version=version, throttle_time_ms=0, error_code=result.error_code,
         generation_id=result.generation_id, protocol_type=result.protocol_type,
         # ProtocolName is nullable only from v7.
@@ -124,9 +127,9 @@ async def sync_group(coordinator: GroupCoordinator, request: SyncGroupRequest,
         request.group_instance_id if version >= 3 else None,
         request.protocol_type if version >= 5 else None, request.protocol_name if version >= 5 else None,
         [(a.member_id, a.assignment) for a in request.assignments or []])
-    return SyncGroupResponse(version=version, throttle_time_ms=0, error_code=result.error_code,
-                             protocol_type=result.protocol_type, protocol_name=result.protocol_name,
-                             assignment=result.assignment)
+    return messages.SyncGroupResponse(version=version, throttle_time_ms=0, error_code=result.error_code,
+                                      protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                                      assignment=result.assignment)
 
 
 async def heartbeat(coordinator: GroupCoordinator, request: HeartbeatRequest,
@@ -134,7 +137,7 @@ async def heartbeat(coordinator: GroupCoordinator, request: HeartbeatRequest,
     code = await coordinator.heartbeat(request.group_id, request.member_id,
                                        request.group_instance_id if version >= 3 else None,
                                        request.generation_id)
-    return HeartbeatResponse(version=version, throttle_time_ms=0, error_code=code)
+    return messages.HeartbeatResponse(version=version, throttle_time_ms=0, error_code=code)
 
 
 async def leave_group(coordinator: GroupCoordinator, request: LeaveGroupRequest,
@@ -149,9 +152,9 @@ async def leave_group(coordinator: GroupCoordinator, request: LeaveGroupRequest,
         code = result.error_code
         if code == E.NONE and result.members:
             code = result.members[0].error_code
-        return LeaveGroupResponse(version=version, throttle_time_ms=0, error_code=code)
-    item = LeaveGroupResponse.MemberResponse
-    return LeaveGroupResponse(
+        return messages.LeaveGroupResponse(version=version, throttle_time_ms=0, error_code=code)
+    item = messages.LeaveGroupResponse.MemberResponse
+    return messages.LeaveGroupResponse(
         version=version, throttle_time_ms=0, error_code=result.error_code,
         members=[item(member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=m.error_code)
                  for m in result.members])
@@ -171,21 +174,21 @@ async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequ
     results = await coordinator.commit_offsets(
         request.group_id, member_id or "", request.group_instance_id if version >= 7 else None,
         generation, entries, retention_time_ms=retention)
-    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
+    topic_cls = messages.OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
     topics = []
     for topic in request.topics or []:
         topics.append(topic_cls(name=topic.name, partitions=[
             part_cls(partition_index=p.partition_index, error_code=results[(topic.name, p.partition_index)])
             for p in topic.partitions or []]))
-    return OffsetCommitResponse(version=version, throttle_time_ms=0, topics=topics)
+    return messages.OffsetCommitResponse(version=version, throttle_time_ms=0, topics=topics)
 
 
 async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchRequest,
                        version: int) -> OffsetFetchResponse:
     require_stable = bool(request.require_stable) if version >= 7 else False
     if version >= 8:
-        group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+        group_cls = messages.OffsetFetchResponse.OffsetFetchResponseGroup
         topic_cls = group_cls.OffsetFetchResponseTopics
         part_cls = topic_cls.OffsetFetchResponsePartitions
         groups = []
@@ -195,22 +198,22 @@ async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchReques
             result = await coordinator.fetch_offsets(g.group_id, wanted, require_stable)
             groups.append(group_cls(group_id=g.group_id, error_code=result.error_code,
                                     topics=_fetched_topics(result.partitions, topic_cls, part_cls)))
-        return OffsetFetchResponse(version=version, throttle_time_ms=0, groups=groups)
+        return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, groups=groups)
 
-    topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+    topic_cls = messages.OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     wanted = (None if request.topics is None
               else [(t.name, p) for t in request.topics for p in t.partition_indexes or []])
     result = await coordinator.fetch_offsets(request.group_id, wanted, require_stable)
     if result.error_code != E.NONE:
         if version >= 2:
-            return OffsetFetchResponse(version=version, throttle_time_ms=0, topics=[],
-                                       error_code=result.error_code)
+            return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, topics=[],
+                                                error_code=result.error_code)
         # v0-1 have no group-level error: every requested partition carries it.
         failed = [FetchedOffset(t, p, -1, -1, "", result.error_code) for t, p in wanted or []]
         result = OffsetFetchResult(E.NONE, failed)
-    return OffsetFetchResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
-                               topics=_fetched_topics(result.partitions, topic_cls, part_cls))
+    return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
+                                        topics=_fetched_topics(result.partitions, topic_cls, part_cls))
 
 
 def _fetched_topics(partitions: list[FetchedOffset], topic_cls: type, part_cls: type) -> list[object]:
@@ -226,7 +229,7 @@ async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequ
                         version: int) -> OffsetDeleteResponse:
     wanted = [(t.name, p.partition_index) for t in request.topics or [] for p in t.partitions or []]
     result = await coordinator.delete_offsets(request.group_id, wanted)
-    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    topic_cls = messages.OffsetDeleteResponse.OffsetDeleteResponseTopic
     part_cls = topic_cls.OffsetDeleteResponsePartition
     topics = []
     if result.error_code == E.NONE:
@@ -235,15 +238,15 @@ async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequ
                 part_cls(partition_index=p.partition_index,
                          error_code=result.partitions[(t.name, p.partition_index)])
                 for p in t.partitions or []]))
-    return OffsetDeleteResponse(version=version, error_code=result.error_code, throttle_time_ms=0,
-                                topics=topics)
+    return messages.OffsetDeleteResponse(version=version, error_code=result.error_code, throttle_time_ms=0,
+                                         topics=topics)
 
 
 async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroupsRequest,
                           version: int) -> DescribeGroupsResponse:
     include_ops = version >= 3 and bool(request.include_authorized_operations)
     described = await coordinator.describe_groups(list(request.groups or []))
-    group_cls = DescribeGroupsResponse.DescribedGroup
+    group_cls = messages.DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
     groups = [
         group_cls(error_code=d.error_code, error_message=None, group_id=d.group_id, group_state=d.group_state,
@@ -255,7 +258,7 @@ async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroups
                            for m in d.members],
                   authorized_operations=set(_GROUP_AUTHORIZED_OPERATIONS) if include_ops else None)
         for d in described]
-    return DescribeGroupsResponse(version=version, throttle_time_ms=0, groups=groups)
+    return messages.DescribeGroupsResponse(version=version, throttle_time_ms=0, groups=groups)
 
 
 async def list_groups(coordinator: GroupCoordinator, request: ListGroupsRequest,
@@ -263,8 +266,8 @@ async def list_groups(coordinator: GroupCoordinator, request: ListGroupsRequest,
     states = list(request.states_filter or []) if version >= 4 else None
     types = list(request.types_filter or []) if version >= 5 else None
     result = await coordinator.list_groups(states, types)
-    item = ListGroupsResponse.ListedGroup
-    return ListGroupsResponse(
+    item = messages.ListGroupsResponse.ListedGroup
+    return messages.ListGroupsResponse(
         version=version, throttle_time_ms=0, error_code=result.error_code,
         groups=[item(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
                      group_type=g.group_type) for g in result.groups])
@@ -274,7 +277,7 @@ async def delete_groups(coordinator: GroupCoordinator, request: DeleteGroupsRequ
                         version: int) -> DeleteGroupsResponse:
     names = list(request.groups_names or [])
     results = await coordinator.delete_groups(names)
-    item = DeleteGroupsResponse.DeletableGroupResult
-    return DeleteGroupsResponse(
+    item = messages.DeleteGroupsResponse.DeletableGroupResult
+    return messages.DeleteGroupsResponse(
         version=version, throttle_time_ms=0,
         results=[item(group_id=name, error_code=results.get(name, E.GROUP_ID_NOT_FOUND)) for name in names])
