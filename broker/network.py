@@ -34,7 +34,9 @@ from typing import Any, Protocol
 
 log = logging.getLogger("broker.network")
 
-_RECV_SIZE = 256 * 1024
+# One recv_into the server's scratch buffer reads at most this much; a frame larger than this is received
+# straight into its own body buffer.
+_RECV_SIZE = 64 * 1024
 _MAX_QUEUED_FRAMES = 16
 _OUTPUT_HIGH_WATER = 8 * 1024 * 1024
 _SENDMSG_MAX_PARTS = 512
@@ -115,12 +117,12 @@ class Connection:
                     self._frames.append(self._body)
                     self._body = None
             else:
-                data = self.sock.recv(_RECV_SIZE)
-                if not data:
+                scratch = self.server.recv_scratch
+                n = self.sock.recv_into(scratch)
+                if n == 0:
                     self.close(None)
                     return
-                self._rbuf += data
-                if not self._split_frames():
+                if not self._split_frames(scratch[:n]):
                     return
         except (BlockingIOError, InterruptedError):
             return
@@ -135,31 +137,41 @@ class Connection:
             self._pause_reading()
         self._process()
 
-    def _split_frames(self) -> bool:
-        buf = self._rbuf
+    def _split_frames(self, data: memoryview) -> bool:
+        """Cut the frames out of `data` (just received, in the server's scratch buffer) after what is buffered.
+
+        Each frame is copied once into its own bytearray. A frame larger than the scratch buffer gets its body
+        buffer now and the rest of it is received straight into that (`_body`), so big produce requests are not
+        copied through intermediate buffers.
+        """
+        if self._rbuf:
+            self._rbuf += data
+            data = memoryview(self._rbuf)
         limit = self.server.max_request_bytes
         pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
-            if size <= 0 or size > limit:
-                self.close(f"request size {size} is outside 1..{limit} (socket.request.max.bytes)")
-                return False
-            if end - pos - 4 >= size:
-                self._frames.append(buf[pos + 4:pos + 4 + size])
-                pos += 4 + size
-                continue
-            if size > _RECV_SIZE:
-                # Large body: allocate once and let recv_into fill it, instead of growing a buffer.
-                body = bytearray(size)
-                have = end - pos - 4
-                body[:have] = buf[pos + 4:end]
-                self._body = body
-                self._body_pos = have
-                pos = end
-            break
-        if pos:
-            del buf[:pos]
+        end = len(data)
+        try:
+            while end - pos >= 4:
+                size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
+                if size <= 0 or size > limit:
+                    self.close(f"request size {size} is outside 1..{limit} (socket.request.max.bytes)")
+                    return False
+                if end - pos - 4 >= size:
+                    self._frames.append(bytearray(data[pos + 4:pos + 4 + size]))
+                    pos += 4 + size
+                    continue
+                if size > _RECV_SIZE:
+                    body = bytearray(size)
+                    have = end - pos - 4
+                    body[:have] = data[pos + 4:end]
+                    self._body = body
+                    self._body_pos = have
+                    pos = end
+                break
+            rest = bytearray(data[pos:end])
+        finally:
+            data.release()
+        self._rbuf = rest
         return True
 
     # ---- request processing (one at a time per connection)
@@ -314,6 +326,8 @@ class SocketServer:
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self.connections: dict[int, Connection] = {}
         self._next_id = 0
+        # Shared by all connections: the loop runs one read callback at a time and each one copies what it keeps.
+        self.recv_scratch = memoryview(bytearray(_RECV_SIZE))
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
