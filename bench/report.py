@@ -75,8 +75,9 @@ class Results:
         goal, status = _judge(metric, target, median, ratio)
         if cell.not_applicable:
             status = "n/a"
-        elif not samples:
+        elif not samples and not (metric.optional and not cell.errors):
             status = "error"
+        error = None if metric.optional and not samples and not cell.errors else self._error_text(cell, samples)
         return {
             "scenario": scenario.id,
             "metric": metric.name,
@@ -92,7 +93,7 @@ class Results:
             "goal": goal,
             "status": status,
             "notes": cell.notes,
-            "error": self._error_text(cell, samples),
+            "error": error,
         }
 
     @staticmethod

@@ -40,6 +40,7 @@ class Metric:
     goal: float | None = None  # for our broker: >= goal if higher_is_better else <= goal
     peer_ratio_goal: float | None = None  # ours/mock must be >= this (produce)
     compare: bool = True  # False: context for another metric (client CPU), no ours/peer ratio
+    optional: bool = False  # measured only where possible (broker CPU needs the broker's pid): no error when absent
 
 
 @dataclass
@@ -68,6 +69,16 @@ Values = dict[str, float]
 # CPU the client load process(es) used, in cores (1.0 = one core busy the whole run): next to a
 # throughput it tells whether the client, not the broker, was the limit on this 2-core machine.
 CLIENT_CPU = Metric("client CPU", "cores", False, compare=False)
+# CPU seconds the broker process spent per GB moved (user + system, all threads): its efficiency, independent of
+# how much CPU the client left it. Only for brokers whose process we know (ours, the mock).
+BROKER_CPU = Metric("broker CPU", "s/GB", False, compare=False, optional=True)
+
+
+def _broker_cpu(target: Target, cpu_before: float | None, data_bytes: float) -> Values:
+    cpu_after = target.cpu_seconds()
+    if cpu_before is None or cpu_after is None or data_bytes <= 0:
+        return {}
+    return {"broker CPU": (cpu_after - cpu_before) / (data_bytes / 1e9)}
 
 
 class Scenario:
@@ -103,10 +114,11 @@ class ProduceScenario(Scenario):
         self.reps = reps
         acks_label = "all" if acks == "-1" else acks
         self.id = f"produce p={partitions} acks={acks_label} {compression}"
-        self.metrics = [Metric("MB/s", "MB/s", True, goal=400.0, peer_ratio_goal=1.0), CLIENT_CPU]
+        self.metrics = [Metric("MB/s", "MB/s", True, goal=400.0, peer_ratio_goal=1.0), CLIENT_CPU, BROKER_CPU]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         tps = ensure_partitions(target, _unique("bench-produce"), self.partitions, ctx.timeout(60))
+        cpu_before = target.cpu_seconds()
         try:
             result = run_load(
                 {
@@ -127,7 +139,8 @@ class ProduceScenario(Scenario):
         notes = [delete_error] if delete_error else []
         if target.kind == "mock" and len({t for t, _ in tps}) > 1:
             notes.append(f"{self.partitions} partitions spread over auto-created 4-partition topics")
-        return {"MB/s": result["MB/s"], "client CPU": result["client_cpu"]}, notes
+        values = {"MB/s": result["MB/s"], "client CPU": result["client_cpu"]}
+        return {**values, **_broker_cpu(target, cpu_before, self.count * KIB)}, notes
 
 
 class _FilledTopic:
@@ -172,11 +185,12 @@ class ConsumeScenario(Scenario):
         self.reps = reps
         label = f"{total_bytes // GIB} GiB" if total_bytes >= GIB else f"{total_bytes // MIB} MiB"
         self.id = f"consume {label} from earliest"
-        self.metrics = [Metric("MB/s", "MB/s", True, goal=1000.0), CLIENT_CPU]
+        self.metrics = [Metric("MB/s", "MB/s", True, goal=1000.0), CLIENT_CPU, BROKER_CPU]
         self.topic = _FilledTopic(self.messages)
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         tps = self.topic.get(self, target, ctx)
+        cpu_before = target.cpu_seconds()
         result = run_load(
             {"kind": "consume", "bootstrap": target.bootstrap, "tps": tps, "expected": self.messages},
             ctx.timeout(180),
@@ -196,7 +210,8 @@ class ConsumeScenario(Scenario):
             )
         if result.get("timed_out"):
             notes.append("consume timed out")
-        return {"MB/s": result["MB/s"], "client CPU": result["client_cpu"]}, notes
+        values = {"MB/s": result["MB/s"], "client CPU": result["client_cpu"]}
+        return {**values, **_broker_cpu(target, cpu_before, result["MB/s"] * 1e6 * result["seconds"])}, notes
 
     def cleanup(self, target: Target, ctx: Context) -> None:
         self.topic.cleanup(self, target, ctx)

@@ -61,6 +61,18 @@ class Target:
     def rss_bytes(self) -> int | None:
         return _rss_of(self.pid)
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU the broker process has used so far (all its threads), None if unknown."""
+        if self.pid is None:
+            return None
+        import psutil
+
+        try:
+            times = psutil.Process(self.pid).cpu_times()
+        except psutil.Error:
+            return None
+        return times.user + times.system
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, bootstrap={self.bootstrap!r}, pid={self.pid})"
 
