@@ -85,3 +85,19 @@ def test_context_metrics_get_no_ratio() -> None:
     assert _row(rows, "consume", "MB/s", "mock")["ratio"] == 2.0
     assert _row(rows, "consume", "client CPU", "mock")["ratio"] is None
     assert _row(rows, "consume", "client CPU", "mock")["median"] == 0.3
+
+
+def test_an_optional_metric_without_samples_is_blank_not_an_error() -> None:
+    metrics = [Metric("MB/s", "MB/s", True), Metric("broker CPU", "s/GB", False, compare=False, optional=True)]
+    produce = _Scenario("produce", metrics)
+    external = AttachedTarget("kafka", "external", "127.0.0.1:3")
+    results = Results([produce], [OURS, external])
+    results.add(produce, OURS, {"MB/s": 500.0, "broker CPU": 1.2}, [])
+    results.add(produce, external, {"MB/s": 400.0}, [])
+    rows = results.rows()
+    assert _row(rows, "produce", "broker CPU", "ours")["median"] == 1.2
+    blank = _row(rows, "produce", "broker CPU", "kafka")
+    assert (blank["median"], blank["status"], blank["error"]) == (None, "", None)
+    failed = Results([produce], [OURS])
+    failed.error(produce, OURS, "broker crashed")
+    assert _row(failed.rows(), "produce", "broker CPU", "ours")["status"] == "error"
