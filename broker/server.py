@@ -184,10 +184,25 @@ class KafkaServer:
                     self.log_manager.checkpoint_log_start_offsets)
         self._every(min(cfg["replica.lag.time.max.ms"] // 2, 30000), self.replica_manager.maybe_shrink_isr)
         self._every(30000, self._purge_purgatories)
+        # Deleted partitions' *-delete directories go once their file.delete.delay.ms has passed (checked each second).
+        self._every(1000, self._remove_deleted_logs)
         if cfg["log.cleaner.enable"]:
             self._every(cfg["log.cleaner.backoff.ms"], self._clean_logs)
         if cfg.log_flush_interval_ms < 2**62:
             self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
+
+    def _remove_deleted_logs(self) -> None:
+        assert self.loop is not None
+        due = self.log_manager.take_deleted_logs_due(int(time.time() * 1000))
+        if not due:
+            return
+
+        def remove() -> None:
+            for lg in due:  # renamed and closed: nothing else touches these directories any more
+                lg.remove_dir()
+                log.info("%s: removed deleted log directory %s", lg.topic_partition, lg.dir.name)
+
+        self.loop.run_in_executor(self.io_executor, remove)
 
     def _purge_purgatories(self) -> None:
         self.replica_manager.produce_purgatory.purge_completed()

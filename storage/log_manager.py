@@ -16,6 +16,7 @@ import fcntl
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,7 +53,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._lock_fds: list[int] = []
-        self._deleted_logs: list[Log] = []
+        # Logs renamed to *-delete, with the time (ms) their directory is due for removal.
+        self._deleted_logs: list[tuple[Log, int]] = []
 
     # ---- startup ------------------------------------------------------------------------------------
     def config_for(self, topic: str) -> LogConfig:
@@ -162,21 +164,30 @@ class LogManager:
         self._dir_of[tp] = target
         return lg
 
-    def delete_log(self, tp: TopicPartition) -> None:
+    def delete_log(self, tp: TopicPartition, now_ms: int | None = None) -> None:
+        """Close the log and rename its directory to *-delete; `remove_deleted_logs` removes it once the log's
+        file.delete.delay.ms has passed (Kafka's LogManager.asyncDelete)."""
         lg = self._logs.pop(tp, None)
         self._dir_of.pop(tp, None)
         if lg is None:
             return
         lg.delete()
-        self._deleted_logs.append(lg)
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        self._deleted_logs.append((lg, now_ms + lg.config.file_delete_delay_ms))
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
 
-    def remove_deleted_logs(self) -> None:
-        """Remove directories renamed by ``delete_log`` (Kafka does it after file.delete.delay.ms)."""
-        for lg in self._deleted_logs:
+    def take_deleted_logs_due(self, now_ms: int | None = None) -> list[Log]:
+        """The deleted logs whose directories are due for removal (all of them when `now_ms` is None), forgotten
+        here: the caller removes them with `Log.remove_dir`, which needs nothing else of this manager."""
+        due = [lg for lg, at in self._deleted_logs if now_ms is None or at <= now_ms]
+        self._deleted_logs = [(lg, at) for lg, at in self._deleted_logs if not (now_ms is None or at <= now_ms)]
+        return due
+
+    def remove_deleted_logs(self, now_ms: int | None = None) -> None:
+        """Remove the directories of deleted logs that are due (all of them when `now_ms` is None)."""
+        for lg in self.take_deleted_logs_due(now_ms):
             lg.remove_dir()
-        self._deleted_logs = []
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def _logs_by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:

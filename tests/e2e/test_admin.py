@@ -231,6 +231,8 @@ def test_delete_and_recreate_topic_starts_empty(broker: Any) -> None:
     produce_timestamped(broker, "recycled", 1, 50, int(time.time() * 1000))
     wait_all(admin.delete_topics(["recycled"], operation_timeout=10))
     wait_until(lambda: topic_partitions(admin, "recycled") is None, 10, "the topic to disappear")
+    # Its data goes from the disk too, once log.segment.delete.delay.ms (1 s in tests) has passed.
+    wait_until(lambda: not list(broker.data_dir.glob("recycled-*")), 10, "the deleted topic's directory to go")
 
     def recreate() -> bool:
         try:

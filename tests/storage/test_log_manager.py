@@ -88,6 +88,20 @@ def test_damaged_partition_does_not_stop_startup(tmp_path: Path) -> None:
     mgr.shutdown()
 
 
+def test_deleted_log_directory_is_removed_once_file_delete_delay_has_passed(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    tp = TopicPartition("gone", 0)
+    _fill(mgr, tp, 3)
+    delay = mgr.get_log(tp).config.file_delete_delay_ms
+    mgr.delete_log(tp, now_ms=1_000_000)
+    mgr.remove_deleted_logs(now_ms=1_000_000 + delay - 1)
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+    mgr.remove_deleted_logs(now_ms=1_000_000 + delay)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("gone-")]
+    mgr.shutdown()
+
+
 def test_delete_log_renames_and_startup_removes(tmp_path: Path) -> None:
     mgr = LogManager([tmp_path], CFG)
     mgr.startup()
