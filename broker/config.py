@@ -99,8 +99,9 @@ DEFINITIONS: dict[str, ConfigDef] = {d.name: d for d in [
        choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), dynamic=True),
     # --- network
     _d("socket.request.max.bytes", "int", 104857600, min=1),
-    _d("socket.send.buffer.bytes", "int", 102400),
-    _d("socket.receive.buffer.bytes", "int", 102400),
+    # -1 (the kernel's autotuning) rather than Kafka's 102400: see "Where we differ" in the README.
+    _d("socket.send.buffer.bytes", "int", -1),
+    _d("socket.receive.buffer.bytes", "int", -1),
     _d("connections.max.idle.ms", "long", 600000),
     _d("num.network.threads", "int", 3, min=1),
     _d("num.io.threads", "int", 8, min=1),
@@ -151,7 +152,7 @@ DEFINITIONS: dict[str, ConfigDef] = {d.name: d for d in [
 
 # Kafka keys that operators' files commonly carry and that we accept without acting on them.
 ACCEPTED_IGNORED = frozenset({
-    "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+    "num.network.threads", "num.io.threads",
     "num.recovery.threads.per.data.dir", "queued.max.requests", "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "log.flush.scheduler.interval.ms", "zookeeper.connection.timeout.ms", "inter.broker.listener.name",

@@ -319,7 +319,8 @@ class SocketServer:
     """Accepts connections on one listening socket and feeds their frames to `handler`."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, handler: FrameHandler, *,
-                 max_request_bytes: int, idle_timeout_ms: int) -> None:
+                 max_request_bytes: int, idle_timeout_ms: int, send_buffer_bytes: int = -1,
+                 receive_buffer_bytes: int = -1) -> None:
         self.loop = loop
         self.handler = handler
         self.max_request_bytes = max_request_bytes
@@ -331,6 +332,11 @@ class SocketServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Kafka's socket.send/receive.buffer.bytes; -1 leaves the kernel's autotuning. The receive buffer is set on
+        # the listening socket so accepted connections inherit it before the TCP window is negotiated.
+        self.send_buffer_bytes = send_buffer_bytes
+        if receive_buffer_bytes > 0:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
         self.sock.bind((host, port))
         self.sock.listen(1024)
         self.sock.setblocking(False)
@@ -357,6 +363,8 @@ class SocketServer:
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
             self._next_id += 1
             conn = Connection(self, sock, (addr[0], addr[1]), self._next_id)
             self.connections[conn.id] = conn

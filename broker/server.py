@@ -96,7 +96,9 @@ class KafkaServer:
         self.socket_server = SocketServer(
             self.loop, listener.host, listener.port, self.handle_frame,
             max_request_bytes=self.config["socket.request.max.bytes"],
-            idle_timeout_ms=self.config["connections.max.idle.ms"])
+            idle_timeout_ms=self.config["connections.max.idle.ms"],
+            send_buffer_bytes=self.config["socket.send.buffer.bytes"],
+            receive_buffer_bytes=self.config["socket.receive.buffer.bytes"])
         advertised = self.config.advertised_listeners[0]
         host = advertised.host or listener.host or "127.0.0.1"
         port = advertised.port if advertised.port else self.socket_server.port

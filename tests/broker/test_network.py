@@ -125,3 +125,14 @@ def test_a_client_that_never_reads_does_not_stall_others(broker) -> None:
     finally:
         hog.close()
         producer.close()
+
+
+def test_socket_buffer_sizes_follow_kafkas_settings(broker_factory) -> None:
+    b = broker_factory({"socket.send.buffer.bytes": "65536", "socket.receive.buffer.bytes": "98304"})
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as c:
+        _send(c, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 1)
+        assert _recv(c, ApiKey.API_VERSIONS, 3).error_code == 0
+        (accepted,) = b.server.socket_server.connections.values()
+        # Linux doubles what is asked for (bookkeeping overhead); either way it is no longer autotuned.
+        assert accepted.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (65536, 2 * 65536)
+        assert accepted.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (98304, 2 * 98304)
