@@ -198,6 +198,8 @@ def delete_topics(target: Target, topics: set[str], timeout_s: float = 15.0) -> 
             future.result(timeout=max(0.1, deadline - time.monotonic()))
     except Exception as exc:  # noqa: BLE001 - cleanup never fails a measurement already made
         return f"DeleteTopics {sorted(topics)[:3]} failed: {type(exc).__name__}: {exc}"
+    if not target.wait_removed_from_disk(topics, timeout_s):
+        return f"deleted topics {sorted(topics)[:3]} were still on disk after {timeout_s:g}s"
     return None
 
 
