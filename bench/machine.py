@@ -6,10 +6,11 @@ then writes the same range again (pages already cached), and deletes the file. N
 flushing to the OS too.
 
 Why: on some virtual machines a page the guest has not touched recently costs the host a fault, and writing
-new file pages runs at a few hundred MB/s while rewriting cached ones runs at several GB/s (measured here with
-`dd`: 250-320 MB/s against 8 GB/s). A broker that stores data cannot produce faster than the first figure; the
-mock cluster keeps data in its heap and does not pay it. The number moves with the machine's memory state, so
-the harness measures it at the start and at the end of each run.
+new file pages can run at a few hundred MB/s while rewriting cached ones runs at several GB/s (measured here
+with `dd`: 250-320 MB/s against 8 GB/s; at other times the same machine wrote new pages at 4 GB/s). A broker
+that stores data cannot produce faster than the first figure; the mock cluster keeps data in its heap and does
+not pay it. The number moves with the machine's memory state, so the harness measures it at the start and at
+the end of each run.
 """
 
 from __future__ import annotations
