@@ -41,7 +41,8 @@ class _Side:
         self.tree = tree
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        props = {"listeners": f"PLAINTEXT://{self.bootstrap}", "log.dirs": str(work / f"{name}-data"),
+        self.data_dir = work / f"{name}-data"
+        props = {"listeners": f"PLAINTEXT://{self.bootstrap}", "log.dirs": str(self.data_dir),
                  "log.segment.delete.delay.ms": "0", **overrides}
         args = [sys.executable, "-m", "broker"]
         for key, value in props.items():
@@ -124,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 produce = {"kind": "produce", "tps": [[topic, p] for p in range(args.partitions)],
                            "count": args.count, "size": KIB, "acks": args.acks, "compression": args.compression}
                 side.samples["produce"].append(_measured(side, produce, args.count * KIB))
+                # Gone before the next run: left behind, the data piles up as dirty pages and the kernel's
+                # writeback slows every later run (on this VM to 4 s of broker CPU per GB).
+                _delete(side, topic)
                 if args.consume:
                     consume = {"kind": "consume", "tps": [["ab-filled", 0]], "expected": filled_messages}
                     side.samples["consume"].append(_measured(side, consume, None))
@@ -149,6 +153,18 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(["git", "-C", str(_REPO), "worktree", "remove", "--force", str(tree_a)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _delete(side: _Side, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": side.bootstrap, "log_level": 3})
+    for future in admin.delete_topics([topic], operation_timeout=30).values():
+        future.result(timeout=35)
+    data_dir = side.data_dir
+    deadline = time.monotonic() + 30
+    while any(data_dir.glob(f"{topic}-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
