@@ -186,21 +186,28 @@ class KafkaServer:
                     self.log_manager.checkpoint_log_start_offsets)
         self._every(min(cfg["replica.lag.time.max.ms"] // 2, 30000), self.replica_manager.maybe_shrink_isr)
         self._every(30000, self._purge_purgatories)
-        # Deleted partitions' *-delete directories go once their file.delete.delay.ms has passed (checked each second).
-        self._every(1000, self._remove_deleted_logs)
+        # Deleted partitions and segments go once their file.delete.delay.ms has passed (checked each second).
+        self._every(1000, self._remove_deleted_files)
         if cfg["log.cleaner.enable"]:
             self._every(cfg["log.cleaner.backoff.ms"], self._clean_logs)
         if cfg.log_flush_interval_ms < 2**62:
             self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
 
-    def _remove_deleted_logs(self) -> None:
+    def _remove_deleted_files(self) -> None:
+        """Files whose file.delete.delay.ms has passed: deleted partitions' directories and retention-deleted
+        segments. They are taken off the logs here, on the loop, and unlinked in the io executor, because
+        unlinking a large segment frees its page cache and can take tens of milliseconds."""
         assert self.loop is not None
-        due = self.log_manager.take_deleted_logs_due(int(time.time() * 1000))
-        if not due:
+        now = int(time.time() * 1000)
+        logs = self.log_manager.take_deleted_logs_due(now)
+        segments = self.log_manager.take_expired_segment_deletes(now)
+        if not logs and not segments:
             return
 
         def remove() -> None:
-            for lg in due:  # renamed and closed: nothing else touches these directories any more
+            for seg in segments:
+                seg.delete_files()
+            for lg in logs:  # renamed and closed: nothing else touches these directories any more
                 lg.remove_dir()
                 log.info("%s: removed deleted log directory %s", lg.topic_partition, lg.dir.name)
 

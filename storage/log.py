@@ -584,14 +584,18 @@ class Log:
             seg.deleted_at_ms = now_ms
             self._pending_deletes.append(seg)
 
+    def take_expired_deletes(self, now_ms: int) -> list[LogSegment]:
+        """Segments renamed to .deleted at least file.delete.delay.ms ago, forgotten by this log: the caller
+        calls their `delete_files` (from any thread: nothing here refers to them any more)."""
+        delay = self.config.file_delete_delay_ms
+        due = [s for s in self._pending_deletes if s.deleted_at_ms is not None and now_ms - s.deleted_at_ms >= delay]
+        if due:
+            self._pending_deletes = [s for s in self._pending_deletes if s not in due]
+        return due
+
     def delete_expired_files(self, now_ms: int) -> None:
-        keep = []
-        for seg in self._pending_deletes:
-            if seg.deleted_at_ms is not None and now_ms - seg.deleted_at_ms >= self.config.file_delete_delay_ms:
-                seg.delete_files()
-            else:
-                keep.append(seg)
-        self._pending_deletes = keep
+        for seg in self.take_expired_deletes(now_ms):
+            seg.delete_files()
 
     # ==== flushing ========================================================================================
     def flush(self, up_to_offset: int | None = None) -> None:

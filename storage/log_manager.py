@@ -25,6 +25,7 @@ from storage.checkpoints import OffsetCheckpointFile, read_properties, write_pro
 from storage.config import LogConfig
 from storage.errors import CorruptLogError, KafkaStorageError
 from storage.log import DELETE_DIR_SUFFIX, Log
+from storage.segment import LogSegment
 from storage.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -183,6 +184,10 @@ class LogManager:
         due = [lg for lg, at in self._deleted_logs if now_ms is None or at <= now_ms]
         self._deleted_logs = [(lg, at) for lg, at in self._deleted_logs if not (now_ms is None or at <= now_ms)]
         return due
+
+    def take_expired_segment_deletes(self, now_ms: int) -> list[LogSegment]:
+        """Retention-deleted segments of every log whose file.delete.delay.ms has passed (Log.take_expired_deletes)."""
+        return [seg for lg in list(self._logs.values()) for seg in lg.take_expired_deletes(now_ms)]
 
     def remove_deleted_logs(self, now_ms: int | None = None) -> None:
         """Remove the directories of deleted logs that are due (all of them when `now_ms` is None)."""

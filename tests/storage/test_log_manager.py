@@ -174,3 +174,25 @@ def test_log_config_from_topic_config() -> None:
         LogConfig.from_topic_config({"retention.ms": "soon"}, base)
     with pytest.raises(ValueError, match="cleanup.policy"):
         LogConfig.from_topic_config({"cleanup.policy": "forever"}, base)
+
+
+def test_expired_segment_deletes_are_handed_over_once_their_delay_has_passed(tmp_path: Path) -> None:
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    tp = TopicPartition("trimmed", 0)
+    _fill(mgr, tp, 40)
+    lg = mgr.get_log(tp)
+    assert len(lg.segments) > 2
+    now = int(time.time() * 1000)
+    assert lg.maybe_increment_log_start_offset(lg.segments[2].base_offset)
+    renamed = sorted(p.name for p in lg.dir.glob("*.log.deleted"))
+    assert len(renamed) == 2
+    assert mgr.take_expired_segment_deletes(now) == []  # file.delete.delay.ms has not passed
+    due = mgr.take_expired_segment_deletes(now + lg.config.file_delete_delay_ms + 1000)
+    assert sorted(seg.log_path.name for seg in due) == renamed
+    assert mgr.take_expired_segment_deletes(now + 10 * lg.config.file_delete_delay_ms) == []  # handed over once
+    for seg in due:  # what the broker does in its io thread
+        seg.delete_files()
+    assert not list(lg.dir.glob("*.deleted"))
+    assert lg.read(lg.log_start_offset, 1 << 20).records.length > 0
+    mgr.shutdown()
