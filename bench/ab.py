@@ -99,18 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consume", action="store_true", help="also read a 512 MiB topic back each round")
     args = parser.parse_args(argv)
 
+    overrides_a, overrides_b = _overrides(args.a_override), _overrides(args.b_override)  # before starting anything
     work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    tree_a = _REPO
-    if args.base:
-        tree_a = work / "base"
-        subprocess.run(["git", "-C", str(_REPO), "worktree", "add", "-q", "--detach", str(tree_a), args.base],
-                       check=True)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", "protocol", "storage", "broker"],
-                       cwd=tree_a, check=True, stdout=subprocess.DEVNULL)
+    tree_a = work / "base" if args.base else _REPO
     sides: list[_Side] = []
     try:
-        sides = [_Side("A", tree_a, _overrides(args.a_override), work),
-                 _Side("B", _REPO, _overrides(args.b_override), work)]
+        if args.base:
+            subprocess.run(["git", "-C", str(_REPO), "worktree", "add", "-q", "--detach", str(tree_a), args.base],
+                           check=True)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", "protocol", "storage", "broker"],
+                           cwd=tree_a, check=True, stdout=subprocess.DEVNULL)
+        for name, tree, overrides in (("A", tree_a, overrides_a), ("B", _REPO, overrides_b)):
+            sides.append(_Side(name, tree, overrides, work))  # one at a time: a failure still stops the first
         for side in sides:
             wait_for_api_versions("127.0.0.1", side.port, time.monotonic() + 30)
         filled_messages = 512 * 1024

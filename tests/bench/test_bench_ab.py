@@ -21,6 +21,13 @@ def test_ab_runs_both_sides_and_reports_medians(capsys: pytest.CaptureFixture[st
     assert '"b_overrides": ["log.segment.bytes=1048576"]' in out
 
 
-def test_ab_rejects_an_override_without_a_value() -> None:
+def test_ab_rejects_an_override_without_a_value_before_starting_a_broker() -> None:
+    import psutil
+
+    def brokers() -> set[int]:
+        return {p.pid for p in psutil.process_iter(["cmdline"]) if "bench-ab-" in " ".join(p.info["cmdline"] or [])}
+
+    before = brokers()
     with pytest.raises(SystemExit, match="not key=value"):
         ab.main(["--b-override", "log.segment.bytes"])
+    assert brokers() == before
