@@ -60,6 +60,20 @@ class ConsumerHandle:
         pass
 
 
+class PositionedConsumer(ConsumerHandle):
+    """A manually assigned consumer that tracks each partition's next offset itself (clients read through one
+    short-lived run per poll: kcat, the Java runner, Spark). `start` is the position before the first poll."""
+
+    def __init__(self, assign: Sequence[TopicPartition], start: int | None) -> None:
+        self._positions: dict[TopicPartition, int | None] = {tp: start for tp in assign}
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._positions)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._positions[tp] = offset
+
+
 class ClientAdapter:
     name = "base"
     # False for clients that cannot tell the offsets the broker assigned (kcat -P).

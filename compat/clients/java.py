@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, PositionedConsumer, ProducerHandle
 from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record, TopicPartition
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
@@ -88,12 +88,12 @@ class JavaProducer(ProducerHandle):
         return result
 
 
-class JavaAssignedConsumer(ConsumerHandle):
+class JavaAssignedConsumer(PositionedConsumer):
     name = "the Java runner's consumer"
 
     def __init__(self, adapter: JavaAdapter, assign: Sequence[TopicPartition]) -> None:
         self._a = adapter
-        self._positions: dict[TopicPartition, int] = {tp: -2 for tp in assign}
+        super().__init__(assign, -2)  # -2: Kafka's "earliest"
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         got: list[Message] = []
@@ -111,12 +111,6 @@ class JavaAssignedConsumer(ConsumerHandle):
             if len(got) >= max_records:
                 break
         return got
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._positions)
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._positions[tp] = offset
 
 
 class JavaAdapter(ClientAdapter):

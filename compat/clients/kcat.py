@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, PositionedConsumer
 from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record, TopicPartition
 
 _MARK = b"@@KCAT@@"
@@ -71,12 +71,12 @@ def parse_messages(out: bytes) -> list[Message]:
         msgs.append(Message(topic, int(part), int(offset), key, value, tuple(headers), int(ts)))
 
 
-class KcatAssignedConsumer(ConsumerHandle):
+class KcatAssignedConsumer(PositionedConsumer):
     name = "kcat -C"
 
     def __init__(self, adapter: KcatAdapter, assign: Sequence[TopicPartition], reset: str) -> None:
         self._a = adapter
-        self._positions: dict[TopicPartition, int | None] = {tp: None for tp in assign}
+        super().__init__(assign, None)  # None: where auto.offset.reset says
         self._reset = reset
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
@@ -93,12 +93,6 @@ class KcatAssignedConsumer(ConsumerHandle):
             if len(got) >= max_records:
                 break
         return got
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._positions)
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._positions[tp] = offset
 
 
 class KcatGroupConsumer(ConsumerHandle):

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, ProducerHandle
+from compat.clients.base import ClientAdapter, ConsumerHandle, PositionedConsumer, ProducerHandle
 from compat.model import Message, NotSupported, ProduceFailed, Record, TopicPartition
 
 _session: Any = None
@@ -61,12 +61,12 @@ class SparkProducer(ProducerHandle):
         return [(r.partition if r.partition is not None else -1, -1) for r in records]
 
 
-class SparkAssignedConsumer(ConsumerHandle):
+class SparkAssignedConsumer(PositionedConsumer):
     name = "Spark's Kafka source"
 
     def __init__(self, bootstrap: str, assign: Sequence[TopicPartition]) -> None:
         self._bootstrap = bootstrap
-        self._positions: dict[TopicPartition, int] = {tp: -2 for tp in assign}
+        super().__init__(assign, -2)  # -2: Kafka's "earliest"
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         spark = _spark()
@@ -90,12 +90,6 @@ class SparkAssignedConsumer(ConsumerHandle):
             if len(got) >= max_records:
                 break
         return got
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._positions)
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._positions[tp] = offset
 
 
 class SparkAdapter(ClientAdapter):
