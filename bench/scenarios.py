@@ -99,6 +99,13 @@ class Scenario:
         pass
 
 
+def _produce_spec(bootstrap: str, tps: Any, count: int, *, acks: str = "1",
+                  compression: str = "none") -> dict[str, Any]:
+    """A produce load with the issue's producer settings: 1 KiB values, linger.ms 5, batch.size 1 MiB."""
+    return {"kind": "produce", "bootstrap": bootstrap, "tps": tps, "count": count, "size": KIB, "acks": acks,
+            "compression": compression, "linger_ms": 5, "batch_bytes": MIB}
+
+
 def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -121,17 +128,7 @@ class ProduceScenario(Scenario):
         cpu_before = target.cpu_seconds()
         try:
             result = run_load(
-                {
-                    "kind": "produce",
-                    "bootstrap": target.bootstrap,
-                    "tps": tps,
-                    "count": self.count,
-                    "size": KIB,
-                    "acks": self.acks,
-                    "compression": self.compression,
-                    "linger_ms": 5,
-                    "batch_bytes": MIB,
-                },
+                _produce_spec(target.bootstrap, tps, self.count, acks=self.acks, compression=self.compression),
                 ctx.timeout(120),
             )
         finally:
@@ -156,17 +153,7 @@ class _FilledTopic:
             tps = ensure_partitions(target, _unique("bench-filled"), self.partitions, ctx.timeout(60))
             ctx.state[key] = tps
             run_load(
-                {
-                    "kind": "produce",
-                    "bootstrap": target.bootstrap,
-                    "tps": tps,
-                    "count": self.messages,
-                    "size": KIB,
-                    "acks": "1",
-                    "compression": "none",
-                    "linger_ms": 5,
-                    "batch_bytes": MIB,
-                },
+                _produce_spec(target.bootstrap, tps, self.messages),
                 ctx.timeout(300),
             )
         return ctx.state[key]
@@ -420,17 +407,7 @@ class PartitionsScenario(Scenario):
             created = time.monotonic() - t0
             # One record per partition, so brokers that create segment files lazily pay for them too.
             run_load(
-                {
-                    "kind": "produce",
-                    "bootstrap": broker.bootstrap,
-                    "tps": tps,
-                    "count": len(tps),
-                    "size": KIB,
-                    "acks": "1",
-                    "compression": "none",
-                    "linger_ms": 5,
-                    "batch_bytes": MIB,
-                },
+                _produce_spec(broker.bootstrap, tps, len(tps)),
                 ctx.timeout(120),
             )
             values = {"create": created, "RSS": psutil.Process(broker.pid).memory_info().rss / 1e6}
@@ -474,17 +451,7 @@ class RecoveryScenario(Scenario):
             fresh = AttachedTarget("ours", "ours", broker.bootstrap, broker.pid)
             tps = ensure_partitions(fresh, "bench-recovery", 1, ctx.timeout(60))
             run_load(
-                {
-                    "kind": "produce",
-                    "bootstrap": broker.bootstrap,
-                    "tps": tps,
-                    "count": self.messages,
-                    "size": KIB,
-                    "acks": "1",
-                    "compression": "none",
-                    "linger_ms": 5,
-                    "batch_bytes": MIB,
-                },
+                _produce_spec(broker.bootstrap, tps, self.messages),
                 ctx.timeout(300),
             )
         finally:
@@ -576,17 +543,7 @@ class ReplicatedScenario(Scenario):
         cluster = self._cluster(target, ctx)
         tps = ctx.state[(self.id, target.name, "tp")]
         result = run_load(
-            {
-                "kind": "produce",
-                "bootstrap": cluster.bootstrap,
-                "tps": tps,
-                "count": self.count,
-                "size": KIB,
-                "acks": "-1",
-                "compression": "none",
-                "linger_ms": 5,
-                "batch_bytes": MIB,
-            },
+            _produce_spec(cluster.bootstrap, tps, self.count, acks="-1"),
             ctx.timeout(120),
         )
         ctx.state[(self.latency.id, cluster.name)] = tps
