@@ -588,11 +588,13 @@ class Log:
         """Segments renamed to .deleted at least file.delete.delay.ms ago, forgotten by this log: the caller
         calls their `delete_files` (from any thread: nothing here refers to them any more)."""
         delay = self.config.file_delete_delay_ms
+        due: list[LogSegment] = []
+        waiting: list[LogSegment] = []
         with self._lock:  # the cleaner's thread schedules deletions too (replace_segments)
-            due = [s for s in self._pending_deletes
-                   if s.deleted_at_ms is not None and now_ms - s.deleted_at_ms >= delay]
-            if due:
-                self._pending_deletes = [s for s in self._pending_deletes if s not in due]
+            for seg in self._pending_deletes:
+                expired = seg.deleted_at_ms is not None and now_ms - seg.deleted_at_ms >= delay
+                (due if expired else waiting).append(seg)
+            self._pending_deletes = waiting
         return due
 
     def delete_expired_files(self, now_ms: int) -> None:

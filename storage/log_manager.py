@@ -181,8 +181,14 @@ class LogManager:
     def take_deleted_logs_due(self, now_ms: int | None = None) -> list[Log]:
         """The deleted logs whose directories are due for removal (all of them when `now_ms` is None), forgotten
         here: the caller removes them with `Log.remove_dir`, which needs nothing else of this manager."""
-        due = [lg for lg, at in self._deleted_logs if now_ms is None or at <= now_ms]
-        self._deleted_logs = [(lg, at) for lg, at in self._deleted_logs if not (now_ms is None or at <= now_ms)]
+        due: list[Log] = []
+        waiting: list[tuple[Log, int]] = []
+        for lg, at in self._deleted_logs:
+            if now_ms is None or at <= now_ms:
+                due.append(lg)
+            else:
+                waiting.append((lg, at))
+        self._deleted_logs = waiting
         return due
 
     def take_expired_segment_deletes(self, now_ms: int) -> list[LogSegment]:
@@ -228,11 +234,11 @@ class LogManager:
 
     # ---- background work -------------------------------------------------------------------------------
     def cleanup_logs(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int] | None = None) -> None:
-        """Retention on every log (segments above a partition's high watermark, when given, are kept)."""
+        """Retention on every log (segments above a partition's high watermark, when given, are kept). The segments
+        it deletes are renamed .deleted; `take_expired_segment_deletes` hands them over for unlinking later."""
         for tp, lg in list(self._logs.items()):
             hw = high_watermarks.get(tp) if high_watermarks is not None else None
             lg.delete_retention_segments(now_ms, high_watermark=hw)
-            lg.delete_expired_files(now_ms)
 
     def flush_dirty_logs(self, now_ms: int) -> None:
         for lg in list(self._logs.values()):
