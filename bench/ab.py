@@ -28,41 +28,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.runner import run_load
-from bench.wire import free_port, wait_for_api_versions
+from bench.runner import delete_topics, ensure_partitions, run_load
+from bench.targets import AttachedTarget, OurBrokerCli, wait_topics_gone
+from bench.wire import wait_for_api_versions
 
 KIB = 1024
 _REPO = Path(__file__).resolve().parent.parent
 
 
 class _Side:
+    """One broker under comparison: `python -m broker` run from `tree`."""
+
     def __init__(self, name: str, tree: Path, overrides: dict[str, str], work: Path) -> None:
         self.name = name
-        self.tree = tree
-        self.port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self.data_dir = work / f"{name}-data"
-        props = {"listeners": f"PLAINTEXT://{self.bootstrap}", "log.dirs": str(self.data_dir),
-                 "log.segment.delete.delay.ms": "0", **overrides}
-        args = [sys.executable, "-m", "broker"]
-        for key, value in props.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.broker = OurBrokerCli(work / f"{name}-data", {"log.segment.delete.delay.ms": "0", **overrides})
+        self.broker.spawn(cwd=tree)
+        self.target = AttachedTarget(name, "ours", self.broker.bootstrap, self.broker.pid)
         self.samples: dict[str, list[tuple[float, float]]] = {"produce": [], "consume": []}
-
-    def cpu_seconds(self) -> float:
-        import psutil
-
-        times = psutil.Process(self.proc.pid).cpu_times()
-        return times.user + times.system
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -76,13 +58,14 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def _measured(side: _Side, spec: dict[str, Any], data_bytes: float | None) -> tuple[float, float]:
-    cpu_before = side.cpu_seconds()
-    result = run_load({**spec, "bootstrap": side.bootstrap}, 300)
-    cpu = side.cpu_seconds() - cpu_before
+    cpu_before = side.target.cpu_seconds()
+    result = run_load({**spec, "bootstrap": side.broker.bootstrap}, 300)
+    cpu_after = side.target.cpu_seconds()
     if not result.get("ok"):
         raise RuntimeError(f"{side.name}: {result.get('error')}")
+    assert cpu_before is not None and cpu_after is not None  # our own child process
     moved = data_bytes if data_bytes is not None else result["MB/s"] * 1e6 * result["seconds"]
-    return result["MB/s"], cpu / (moved / 1e9)
+    return result["MB/s"], (cpu_after - cpu_before) / (moved / 1e9)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,22 +95,25 @@ def main(argv: list[str] | None = None) -> int:
         for name, tree, overrides in (("A", tree_a, overrides_a), ("B", _REPO, overrides_b)):
             sides.append(_Side(name, tree, overrides, work))  # one at a time: a failure still stops the first
         for side in sides:
-            wait_for_api_versions("127.0.0.1", side.port, time.monotonic() + 30)
+            wait_for_api_versions("127.0.0.1", side.broker.port, time.monotonic() + 30)
         filled_messages = 512 * 1024
         if args.consume:
             for side in sides:
-                run_load({"kind": "produce", "bootstrap": side.bootstrap, "tps": [["ab-filled", 0]],
+                run_load({"kind": "produce", "bootstrap": side.broker.bootstrap, "tps": [["ab-filled", 0]],
                           "count": filled_messages, "size": KIB, "acks": "1"}, 300)
         for rep in range(args.reps):
             for side in sides if rep % 2 == 0 else sides[::-1]:
                 topic = f"ab-{rep}"
-                _create(side.bootstrap, topic, args.partitions)  # outside the measurement
-                produce = {"kind": "produce", "tps": [[topic, p] for p in range(args.partitions)],
+                tps = ensure_partitions(side.target, topic, args.partitions)  # outside the measurement
+                produce = {"kind": "produce", "tps": tps,
                            "count": args.count, "size": KIB, "acks": args.acks, "compression": args.compression}
                 side.samples["produce"].append(_measured(side, produce, args.count * KIB))
                 # Gone before the next run: left behind, the data piles up as dirty pages and the kernel's
                 # writeback slows every later run (on this VM to 4 s of broker CPU per GB).
-                _delete(side, topic)
+                error = delete_topics(side.target, {topic}) or (
+                    None if wait_topics_gone(side.broker.log_dir, {topic}, 30) else f"{topic} still on disk after 30 s")
+                if error:
+                    raise RuntimeError(f"{side.name}: {error}")
                 if args.consume:
                     consume = {"kind": "consume", "tps": [["ab-filled", 0]], "expected": filled_messages}
                     side.samples["consume"].append(_measured(side, consume, None))
@@ -148,31 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         for side in sides:
-            side.stop()
+            side.broker.stop()
         if args.base:
             subprocess.run(["git", "-C", str(_REPO), "worktree", "remove", "--force", str(tree_a)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _delete(side: _Side, topic: str) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": side.bootstrap, "log_level": 3})
-    for future in admin.delete_topics([topic], operation_timeout=30).values():
-        future.result(timeout=35)
-    data_dir = side.data_dir
-    deadline = time.monotonic() + 30
-    while any(data_dir.glob(f"{topic}-*")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
-def _create(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30).values():
-        future.result(timeout=35)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,32 @@ class TargetError(Exception):
     """A broker could not be started or reached."""
 
 
+def cpu_seconds_of(pid: int | None) -> float | None:
+    """User + system CPU a process has used so far (all its threads), None if unknown."""
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
+
+
+def wait_topics_gone(data_dir: Path, topics: set[str], timeout_s: float) -> bool:
+    """After DeleteTopics: wait until our broker has removed the topics' partition directories from `data_dir`.
+
+    It removes them file.delete.delay.ms after the delete. Waiting keeps that I/O (freeing hundreds of MB of page
+    cache) out of the next measurement."""
+    deadline = time.monotonic() + timeout_s
+    while any(any(data_dir.glob(f"{topic}-*")) for topic in topics):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def _rss_of(pid: int | None) -> int | None:
     if pid is None:
         return None
@@ -67,15 +93,7 @@ class Target:
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU the broker process has used so far (all its threads), None if unknown."""
-        if self.pid is None:
-            return None
-        import psutil
-
-        try:
-            times = psutil.Process(self.pid).cpu_times()
-        except psutil.Error:
-            return None
-        return times.user + times.system
+        return cpu_seconds_of(self.pid)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, bootstrap={self.bootstrap!r}, pid={self.pid})"
@@ -203,7 +221,8 @@ class OurBrokerCli:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def spawn(self, env: dict[str, str] | None = None) -> None:
+    def spawn(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        """`cwd`: the source tree to run (its packages come first on sys.path); default this process's."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", "broker"]
         for key, value in self.overrides.items():
@@ -217,6 +236,7 @@ class OurBrokerCli:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 env={**os.environ, **(env or {})},
+                cwd=cwd,
             )
 
     def output_tail(self, limit: int = 1500) -> str:
@@ -275,16 +295,7 @@ class OursTarget(Target):
         self.pid = handle.pid
 
     def wait_removed_from_disk(self, topics: set[str], timeout_s: float) -> bool:
-        # The broker removes a deleted partition's directory file.delete.delay.ms (1 s here) after the delete.
-        # Waiting for it keeps that I/O (freeing hundreds of MB of page cache) out of the next measurement.
-        if self._data_dir is None:
-            return True
-        deadline = time.monotonic() + timeout_s
-        while any(any(self._data_dir.glob(f"{topic}-*")) for topic in topics):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
+        return True if self._data_dir is None else wait_topics_gone(self._data_dir, topics, timeout_s)
 
     def stop(self) -> None:
         if self._handle is None:
