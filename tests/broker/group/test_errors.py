@@ -13,7 +13,8 @@ from broker.group.errors import (
 
 # kafka-python's names for a few codes predate Kafka's renames.
 OLD_NAMES = {"UNKNOWN_SERVER_ERROR": "UNKNOWN", "NONE": "NO_ERROR",
-             "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION", "MESSAGE_TOO_LARGE": "MESSAGE_SIZE_TOO_LARGE"}
+             "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION", "MESSAGE_TOO_LARGE": "MESSAGE_SIZE_TOO_LARGE",
+             "INVALID_TOPIC_EXCEPTION": "INVALID_TOPIC", "INVALID_REPLICA_ASSIGNMENT": "INVALID_REPLICATION_ASSIGNMENT"}
 
 
 def test_codes_match_kafka() -> None:
