@@ -8,8 +8,10 @@ marker.
 
 Request dispatch lives here too (`handle_frame`): decode with the protocol codec, route to the handler
 module of the API (`broker.apis.HANDLERS`), encode the response, and hand the parts — bytes and file
-slices for sendfile — to the connection. Malformed frames and unsupported APIs close that one connection
-with one log line; an ApiVersions request at an unsupported version gets Kafka's v0 fallback answer.
+slices for sendfile — to the connection. A request for an API key or version no handler serves is
+refused before it is decoded, as Kafka does: ApiVersions gets Kafka's v0 fallback answer (UNSUPPORTED_VERSION
+and our ApiVersions range), anything else closes that one connection; malformed frames close it too. Each
+case logs one line naming the client's address (and for the former, the API and version).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import concurrent.futures
 import logging
 import time
 import uuid
-from typing import Any
+from struct import unpack_from
+from typing import Any, NamedTuple
 
 from broker import apis
 from broker.apis.base import RequestContext
@@ -37,11 +40,11 @@ from protocol import (
     ApiKey,
     ProtocolError,
     RecordsRef,
-    UnsupportedVersion,
     api_versions_fallback_response,
     decode_request,
     encode_response_parts,
 )
+from protocol.api_keys import api_name
 from protocol.errors import ErrorCode
 from storage import LogManager, TopicPartition
 from storage.cleaner import LogCleaner
@@ -49,6 +52,12 @@ from storage.cleaner import LogCleaner
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 log = logging.getLogger("broker.server")
+
+
+class _CorrelationId(NamedTuple):
+    """All of a request header the ApiVersions fallback answer needs."""
+
+    correlation_id: int
 
 
 class KafkaServer:
@@ -280,33 +289,43 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:
+        if len(frame) >= 8:
+            api_key, version = unpack_from(">hh", frame, 0)
+            handler = apis.HANDLERS.get(api_key)
+            if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
+                return self._not_served(conn, frame, api_key, version)
         try:
             request = decode_request(frame)
-        except UnsupportedVersion as e:
-            header = getattr(e, "header", None)
-            if header is not None and header.request_api_key == ApiKey.API_VERSIONS:
-                body = api_versions_fallback_response(header)
-                return Response(len(body), [body])
-            conn.close(f"unsupported request: {e}")
-            return None
         except ProtocolError as e:
             log.debug("malformed frame from %s: %s", conn, bytes(frame[:256]).hex())
             conn.close(f"malformed request: {e}")
             return None
         header = request.header
         api_key = header.request_api_key
-        version = header.request_api_version
-        handler = apis.HANDLERS.get(api_key)
-        if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
-            conn.close(f"API key {api_key} version {version} is not served by this broker")
-            return None
-        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id)
-        result = handler.handle(ctx, request)
+        ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
+                             header.client_id)
+        result = apis.HANDLERS[api_key].handle(ctx, request)
         if result is None:
             return None
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
+
+    def _not_served(self, conn: Connection, frame: bytearray, api_key: int, version: int) -> Response | None:
+        """A request for an API key or version no handler serves, answered as Kafka's SocketServer and
+        KafkaApis do, with one log line: ApiVersions gets UNSUPPORTED_VERSION and our ApiVersions range in
+        the v0 layout (KIP-511: the client retries at a version we serve); anything else closes the
+        connection (Kafka: InvalidRequestException "... which is not enabled", then the channel closed)."""
+        name = api_name(api_key)
+        if api_key == ApiKey.API_VERSIONS:
+            served = (apis.api_versions.MIN_VERSION, apis.api_versions.MAX_VERSION)
+            log.info("%s: %s v%d is not served (v%d-v%d): answering UNSUPPORTED_VERSION", conn, name, version,
+                     *served)
+            correlation_id = unpack_from(">i", frame, 4)[0]
+            body = api_versions_fallback_response(_CorrelationId(correlation_id), served)
+            return Response(len(body), [body])
+        conn.close(f"{name} v{version} is not served by this broker")
+        return None
 
     async def _finish_later(self, ctx: RequestContext, awaitable: Any) -> Response | None:
         response = await awaitable

@@ -8,9 +8,9 @@ Public API (see `codec.py` for the frame contract, `fetch_encoding.py` for zero-
     encode_response(response) -> bytes
     encode_response_parts(response) -> (total_length, [bytes | memoryview | RecordsRef, ...])
     read_frame_size(prefix, max_bytes) -> int
-    api_versions_fallback_response(header) -> bytes
-    api_versions_response(api_version, correlation_id, throttle_time_ms=0) -> ApiMessage  # our table
-    SUPPORTED_VERSIONS, ApiKey, request_class(api_key), response_class(api_key)
+    api_versions_fallback_response(header, versions=None) -> bytes
+    api_versions_response(api_version, correlation_id, throttle_time_ms=0) -> ApiMessage  # the codec's table
+    SUPPORTED_VERSIONS (what the codec decodes/encodes), ApiKey, request_class(api_key), response_class(api_key)
     errors: ErrorCode, ProtocolError, InvalidFrameSize, MalformedMessage, UnsupportedVersion, UnknownApiKey
 
 Messages are kafka-python 3.0 `ApiMessage` objects (snake_case fields, `.header`, `.API_KEY`,

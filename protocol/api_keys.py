@@ -1,8 +1,11 @@
 """API keys and the version table this codec implements.
 
-Contract: `SUPPORTED_VERSIONS` is exactly what `protocol` can decode and encode, both directions, and is
-what the broker advertises in ApiVersions (Kafka 3.9's ranges; Produce v0-v2 kept for old clients).
-Nothing else may be advertised.
+Contract: `SUPPORTED_VERSIONS` is exactly what `protocol` can decode and encode, requests and responses,
+for each API key (Kafka 3.9's ranges; Produce v0-v2 kept for old clients). It says nothing about what a
+broker serves: it lists APIs no handler of ours implements (transactions, ACLs, AlterPartition...), which
+the codec still decodes so tools, tests and inter-broker peers can speak them. What the broker advertises
+in ApiVersions is derived from its handler modules (`broker.apis`), each range inside this table.
+`ApiKey` names every key Kafka defines, served or not, for logs and errors.
 """
 
 from __future__ import annotations
@@ -122,3 +125,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name of an API key for logs and errors (e.g. "DESCRIBE_LOG_DIRS"), or "API key N"."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API key {api_key}"

@@ -350,7 +350,8 @@ def encode_response(response: ApiMessage) -> bytes:
 
 
 def api_versions_response(api_version: int, correlation_id: int, throttle_time_ms: int = 0) -> ApiMessage:
-    """Our ApiVersions answer: exactly `SUPPORTED_VERSIONS`, nothing we cannot decode and encode."""
+    """An ApiVersions response listing this codec's whole table (`SUPPORTED_VERSIONS`), for peers such as
+    test brokers that answer whatever the codec can decode. A real broker lists what its handlers serve."""
     cls = response_class(ApiKey.API_VERSIONS)
     response = cls[api_version](
         error_code=0,
@@ -361,14 +362,15 @@ def api_versions_response(api_version: int, correlation_id: int, throttle_time_m
     return response
 
 
-def api_versions_fallback_response(header: Any) -> bytes:
+def api_versions_fallback_response(header: Any, versions: tuple[int, int] | None = None) -> bytes:
     """The frame Kafka sends for an ApiVersions request at a version it does not implement.
 
     As Kafka (KIP-511): response header v0, body in the v0 layout, error UNSUPPORTED_VERSION, and the
-    api_keys array holding only ApiVersions' own range, so the client retries at a version we support.
+    api_keys array holding only ApiVersions' own range (`versions`, the codec's range unless given), so
+    the client retries at a version that is served.
     """
     correlation_id = header.correlation_id if header is not None else 0
-    low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+    low, high = versions if versions is not None else SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
     return pack('>ihihhh', correlation_id, 35, 1, ApiKey.API_VERSIONS, low, high)
 
 

@@ -1,11 +1,15 @@
 """The request handlers, one module per Kafka API (see `broker.apis.base` for the module contract).
 
-`HANDLERS` maps API key -> handler module; `advertised_versions()` is what ApiVersions answers, derived
-from the modules themselves so the table never claims an API nobody implemented.
+`HANDLERS` maps API key -> handler module and is the broker's only table of what it serves:
+`advertised_versions()` (what ApiVersions answers) and request dispatch both read it, so the broker never
+claims an API or version nobody implemented. `register` builds it and refuses, at import, a second module
+for the same API key and a version range the codec (`protocol.SUPPORTED_VERSIONS`) cannot decode and
+encode.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import ModuleType
 
 from broker.apis import (
@@ -41,6 +45,8 @@ from broker.apis import (
     sync_group,
     update_metadata,
 )
+from protocol import SUPPORTED_VERSIONS
+from protocol.api_keys import api_name
 
 HANDLER_MODULES: list[ModuleType] = [
     produce,
@@ -76,7 +82,30 @@ HANDLER_MODULES: list[ModuleType] = [
     describe_cluster,
 ]
 
-HANDLERS: dict[int, ModuleType] = {m.API_KEY: m for m in HANDLER_MODULES}
+
+class HandlerRegistrationError(Exception):
+    """Two handler modules for one API key, or a handler range the codec cannot decode and encode."""
+
+
+def register(modules: Iterable[ModuleType]) -> dict[int, ModuleType]:
+    """API key -> handler module, refusing duplicates and ranges outside the codec's table."""
+    handlers: dict[int, ModuleType] = {}
+    for module in modules:
+        key, low, high = module.API_KEY, module.MIN_VERSION, module.MAX_VERSION
+        other = handlers.get(key)
+        if other is not None:
+            raise HandlerRegistrationError(
+                f"{api_name(key)} is served by both {other.__name__} and {module.__name__}")
+        codec = SUPPORTED_VERSIONS.get(key)
+        if codec is None or not codec[0] <= low <= high <= codec[1]:
+            codec_range = "nothing" if codec is None else f"v{codec[0]}-v{codec[1]}"
+            raise HandlerRegistrationError(f"{module.__name__} serves {api_name(key)} v{low}-v{high}, outside "
+                                           f"what the codec decodes and encodes ({codec_range})")
+        handlers[key] = module
+    return handlers
+
+
+HANDLERS: dict[int, ModuleType] = register(HANDLER_MODULES)
 
 
 def advertised_versions() -> dict[int, tuple[int, int]]:

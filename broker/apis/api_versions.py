@@ -1,9 +1,10 @@
 """ApiVersions (key 18), versions 0–4.
 
-Answers with the version ranges of the handler modules that exist (`broker.apis.HANDLERS`), so the
-table can never claim an API nobody implemented. A request at a version above ours never reaches this
-module: the server answers it in the v0 layout with UNSUPPORTED_VERSION and our ranges, as Kafka does,
-so the client retries at a version we serve.
+Answers with the version ranges of the registered handler modules (`broker.apis.advertised_versions()`),
+the broker's only table of what it serves, so it can never claim an API or version nobody implemented.
+A request at a version outside ours never reaches this module: the server answers it in the v0 layout
+with UNSUPPORTED_VERSION and only ApiVersions' own range (as Kafka does, KIP-511), so the client retries
+at a version we serve.
 Gaps: no supported/finalized features (KRaft feature levels) are advertised.
 """
 

@@ -7,8 +7,8 @@ same version, ready for `.encode()` (throttle_time_ms 0). A handler module under
 decodes, calls one of these and encodes. Nothing here raises for client input; unsupported combinations
 become Kafka error codes.
 
-`MAX_VERSIONS` lists the highest version each function answers correctly (for ApiVersions). Versions
-that name topics by topic ID (OffsetCommit v10, OffsetFetch v10) are left out.
+The versions served are stated by each handler module (`MIN_VERSION`/`MAX_VERSION`), which ApiVersions
+reads. Versions that name topics by topic ID (OffsetCommit v10, OffsetFetch v10) are not served.
 
 `client_host` for JoinGroup is the peer address in Kafka's form, e.g. "/127.0.0.1".
 """
@@ -49,20 +49,6 @@ if TYPE_CHECKING:
         SyncGroupResponse,
     )
     from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
-
-MAX_VERSIONS: dict[str, int] = {
-    "FindCoordinator": 6,
-    "JoinGroup": 9,
-    "SyncGroup": 5,
-    "Heartbeat": 4,
-    "LeaveGroup": 5,
-    "OffsetCommit": 9,
-    "OffsetFetch": 9,
-    "OffsetDelete": 0,
-    "DescribeGroups": 5,
-    "ListGroups": 5,
-    "DeleteGroups": 2,
-}
 
 # Kafka's AclOperation codes a group supports (READ, DELETE, DESCRIBE): granted, since we run no authorizer.
 _GROUP_AUTHORIZED_OPERATIONS = frozenset({3, 6, 8})

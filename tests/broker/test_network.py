@@ -1,5 +1,5 @@
 """The socket layer with a real broker: pipelined requests answered in order, acks=0 silence, frame limits,
-ApiVersions negotiation, and one bad client never disturbing the others."""
+and one bad client never disturbing the others (ApiVersions negotiation: test_api_versions.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import struct
 
 import pytest
 
-from broker import apis
 from protocol import ApiKey, request_class
 
 from .wire import recv as _recv
@@ -34,21 +33,6 @@ def test_pipelined_requests_are_answered_in_order(conn) -> None:
     for i in range(20):
         resp = _recv(conn, ApiKey.API_VERSIONS if i % 2 else ApiKey.METADATA, 3 if i % 2 else 12)
         assert resp.header.correlation_id == i
-
-
-def test_api_versions_lists_exactly_the_handlers(conn) -> None:
-    _send(conn, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 7)
-    resp = _recv(conn, ApiKey.API_VERSIONS, 3)
-    assert resp.error_code == 0
-    assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == apis.advertised_versions()
-
-
-def test_unsupported_api_versions_version_gets_the_v0_fallback(conn) -> None:
-    frame = struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 5) + struct.pack(">h", 3) + b"raw" + b"\x00"
-    conn.sendall(struct.pack(">i", len(frame)) + frame)
-    resp = _recv(conn, ApiKey.API_VERSIONS, 0)
-    assert resp.error_code == 35 and resp.header.correlation_id == 5
-    assert any(k.api_key == ApiKey.API_VERSIONS for k in resp.api_keys)
 
 
 def test_acks_zero_produce_gets_no_response(conn, broker) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -248,14 +246,3 @@ def test_find_coordinator(version: int) -> None:
             assert (response.error_code, response.node_id, response.host, response.port) == \
                 (E.NONE, 1, "127.0.0.1", 9092)
     run(scenario)
-
-
-def test_max_versions_cover_every_function() -> None:
-    functions: dict[str, Callable[..., Awaitable[Any]] | Callable[..., Any]] = {
-        "FindCoordinator": api.find_coordinator, "JoinGroup": api.join_group, "SyncGroup": api.sync_group,
-        "Heartbeat": api.heartbeat, "LeaveGroup": api.leave_group, "OffsetCommit": api.offset_commit,
-        "OffsetFetch": api.offset_fetch, "OffsetDelete": api.offset_delete,
-        "DescribeGroups": api.describe_groups, "ListGroups": api.list_groups,
-        "DeleteGroups": api.delete_groups}
-    assert set(api.MAX_VERSIONS) == set(functions)
-    assert asyncio.iscoroutinefunction(api.join_group)
