@@ -3,6 +3,14 @@
 Filled by UpdateMetadata from the controller (or directly by the local controller in the embedded
 default) and read by Metadata, FindCoordinator, DescribeCluster and the produce/fetch error hints.
 Holds no I/O; values are replaced wholesale per partition so readers never see half an update.
+
+What a client is told is Kafka's snapshot: the controller, the live brokers and the partition states from
+the controller's UpdateMetadata. Until the first one is applied (it records its controller epoch) no broker
+is listed, as Kafka lists none: a client that bootstraps at a broker that has just joined retries rather
+than take a view with only that broker in it, and later send to a controller or leader it cannot reach.
+And a response never names a broker it does not list: `live_leader` is a partition's leader only while
+that broker is listed, `listed_controller_id` the controller only while it is listed (the controller id
+is also learned from the ZooKeeper watch, which runs ahead of UpdateMetadata).
 """
 
 from __future__ import annotations
@@ -83,3 +91,15 @@ class MetadataCache:
 
     def alive_broker(self, broker_id: int) -> BrokerEndpoint | None:
         return self.brokers.get(broker_id)
+
+    def listed_brokers(self) -> dict[int, BrokerEndpoint]:
+        """The live brokers as Metadata and DescribeCluster list them: none before the first UpdateMetadata."""
+        return self.brokers if self.controller_epoch >= 0 else {}
+
+    def live_leader(self, pm: PartitionMetadata) -> int:
+        """The partition's leader, or -1 when that broker is not listed as alive (LEADER_NOT_AVAILABLE)."""
+        return pm.leader if pm.leader >= 0 and pm.leader in self.listed_brokers() else -1
+
+    def listed_controller_id(self) -> int:
+        """The controller as Metadata and DescribeCluster name it: -1 unless it is a listed broker."""
+        return self.controller_id if self.controller_id in self.listed_brokers() else -1

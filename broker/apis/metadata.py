@@ -2,10 +2,13 @@
 
 Lists the live brokers, the controller, the cluster id and, for the requested topics (all topics when
 the list is null; none when empty), each partition's leader, leader epoch, replicas, ISR and offline
-replicas, with topic ids from v10. Unknown topics are auto-created when `auto.create.topics.enable`
-is on and the request allows it (v4+), answering LEADER_NOT_AVAILABLE for that round as Kafka does;
-otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid topic names get INVALID_TOPIC_EXCEPTION. Topics named by id
-(v10+) that we do not know get UNKNOWN_TOPIC_ID.
+replicas, with topic ids from v10. No broker is listed before the controller's first UpdateMetadata, as
+in Kafka, and every broker id named as leader or controller is in the broker list (a leader that is not:
+LEADER_NOT_AVAILABLE and -1; a controller that is not: -1); v0 lists only live replicas, with
+REPLICA_NOT_AVAILABLE when some were left out. Unknown topics are auto-created when
+`auto.create.topics.enable` is on and the request allows it (v4+), answering LEADER_NOT_AVAILABLE for
+that round as Kafka does; otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid topic names get
+INVALID_TOPIC_EXCEPTION. Topics named by id (v10+) that we do not know get UNKNOWN_TOPIC_ID.
 Gaps: no authorized-operations bitfields (left at Kafka's "not requested" value), no racks.
 """
 
@@ -15,6 +18,7 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.metadata_cache import MetadataCache, PartitionMetadata
 from broker.topics import valid_topic_name
 from protocol.errors import ErrorCode
 
@@ -63,14 +67,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 topics_out.append(_topic(Resp, name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []))
             continue
-        parts = []
-        for p in sorted(tm.partitions.values(), key=lambda pm: pm.partition):
-            leader_alive = p.leader >= 0 and cache.alive_broker(p.leader) is not None
-            err = ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE
-            parts.append(Resp.MetadataResponseTopic.MetadataResponsePartition(
-                error_code=err, partition_index=p.partition, leader_id=p.leader if leader_alive else -1,
-                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                offline_replicas=list(p.offline_replicas)))
+        parts = [_partition(Resp, cache, p, version)
+                 for p in sorted(tm.partitions.values(), key=lambda pm: pm.partition)]
         topics_out.append(_topic(Resp, name, tm.topic_id, ErrorCode.NONE, parts, tm.is_internal))
     for tid in by_id.values():
         topics_out.append(_topic(Resp, None, tid, ErrorCode.UNKNOWN_TOPIC_ID, []))
@@ -78,10 +76,31 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         server.auto_create_topics(to_create)
 
     brokers = [Resp.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-               for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)]
+               for b in sorted(cache.listed_brokers().values(), key=lambda b: b.broker_id)]
     return response_for(
         request, throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
-        controller_id=cache.controller_id if cache.controller_id >= 0 else -1, topics=topics_out)
+        controller_id=cache.listed_controller_id(), topics=topics_out)
+
+
+def _partition(Resp: Any, cache: MetadataCache, p: PartitionMetadata, version: int) -> Any:
+    """As Kafka's metadata cache answers: a leader that is not a listed broker is no leader
+    (LEADER_NOT_AVAILABLE, -1); v0 lists only replicas that are alive and says REPLICA_NOT_AVAILABLE when
+    it dropped some (later versions list them all, and offline_replicas names the dead ones)."""
+    replicas, isr = list(p.replicas), list(p.isr)
+    if version == 0:
+        listed = cache.listed_brokers()
+        replicas = [r for r in replicas if r in listed]
+        isr = [r for r in isr if r in listed]
+    leader = cache.live_leader(p)
+    if leader < 0:
+        error = ErrorCode.LEADER_NOT_AVAILABLE
+    elif len(replicas) < len(p.replicas) or len(isr) < len(p.isr):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+    else:
+        error = ErrorCode.NONE
+    return Resp.MetadataResponseTopic.MetadataResponsePartition(
+        error_code=error, partition_index=p.partition, leader_id=leader, leader_epoch=p.leader_epoch,
+        replica_nodes=replicas, isr_nodes=isr, offline_replicas=list(p.offline_replicas))
 
 
 def _topic(Resp: Any, name: str | None, topic_id: uuid.UUID | None, error: ErrorCode, partitions: list,
