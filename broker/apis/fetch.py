@@ -8,7 +8,8 @@ nothing is copied or decoded, except for v0–v3 clients whose batches are down-
 `min_bytes`/`max_wait_ms` park the request in the fetch purgatory (DelayedFetch). `max_bytes` and each
 partition's max bytes are soft limits: the first batch is always returned whole (v3+), as in Kafka.
 Incremental fetch sessions (KIP-227, v7+), topic ids (v13+, UNKNOWN_TOPIC_ID), diverging epochs for
-followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (v12+).
+followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the leader's
+endpoint in node_endpoints (v16+, as Kafka: not below, though the field exists from v12).
 Gaps: no fetch from follower (KIP-392: preferred_read_replica is always -1), no aborted transactions.
 """
 
@@ -131,6 +132,8 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
     Resp = response_type(request)
     TopicResp = Resp.FetchableTopicResponse
     PartData = TopicResp.PartitionData
+    cache = ctx.server.metadata_cache
+    node_endpoints: dict[int, Any] = {}
     by_topic: dict[str, list] = {}
     rotate = []
     for tp, data in results:
@@ -151,15 +154,20 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
         if data.diverging_epoch is not None:
             fields["diverging_epoch"] = PartData.EpochEndOffset(epoch=data.diverging_epoch[0],
                                                                 end_offset=data.diverging_epoch[1])
-        if data.current_leader is not None:
-            fields["current_leader"] = PartData.LeaderIdAndEpoch(leader_id=data.current_leader[0],
-                                                                 leader_epoch=data.current_leader[1])
+        if data.current_leader is not None and v >= 16:
+            # Kafka sends the hint only from v16, with the leader's endpoint when it is a live broker: below
+            # that a client (kafka-python at v12) would route to a leader its metadata may not list yet.
+            leader_id, leader_epoch = data.current_leader
+            fields["current_leader"] = PartData.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            leader = cache.listed_brokers().get(leader_id)
+            if leader is not None:
+                node_endpoints[leader_id] = Resp.NodeEndpoint(node_id=leader_id, host=leader.host,
+                                                              port=leader.port, rack=leader.rack)
         by_topic.setdefault(tp.topic, []).append(PartData(**fields))
     if session is not None:
         for tp in rotate:
             session.partitions[tp] = session.partitions.pop(tp)
         session.epoch = next_epoch(session.epoch if incremental else 0)
-    cache = ctx.server.metadata_cache
     topics = [TopicResp(topic=name, topic_id=cache.topic_id(name) or ZERO_UUID, partitions=parts)
               for name, parts in by_topic.items()]
     unknown: dict[uuid.UUID, list] = {}
@@ -168,8 +176,9 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
             partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
             last_stable_offset=-1, log_start_offset=-1, records=b""))
     topics.extend(TopicResp(topic="", topic_id=tid, partitions=parts) for tid, parts in unknown.items())
+    extra = {"node_endpoints": [node_endpoints[n] for n in sorted(node_endpoints)]} if v >= 16 else {}
     return response_for(request, throttle_time_ms=0, error_code=0,
-                        session_id=session.session_id if session is not None else 0, responses=topics)
+                        session_id=session.session_id if session is not None else 0, responses=topics, **extra)
 
 
 def _records(version: int, data: FetchPartitionData) -> Any:
