@@ -17,6 +17,9 @@ Contract:
   of one. Parts are bytes-like objects or `SendfileChunk`s.
 - Reading pauses while a connection has queued frames or a large unsent output (back-pressure).
 - Idle connections are closed after `connections.max.idle.ms`.
+- Every request still being handled is a task the server keeps (`SocketServer.in_flight`). A client that
+  goes away does not cancel its request (its response is dropped, as Kafka drops it); `close()` at
+  shutdown closes every connection, then cancels what is still running and awaits it.
 """
 
 from __future__ import annotations
@@ -191,8 +194,10 @@ class Connection:
                 self.send(result)
                 continue
             self._busy = True
-            fut = asyncio.ensure_future(result)
-            fut.add_done_callback(self._on_result)
+            task = asyncio.ensure_future(result)
+            self.server.in_flight.add(task)
+            task.add_done_callback(self.server.in_flight.discard)
+            task.add_done_callback(self._on_result)
             return
         if not self._frames and not self.closed and self._out_bytes < _OUTPUT_HIGH_WATER:
             self._resume_reading()
@@ -326,6 +331,8 @@ class SocketServer:
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self.connections: dict[int, Connection] = {}
+        # Requests being handled (their handlers awaited something): kept so shutdown can cancel and await them.
+        self.in_flight: set[asyncio.Future[Response | None]] = set()
         self._next_id = 0
         # Shared by all connections: the loop runs one read callback at a time and each one copies what it keeps.
         self.recv_scratch = memoryview(bytearray(_RECV_SIZE))
@@ -406,3 +413,11 @@ class SocketServer:
     def close_all(self) -> None:
         for conn in list(self.connections.values()):
             conn.close(None)
+
+    async def close(self) -> None:
+        """Close every connection, then cancel the requests still being handled and wait for them to end."""
+        self.close_all()
+        tasks = list(self.in_flight)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

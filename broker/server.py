@@ -2,9 +2,10 @@
 
 Start-up order (as Kafka's): configuration → log directories (recovery) → metadata cache and controller
 → replica manager (partitions this broker hosts, from the controller's LeaderAndIsr) → group coordinator
-→ listener. Shutdown on SIGTERM reverses it: stop accepting, let in-flight requests finish (bounded),
-answer every parked request, checkpoint high watermarks, flush and close logs, write the clean-shutdown
-marker.
+→ listener. Shutdown on SIGTERM reverses it: stop accepting, answer every parked request, let in-flight
+requests finish (bounded; what is left is cancelled and awaited), checkpoint high watermarks, wait for
+the flushes, compaction and file deletions running in the io executor, flush and close logs, write the
+clean-shutdown marker.
 
 Request dispatch lives here too (`handle_frame`): decode with the protocol codec, route to the handler
 module of the API (`broker.apis.HANDLERS`), encode the response, and hand the parts — bytes and file
@@ -86,6 +87,9 @@ class KafkaServer:
         self.group_coordinator: Any = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
+        # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
+        # before the logs close.
+        self._io_pending: set[asyncio.Future[Any]] = set()
         self.cleaner = LogCleaner()
         self._cleaning = False
 
@@ -153,7 +157,7 @@ class KafkaServer:
             self.replica_manager.produce_purgatory.shutdown()
             self.replica_manager.fetch_purgatory.shutdown()
             await self.socket_server.drain(5.0)
-            self.socket_server.close_all()
+            await self.socket_server.close()
         if self.group_coordinator is not None:
             try:
                 await self.group_coordinator.shutdown()
@@ -164,11 +168,26 @@ class KafkaServer:
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()
+        await asyncio.gather(*self._io_pending, return_exceptions=True)
         self.io_executor.shutdown(wait=True)
         self.log_manager.shutdown()
         log.info("broker %d shut down cleanly", self.broker_id)
 
     # ------------------------------------------------------------------ periodic work
+    def _in_io(self, what: str, fn: Any, *args: Any) -> asyncio.Future[Any]:
+        """Run fn(*args) in the io executor, kept until it ends; a failure is logged as `what` failed."""
+        assert self.loop is not None
+        fut = self.loop.run_in_executor(self.io_executor, fn, *args)
+        self._io_pending.add(fut)
+
+        def done(f: asyncio.Future[Any]) -> None:
+            self._io_pending.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                log.error("%s failed", what, exc_info=f.exception())
+
+        fut.add_done_callback(done)
+        return fut
+
     def _every(self, interval_ms: int, fn: Any) -> None:
         assert self.loop is not None
         if interval_ms <= 0 or interval_ms >= 2**62:
@@ -220,7 +239,7 @@ class KafkaServer:
                 lg.remove_dir()
                 log.info("%s: removed deleted log directory %s", lg.topic_partition, lg.dir.name)
 
-        self.loop.run_in_executor(self.io_executor, remove)
+        self._in_io("removing deleted files", remove)
 
     def _purge_purgatories(self) -> None:
         self.replica_manager.produce_purgatory.purge_completed()
@@ -252,18 +271,15 @@ class KafkaServer:
                     return
                 log.info("%s: compacted up to offset %d", log_.topic_partition, stats.end_offset)
 
-        fut = self.loop.run_in_executor(self.io_executor, clean)
-        fut.add_done_callback(self._cleaning_done)
+        self._in_io("log cleaner", clean).add_done_callback(self._cleaning_done)
 
-    def _cleaning_done(self, fut: asyncio.Future) -> None:
+    def _cleaning_done(self, _: asyncio.Future) -> None:
         self._cleaning = False
-        if fut.exception() is not None:
-            log.error("log cleaner failed: %s", fut.exception())
 
     def _flush_dirty_logs(self) -> None:
         assert self.loop is not None
         now = int(time.time() * 1000)
-        self.loop.run_in_executor(self.io_executor, self.log_manager.flush_dirty_logs, now)
+        self._in_io("flushing dirty logs", self.log_manager.flush_dirty_logs, now)
 
     def _schedule_flush(self, partition: Any) -> None:
         """flush.messages reached: fsync off the event loop (one flush in flight per log)."""
@@ -273,13 +289,8 @@ class KafkaServer:
             return
         self._flushing.add(log_)
         upto = log_.log_end_offset
-        fut = self.loop.run_in_executor(self.io_executor, log_.flush, upto)
-        fut.add_done_callback(lambda f: self._flush_done(log_, f))
-
-    def _flush_done(self, log_: Any, fut: asyncio.Future) -> None:
-        self._flushing.discard(log_)
-        if fut.exception() is not None:
-            log.error("flush of %s failed: %s", log_.topic_partition, fut.exception())
+        self._in_io(f"flush of {log_.topic_partition}", log_.flush, upto).add_done_callback(
+            lambda _: self._flushing.discard(log_))
 
     # ------------------------------------------------------------------ topics
     def auto_create_topics(self, names: list[str]) -> None:
