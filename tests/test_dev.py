@@ -65,6 +65,14 @@ class Scratch:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
 
 
+def assert_installed_then_ran(scratch: Scratch, packages: str, command: str) -> None:
+    """apt-get update, then apt-get install of `packages`, non-interactively as root; `command` last."""
+    calls = scratch.recorded()
+    assert calls[:2] == ["apt-get DEBIAN_FRONTEND=noninteractive update -qq",
+                         f"apt-get DEBIAN_FRONTEND=noninteractive install -y -qq {packages}"]
+    assert calls[-1] == command
+
+
 @pytest.fixture
 def scratch(tmp_path: Path) -> Scratch:
     s = Scratch(tmp_path)
@@ -95,10 +103,7 @@ def test_root_installs_what_is_missing_after_an_update(scratch: Scratch) -> None
     (scratch.bin / "java").unlink()
     r = scratch.run("test")
     assert r.returncode == 0, r.stderr
-    calls = scratch.recorded()
-    assert calls[:2] == ["apt-get DEBIAN_FRONTEND=noninteractive update -qq",
-                         "apt-get DEBIAN_FRONTEND=noninteractive install -y -qq kcat default-jre-headless"]
-    assert calls[-1] == "python -m pytest"
+    assert_installed_then_ran(scratch, "kcat default-jre-headless", "python -m pytest")
     assert "installing system packages: kcat default-jre-headless" in r.stderr
 
 
@@ -165,10 +170,7 @@ def test_a_python_without_venv_gets_python3_venv(scratch: Scratch) -> None:
     (scratch.bin / "cp").symlink_to(shutil.which("cp") or "/bin/cp")
     r = scratch.run("broker")
     assert r.returncode == 0, r.stderr
-    calls = scratch.recorded()
-    assert calls[:2] == ["apt-get DEBIAN_FRONTEND=noninteractive update -qq",
-                         "apt-get DEBIAN_FRONTEND=noninteractive install -y -qq python3-venv"]
-    assert calls[-1] == "python -m broker"
+    assert_installed_then_ran(scratch, "python3-venv", "python -m broker")
 
 
 def test_ci_runs_exactly_the_readme_test_command(scratch: Scratch) -> None:
