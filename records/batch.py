@@ -241,8 +241,11 @@ class RecordBatch:
         return count
 
     def records(self, max_size: int | None = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
-        """Decode the records (the inflated form); decompresses first when needed."""
+        """Decode the records (the inflated form); decompresses first when needed. A batch without records
+        (the cleaner's header-only batch) has nothing to decompress, as in Kafka."""
         h = self._h
+        if h[12] == 0:
+            return iter(())
         payload = self.records_payload(max_size)
         count = self._checked_count(payload)
         log_append = bool(h[5] & TIMESTAMP_TYPE_MASK)
@@ -250,6 +253,8 @@ class RecordBatch:
 
     def offsets_and_timestamps(self, max_size: int | None = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[tuple[int, int]]:
         """(offset, timestamp) of each record as written (CreateTime deltas), without keys and values."""
+        if self._h[12] == 0:
+            return iter(())
         payload = bytes(self.records_payload(max_size))
         return iter_offsets_and_timestamps(payload, self._checked_count(payload), self._h[0], self._h[7])
 

@@ -120,14 +120,14 @@ def parse_fields(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple:
     if left < BATCH_HEADER_SIZE:
         if left > MAGIC_AT and buf[pos + MAGIC_AT] in _LEGACY_MAGIC:
             raise InvalidRecordError(f"message format v{buf[pos + MAGIC_AT]} where record batch v2 is required")
-        raise CorruptRecordError(f"{left} bytes at position {pos} are too few for a record batch header")
+        raise CorruptRecordError(f"{left} bytes are too few for a record batch header")
     h = _unpack(buf, pos)
     if h[3] != 2:
         if h[3] in _LEGACY_MAGIC:
             raise InvalidRecordError(f"message format v{h[3]} where record batch v2 is required")
-        raise CorruptRecordError(f"unknown magic byte {h[3]} at position {pos}")
+        raise CorruptRecordError(f"unknown magic byte {h[3]}")
     if h[1] < MIN_BATCH_LENGTH:
-        raise CorruptRecordError(f"batch_length {h[1]} at position {pos} is below the minimum {MIN_BATCH_LENGTH}")
+        raise CorruptRecordError(f"batch_length {h[1]} is below the minimum {MIN_BATCH_LENGTH}")
     return h
 
 

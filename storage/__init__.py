@@ -4,7 +4,7 @@
 here are the API the broker codes against.
 """
 
-from storage.batch_header import BatchHeader
+from records import BatchHeader
 from storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile, PartitionMetadataFile
 from storage.config import LogConfig
 from storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache

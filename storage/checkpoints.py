@@ -67,7 +67,8 @@ def _read_versioned_lines(path: Path) -> list[list[str]] | None:
     if version != CHECKPOINT_VERSION:
         raise CorruptLogError(f"unsupported checkpoint version {version} in {path}")
     if not 0 <= count <= MAX_CHECKPOINT_ENTRIES or len(lines) < 2 + count:
-        raise CorruptLogError(f"checkpoint {path} declares {count} entries, has {max(len(lines) - 2, 0)}")
+        found = sum(1 for line in lines[2:] if line.strip())
+        raise CorruptLogError(f"{path}: expected {count} entries, found {found}")
     entries = [lines[2 + i].split(" ") for i in range(count)]
     if any(line.strip() for line in lines[2 + count :]):
         raise CorruptLogError(f"trailing data after {count} entries in {path}")

@@ -38,16 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from records import BatchHeader, Record, RecordBatch, TimestampType, build_batch, control_record_type, parse_header
 from storage.checkpoints import OffsetCheckpointFile
+from storage.file_records import iter_file_entries
 from storage.segment import LogSegment
 from storage.values import TopicPartition
 
 if TYPE_CHECKING:
-    from storage import dump_log as codec
     from storage.log import Log
-
-# The record codec lives in storage.dump_log, which also loads `construct` for the dump tool: ~20 ms
-# that broker start-up does not need, so the functions below import it when the cleaner first runs.
 
 log = logging.getLogger(__name__)
 
@@ -100,16 +98,14 @@ class CleanerAbortedError(CleanerError):
     """``abort_and_pause`` stopped a clean in progress; its partial output was discarded."""
 
 
-def segment_batches(seg: LogSegment) -> Iterator[tuple[codec.BatchHeader, memoryview]]:
+def segment_batches(seg: LogSegment) -> Iterator[tuple[BatchHeader, memoryview]]:
     """Every complete v2 batch of a segment, read in large chunks through the segment's fd."""
-    from storage import dump_log as codec
-
     end = 0
-    for pos, header, batch in codec.iter_file_batches(seg.fd, 0, seg.size, max_batch_bytes=max(seg.size, 1)):
-        if header.magic != codec.MAGIC_V2:
-            raise CleanerError(f"{seg.log_path}: magic {header.magic} batch at offset {header.base_offset}")
-        yield header, batch
-        end = pos + header.size_in_bytes
+    for pos, magic, batch in iter_file_entries(seg.fd, 0, seg.size, max_entry_bytes=max(seg.size, 1)):
+        if magic != 2:
+            raise CleanerError(f"{seg.log_path}: magic {magic} entry at position {pos}")
+        yield parse_header(batch), batch
+        end = pos + len(batch)
     if end != seg.size:
         # Never write a cleaned copy from a partial read: that would silently drop the rest of the segment.
         raise CleanerError(f"{seg.log_path}: unreadable batch at position {end} of {seg.size}")
@@ -121,8 +117,6 @@ def _last_modified_ms(seg: LogSegment) -> int:
 
 def scan_transactions(segments: list[LogSegment]) -> _LogScan:
     """Aborted data batches, the first unstable offset and each producer's last data batch."""
-    from storage import dump_log as codec
-
     scan = _LogScan()
     pending: dict[int, list[int]] = {}  # producer id -> base offsets of its open transaction's batches
     for seg in segments:
@@ -131,8 +125,8 @@ def scan_transactions(segments: list[LogSegment]) -> _LogScan:
             if header.is_control:
                 if pid < 0:
                     continue
-                records = codec.decode_records(batch, header)
-                kind = codec.control_record_type(records[0].key) if records else None
+                first = next(RecordBatch(batch).records(), None)
+                kind = control_record_type(first.key) if first is not None else None
                 batches = pending.pop(pid, [])
                 if kind == 0:  # ABORT
                     scan.aborted_batches.update(batches)
@@ -147,7 +141,7 @@ def scan_transactions(segments: list[LogSegment]) -> _LogScan:
 
 
 def filter_batch(
-    header: codec.BatchHeader,
+    header: BatchHeader,
     batch: memoryview,
     offset_map: dict[bytes, int],
     *,
@@ -157,16 +151,15 @@ def filter_batch(
     stats: CleanerStats,
 ) -> bytes | None:
     """The bytes to keep for one batch: the original, a re-encoded subset, an empty batch, or None."""
-    from storage import dump_log as codec
-
-    if not codec.batch_crc_valid(batch):
+    view = RecordBatch(batch)
+    if not view.is_valid():
         # Recovery validated these bytes once; a mismatch now means the file changed under us. Never copy it.
         raise CleanerError(f"CRC mismatch in the batch at offset {header.base_offset}")
     if header.is_control:
         return bytes(batch)
-    records = codec.decode_records(batch, header)
+    records = list(view.records())
     stats.records_read += len(records)
-    kept: list[codec.Record] = []
+    kept: list[Record] = []
     for r in records:
         if aborted:
             stats.aborted_removed += 1
@@ -181,23 +174,24 @@ def filter_batch(
     stats.records_retained += len(kept)
     if len(kept) == len(records):
         return bytes(batch)
-    log_append_time = header.max_timestamp if header.attributes & codec.ATTR_TIMESTAMP_TYPE else None
-    if not kept:
-        if not retain_empty:
-            return None
-        # Kafka's writeEmptyHeader: no records, both timestamps set to the original max timestamp.
-        return codec.encode_batch(
-            [], base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
-            partition_leader_epoch=header.partition_leader_epoch, compression=header.compression,
-            log_append_time=log_append_time, is_transactional=header.is_transactional,
-            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence, base_timestamp=header.max_timestamp,
-        )
-    return codec.encode_batch(
-        kept, base_offset=header.base_offset, last_offset_delta=header.last_offset_delta,
-        partition_leader_epoch=header.partition_leader_epoch, compression=header.compression,
-        log_append_time=log_append_time, is_transactional=header.is_transactional,
-        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+    if not kept and not retain_empty:
+        return None
+    # Kafka's shape: base offset, last offset delta (the producer's sequence range), producer fields,
+    # partition leader epoch, timestamp type and codec stay; an emptied batch keeps only its header
+    # (writeEmptyHeader), both timestamps set to the original max timestamp.
+    return build_batch(
+        [(r.key, r.value, r.headers, r.timestamp) for r in kept],
+        base_offset=header.base_offset,
+        offset_deltas=[r.offset - header.base_offset for r in kept],
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=None if kept else header.max_timestamp,
+        max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
+        timestamp_type=header.timestamp_type,
+        compression=header.compression,
+        partition_leader_epoch=header.partition_leader_epoch,
+        is_transactional=header.is_transactional,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
     )
 
@@ -398,8 +392,6 @@ class LogCleaner:
         scan: _LogScan,
         stats: CleanerStats,
     ) -> tuple[dict[bytes, int], int]:
-        from storage import dump_log as codec
-
         offset_map: dict[bytes, int] = {}
         end_offset = first_dirty
         for seg in dirty:
@@ -409,7 +401,7 @@ class LogCleaner:
                     continue
                 if header.last_offset < first_dirty:
                     continue
-                for r in codec.decode_records(batch, header):
+                for r in RecordBatch(batch).records():
                     if r.key is not None and r.offset >= first_dirty:
                         offset_map[r.key] = r.offset
             stats.segments_read += 1

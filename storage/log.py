@@ -6,10 +6,9 @@ partitionLeaderEpoch are outside the CRC) and pass idempotent-producer checks; f
 leader's offsets and must start at or after the log end offset. Reads return ``FileSlice``s of whole batches
 (never spanning two segments) for ``sendfile``. Every method is synchronous and called from one thread,
 except ``flush``, which may run in a worker thread while appends continue (a lock guards the segment list
-and the recovery point). Opening a log runs recovery: leftover ``.cleaned``/``.deleted``/``.tmp`` files are
-removed, ``.swap`` files complete the cleaner's interrupted swap, and unless the shutdown was clean every
-segment from the recovery point on is CRC-checked, its indexes rebuilt and a torn/corrupt tail truncated
-with one warning line naming file, offset and reason. Whole segments leave the log by being renamed
+and the recovery point). ``Log.open`` loads and recovers the directory through ``storage.log_loader``
+(Kafka's LogLoader); a leader append is checked once, and its offsets assigned, by
+``storage.log_validator`` (Kafka's LogValidator). Whole segments leave the log by being renamed
 ``.deleted`` and removed ``file_delete_delay_ms`` later (``delete_expired_files``), as Kafka does.
 """
 
@@ -24,16 +23,10 @@ import time
 import uuid
 from pathlib import Path
 
-from storage.batch_header import (
-    BatchHeader,
-    iter_batches,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-)
+from records import BatchHeader
 from storage.checkpoints import PartitionMetadataFile, fsync_dir
 from storage.config import LogConfig
-from storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+from storage.epoch_cache import LeaderEpochFileCache
 from storage.errors import (
     CorruptLogError,
     DuplicateSequenceError,
@@ -41,28 +34,21 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from storage.log_loader import DELETED_SUFFIX, SWAP_SUFFIX, LogLoader, rebuild_producer_state
+from storage.log_validator import AppendOrigin, validate_and_assign_offsets
 from storage.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
-from storage.segment import LOG_SUFFIX, LogSegment
+from storage.segment import LogSegment, parse_batches
 from storage.values import FetchDataInfo, LogAppendInfo, TopicPartition
 
 log = logging.getLogger(__name__)
 
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
-DELETED_SUFFIX = ".deleted"
 PARTITION_METADATA = "partition.metadata"
 DELETE_DIR_SUFFIX = "-delete"
+LOG_APPEND_TIME = "LogAppendTime"
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _parse_base_offset(name: str, suffix: str) -> int | None:
-    if not name.endswith(suffix):
-        return None
-    stem = name[: -len(suffix)]
-    return int(stem) if len(stem) == 20 and stem.isdigit() else None
 
 
 class Log:
@@ -100,134 +86,15 @@ class Log:
         dir = Path(dir)
         dir.mkdir(parents=True, exist_ok=True)
         self = cls(dir, config, TopicPartition.from_dir_name(dir.name))
-        now_ms = _now_ms() if now_ms is None else now_ms
-        self._remove_temporary_files()
-        self._complete_swaps(now_ms)
-        self._load_segments(now_ms)
-        if not self.segments:
-            self.segments.append(LogSegment.open(dir, log_start_offset, config, now_ms=now_ms))
-        self._recover(recovery_point, had_clean_shutdown)
-        self.log_end_offset = self.segments[-1].next_offset
-        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
-        try:
-            self.leader_epoch_cache = LeaderEpochFileCache.load(dir)
-        except (CorruptLogError, OSError) as e:
-            # the cache is advisory for truncation; starting empty beats refusing to serve the partition
-            log.warning("%s: ignoring unreadable leader-epoch-checkpoint: %s", self.topic_partition, e)
-            self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
-            self.leader_epoch_cache.clear_and_flush()
-        if self.log_start_offset > self.log_end_offset:
-            self.truncate_fully_and_start_at(self.log_start_offset)
-        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        self.recovery_point = min(max(recovery_point, self.recovery_point), self.log_end_offset)
-        self._rebuild_producer_state()
+        LogLoader(
+            self,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=_now_ms() if now_ms is None else now_ms,
+        ).load()
         self._load_topic_id(topic_id)
         return self
-
-    def _remove_temporary_files(self) -> None:
-        for p in self.dir.iterdir():
-            if p.name.endswith((CLEANED_SUFFIX, DELETED_SUFFIX, ".tmp")):
-                log.info("removing leftover file %s", p)
-                p.unlink(missing_ok=True)
-
-    def _complete_swaps(self, now_ms: int) -> None:
-        """Finish a cleaner swap interrupted by a crash: a ``.swap`` segment replaces what it overlaps."""
-        for p in sorted(self.dir.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
-            base = _parse_base_offset(p.name, LOG_SUFFIX + SWAP_SUFFIX)
-            if base is None:
-                continue
-            swap = LogSegment(self.dir, base, self.config, file_suffix=SWAP_SUFFIX, now_ms=now_ms)
-            swap.recover()
-            end = swap.next_offset
-            for q in list(self.dir.glob(f"*{LOG_SUFFIX}")):
-                other = _parse_base_offset(q.name, LOG_SUFFIX)
-                if other is not None and base <= other < max(end, base + 1):
-                    log.info("swap %s replaces %s", p.name, q.name)
-                    for ext in (LOG_SUFFIX, ".index", ".timeindex"):
-                        (self.dir / f"{other:020d}{ext}").unlink(missing_ok=True)
-            swap.change_file_suffixes(SWAP_SUFFIX, "")
-            swap.on_become_inactive()
-            swap.close_handles()
-        for p in self.dir.glob(f"*{SWAP_SUFFIX}"):
-            p.unlink(missing_ok=True)  # swapped index files whose .log was handled above
-
-    def _load_segments(self, now_ms: int) -> None:
-        bases = set()
-        for p in self.dir.iterdir():
-            base = _parse_base_offset(p.name, LOG_SUFFIX)
-            if base is not None:
-                bases.add(base)
-        for p in self.dir.iterdir():
-            for ext in (".index", ".timeindex"):
-                base = _parse_base_offset(p.name, ext)
-                if base is not None and base not in bases:
-                    log.info("removing orphan index %s", p)
-                    p.unlink(missing_ok=True)
-        for base in sorted(bases):
-            self.segments.append(LogSegment.open(self.dir, base, self.config, now_ms=now_ms))
-
-    def _recover(self, recovery_point: int, had_clean_shutdown: bool) -> None:
-        first_unflushed = len(self.segments)
-        if not had_clean_shutdown:
-            first_unflushed = max(
-                0, bisect.bisect_right(self.segments, recovery_point, key=lambda s: s.base_offset) - 1
-            )
-        i = 0
-        while i < len(self.segments):
-            seg = self.segments[i]
-            if i >= first_unflushed or seg.needs_recovery:
-                if seg.needs_recovery:
-                    # after a crash the unflushed segments' indexes are expected to be stale: say so quietly
-                    log.log(
-                        logging.WARNING if i < first_unflushed else logging.INFO,
-                        "%s: rebuilding indexes of %s: %s",
-                        self.topic_partition,
-                        seg.log_path,
-                        seg.index_problem,
-                    )
-                result = seg.recover(on_batch=None)
-                seg.needs_recovery = False
-                if result.truncated_bytes:
-                    log.warning(
-                        "%s: truncated %d bytes of %s at offset %s (position %d): %s",
-                        self.topic_partition,
-                        result.truncated_bytes,
-                        seg.log_path,
-                        result.bad_offset if result.bad_offset is not None else result.next_offset,
-                        result.valid_bytes,
-                        result.reason,
-                    )
-                    for later in self.segments[i + 1 :]:
-                        log.warning("%s: deleting %s after the corrupt segment", self.topic_partition, later.log_path)
-                        later.delete_files()
-                    del self.segments[i + 1 :]
-                seg.flush()
-            i += 1
-        # an empty segment in the middle of the log cannot happen; drop a trailing empty duplicate base
-        for seg in self.segments[:-1]:
-            seg.on_become_inactive()
-        if not had_clean_shutdown:
-            self.recovery_point = self.segments[-1].next_offset
-
-    def _rebuild_producer_state(self) -> None:
-        ps = self.producer_state
-        ps.delete_snapshots_after(self.log_end_offset)
-        start = ps.load_latest_snapshot(self.log_end_offset)
-        start = self.log_start_offset if start is None else max(start, self.log_start_offset)
-        ps.map_end_offset = max(ps.map_end_offset, start)
-        for h in self._headers_from(start):
-            ps.replay(h)
-        ps.map_end_offset = self.log_end_offset
-
-    def _headers_from(self, offset: int):  # noqa: ANN202 - generator of BatchHeader
-        i = max(0, bisect.bisect_right(self.segments, offset, key=lambda s: s.base_offset) - 1)
-        for seg in self.segments[i:]:
-            found = seg.translate_offset(offset)
-            if found is None:
-                continue
-            for _, h in seg.batches_from(found[0]):
-                yield h
 
     def _load_topic_id(self, topic_id: uuid.UUID | None) -> None:
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
@@ -257,21 +124,34 @@ class Log:
         *,
         now_ms: int,
         log_append_time: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
+        """Validate (``storage.log_validator``), assign offsets in place, check the idempotent producer's
+        state and append; raises the typed errors of ``storage.errors``. Topics with
+        ``message.timestamp.type=LogAppendTime`` get ``now_ms`` as log append time unless
+        ``log_append_time`` is given. A duplicate of a producer's recent batch is not written: the result
+        carries the original offsets and ``duplicate=True``."""
         buf = records
         if isinstance(buf, memoryview) and buf.readonly or isinstance(buf, bytes):
             buf = bytearray(buf)
-        batches = iter_batches(buf)
-        if not batches:
-            raise InvalidRecordError("append with no record batches")
-        self._check_sizes(batches)
+        if log_append_time is None and self.config.message_timestamp_type == LOG_APPEND_TIME:
+            log_append_time = now_ms
+        assigned = validate_and_assign_offsets(
+            buf,
+            self.topic_partition,
+            self.config,
+            first_offset=self.log_end_offset,
+            leader_epoch=leader_epoch,
+            origin=origin,
+            log_append_time=log_append_time,
+        )
         pending: dict[int, ProducerStateEntry] = {}
-        for _, h in batches:
+        for _, h in assigned:
             if not h.has_producer_id or h.is_control:
                 continue
             checked = self.producer_state.validate_append(h, pending)
             if isinstance(checked, BatchMetadata):
-                if len(batches) != 1:
+                if len(assigned) != 1:
                     raise DuplicateSequenceError(
                         f"{self.topic_partition}: duplicate batch of producer {h.producer_id} among several"
                     )
@@ -287,22 +167,6 @@ class Log:
                     duplicate=True,
                 )
             pending[h.producer_id] = checked
-        offset = self.log_end_offset
-        assigned: list[tuple[int, BatchHeader]] = []
-        for pos, h in batches:
-            set_base_offset(buf, pos, offset)
-            set_partition_leader_epoch(buf, pos, leader_epoch)
-            max_ts = h.max_timestamp
-            if log_append_time is not None:
-                set_log_append_time(buf, pos, h.size, log_append_time)
-                max_ts = log_append_time
-            assigned.append(
-                (
-                    pos,
-                    h._replace(base_offset=offset, partition_leader_epoch=leader_epoch, max_timestamp=max_ts),
-                )
-            )
-            offset += h.last_offset_delta + 1
         info = self._append(buf, assigned, now_ms, log_append_time)
         for _, h in assigned:
             if h.has_producer_id and not h.is_control:
@@ -322,7 +186,7 @@ class Log:
         """Append batches fetched from the leader. A trailing partial batch (a fetch response cut at max_bytes,
         as Kafka leaders send) is ignored, like Kafka's follower does; with no whole batch nothing is written
         and ``records_count`` is 0."""
-        batches = iter_batches(records, allow_partial_tail=True)
+        batches = parse_batches(records, self.topic_partition, allow_partial_tail=True)
         if not batches:
             leo = self.log_end_offset
             return LogAppendInfo(leo, leo - 1, -1, -1, -1, self.log_start_offset, 0, 0)
@@ -477,7 +341,7 @@ class Log:
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()
+        rebuild_producer_state(self)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating fully, restarting at %d", self.topic_partition, offset)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import crc32c
 
-from storage.batch_header import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from records.header import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 from storage.checkpoints import fsync_dir
 from storage.errors import (
     CorruptLogError,

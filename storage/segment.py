@@ -19,17 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.batch_header import (
-    ATTR_COMPRESSION_MASK,
-    ATTR_TIMESTAMP_TYPE_LOG_APPEND,
-    HEADER_SIZE,
-    MAX_TIMESTAMP_AT,
-    WALK_SIZE,
-    WALK_STRUCT,
-    BatchHeader,
-    crc_is_valid,
-    iter_batches,
-)
+from records import BATCH_HEADER_SIZE as HEADER_SIZE
+from records import BatchHeader, CorruptRecordError, InvalidRecordError, RecordBatch, batch_headers, crc_is_valid
+from records.header import COMPRESSION_MASK, MAX_TIMESTAMP_AT, TIMESTAMP_TYPE_MASK, parse_fields, parse_header
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError, CorruptLogError, KafkaStorageError
 from storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
@@ -46,6 +38,32 @@ _WALK_CHUNK = 8192
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int, where: str) -> BatchHeader:
+    """The checked header at ``pos`` (``records.parse_header`` plus lastOffsetDelta >= 0, which walking a log
+    relies on); any problem is a ``CorruptLogError`` that starts with ``where``."""
+    try:
+        h = parse_header(buf, pos)
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise CorruptLogError(f"{where}: {e}") from None
+    if h.last_offset_delta < 0:
+        raise CorruptLogError(f"{where}: negative lastOffsetDelta")
+    return h
+
+
+def parse_batches(
+    buf: bytes | bytearray | memoryview, where: object, *, allow_partial_tail: bool = False
+) -> list[tuple[int, BatchHeader]]:
+    """``records.batch_headers`` with storage's checks and errors (``read_header``)."""
+    try:
+        batches = batch_headers(buf, allow_partial_tail=allow_partial_tail)
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise CorruptLogError(f"{where}: {e}") from None
+    for pos, h in batches:
+        if h.last_offset_delta < 0:
+            raise CorruptLogError(f"{where}: negative lastOffsetDelta at position {pos}")
+    return batches
 
 
 @dataclass(frozen=True)
@@ -174,17 +192,7 @@ class LogSegment:
         raw = os.pread(self.fd, HEADER_SIZE, pos)
         if len(raw) < HEADER_SIZE:
             return None
-        return BatchHeader.parse(raw)
-
-    def _read_walk(self, pos: int) -> tuple[int, int, int] | None:
-        """(base_offset, size, last_offset) from the first 27 bytes of the batch at ``pos``."""
-        raw = os.pread(self.fd, WALK_SIZE, pos)
-        if len(raw) < WALK_SIZE:
-            return None
-        base, length, _epoch, magic, _crc, _attr, delta = WALK_STRUCT.unpack_from(raw)
-        if magic != 2 or length < HEADER_SIZE - 12 or delta < 0:
-            raise CorruptLogError(f"{self.log_path}: invalid batch header at position {pos}")
-        return base, length + 12, base + delta
+        return read_header(raw, 0, f"{self.log_path}: batch header at position {pos}")
 
     def _walk(self, pos: int) -> Iterator[tuple[int, int, int, int]]:
         """(position, size, base_offset, last_offset) of each batch from ``pos`` on; headers read in chunks so
@@ -192,19 +200,21 @@ class LogSegment:
         end = self.size
         buf = b""
         buf_start = pos
-        unpack = WALK_STRUCT.unpack_from
         while pos < end:
             rel = pos - buf_start
-            if rel + WALK_SIZE > len(buf):
+            if rel + HEADER_SIZE > len(buf):
                 buf = os.pread(self.fd, _WALK_CHUNK, pos)
                 buf_start, rel = pos, 0
-                if len(buf) < WALK_SIZE:
+                if len(buf) < HEADER_SIZE:
                     return
-            base, length, _epoch, magic, _crc, _attr, delta = unpack(buf, rel)
-            if magic != 2 or length < HEADER_SIZE - 12 or delta < 0:
-                raise CorruptLogError(f"{self.log_path}: invalid batch header at position {pos}")
-            size = length + 12
-            yield pos, size, base, base + delta
+            try:
+                h = parse_fields(buf, rel)
+            except (CorruptRecordError, InvalidRecordError) as e:
+                raise CorruptLogError(f"{self.log_path}: batch header at position {pos}: {e}") from None
+            if h[6] < 0:
+                raise CorruptLogError(f"{self.log_path}: batch header at position {pos}: negative lastOffsetDelta")
+            size = h[1] + 12
+            yield pos, size, h[0], h[0] + h[6]
             pos += size
 
     # -- writing -------------------------------------------------------------------------------------------
@@ -218,7 +228,7 @@ class LogSegment:
     ) -> int:
         """Write whole batches at the end; returns the position they start at."""
         if batches is None:
-            batches = iter_batches(records)
+            batches = parse_batches(records, self.log_path)
         if not batches:
             return self.size
         position = self.size
@@ -329,8 +339,8 @@ class LogSegment:
             if h is None:
                 return None
             if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:
-                if h.attributes & (ATTR_COMPRESSION_MASK | ATTR_TIMESTAMP_TYPE_LOG_APPEND) == 0:
-                    exact = first_record_at_or_after(os.pread(self.fd, h.size, pos), h, timestamp, starting_offset)
+                if h.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK) == 0:
+                    exact = _first_record_at_or_after(os.pread(self.fd, h.size, pos), timestamp, starting_offset)
                     if exact is not None:
                         return exact[0], exact[1], h.partition_leader_epoch
                 return max(h.base_offset, starting_offset), h.max_timestamp, h.partition_leader_epoch
@@ -358,7 +368,7 @@ class LogSegment:
                 reason = f"torn batch header ({len(raw)} of {HEADER_SIZE} bytes)"
                 break
             try:
-                h = BatchHeader.parse(raw)
+                h = read_header(raw, 0, f"batch header at position {pos}")
             except CorruptLogError as e:
                 reason = str(e)
                 break
@@ -502,40 +512,15 @@ class LogSegment:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log_path})"
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag varint (Kafka's record encoding) -> (value, next position); CorruptLogError when malformed."""
-    shift = raw = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise CorruptLogError("malformed varint in record")
-        byte = buf[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-
-
-def first_record_at_or_after(
-    batch: bytes, h: BatchHeader, timestamp: int, starting_offset: int
-) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record of an uncompressed batch with timestamp >= ``timestamp`` and
-    offset >= ``starting_offset``; walks record lengths only (length, attributes, timestampDelta, offsetDelta)."""
-    pos = HEADER_SIZE
+def _first_record_at_or_after(batch: bytes, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of an uncompressed CreateTime batch with timestamp >=
+    ``timestamp`` and offset >= ``starting_offset``; reads record lengths and deltas only. None when there is
+    none or the records do not parse (the caller then answers with the batch's own offset and timestamp)."""
     try:
-        for _ in range(min(h.records_count, len(batch))):
-            length, body = _read_varint(batch, pos)
-            _attributes = batch[body]
-            ts_delta, after = _read_varint(batch, body + 1)
-            offset_delta, _ = _read_varint(batch, after)
-            ts = h.base_timestamp + ts_delta
-            offset = h.base_offset + offset_delta
+        for offset, ts in RecordBatch(batch).offsets_and_timestamps():
             if ts >= timestamp and offset >= starting_offset:
                 return offset, ts
-            if length <= 0:
-                return None
-            pos = body + length
-    except (CorruptLogError, IndexError):
+    except (CorruptRecordError, InvalidRecordError):
         return None
     return None
 

@@ -386,3 +386,29 @@ def test_validate_records_kafka_record_level_checks() -> None:
     gap = RecordBatch(memoryview(build_batch([(b"k", b"v", [], 1)] * 2, offset_deltas=[0, 3])))
     with pytest.raises(InvalidRecordError, match="offset delta"):
         gap.validate_records()
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+def test_build_batch_keeps_offset_gaps_and_the_cleaners_overrides(codec: Compression) -> None:
+    """What the log cleaner writes: surviving records at their own offsets, the original last offset delta
+    (the producer's sequence range) and, for an emptied batch, a header-only batch (Kafka's writeEmptyHeader)."""
+    rows = [(b"key%d" % (i % 4), (b"value-%d " % i) * 40 if i % 5 else None, [("trace", b"t%d" % i)] if i % 2
+             else [], 1_700_000_000_000 + i * 3) for i in range(0, 60, 3)]
+    raw = build_batch(rows, base_offset=100, offset_deltas=[i for i in range(0, 60, 3)], last_offset_delta=59,
+                      compression=codec, partition_leader_epoch=4, producer_id=9, producer_epoch=1, base_sequence=5)
+    batch = RecordBatch(memoryview(raw))
+    batch.ensure_valid()
+    assert (batch.compression, batch.last_offset, batch.records_count, batch.last_sequence) == (codec, 159, 20, 64)
+    assert batch.max_timestamp == rows[-1][3] and batch.partition_leader_epoch == 4
+    assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in batch.records()] == [
+        (100 + i * 3, ts, k, v, hs) for i, (k, v, hs, ts) in enumerate(rows)]
+    if codec in (Compression.NONE, Compression.GZIP):  # the codecs kafka-python reads without extras
+        theirs = DefaultRecordBatch(raw)
+        assert theirs.validate_crc() and [r.offset for r in theirs] == [100 + i * 3 for i in range(20)]
+    empty = build_batch([], base_offset=50, last_offset_delta=1, base_timestamp=777, compression=codec,
+                        producer_id=9, producer_epoch=0, base_sequence=4)
+    header_only = RecordBatch(memoryview(empty))
+    assert len(empty) == BATCH_HEADER_SIZE and header_only.is_valid()
+    assert (header_only.compression, header_only.last_offset, header_only.records_count) == (codec, 51, 0)
+    assert header_only.first_timestamp == header_only.max_timestamp == 777 and header_only.last_sequence == 5
+    assert list(header_only.records()) == []

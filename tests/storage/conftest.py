@@ -8,6 +8,8 @@ from collections.abc import Callable
 import pytest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from records import Record, TimestampType
+from records import build_batch as build_records_batch
 from storage import LogConfig
 
 
@@ -43,6 +45,14 @@ def build_batch(
             raise RuntimeError("batch full")
     builder.close()
     return bytearray(builder.buffer())
+
+
+def encode_batch(records: list[Record], *, base_offset: int, log_append_time: int | None = None, **kw) -> bytes:
+    """One batch holding ``records`` at their own offsets, through the shared codec's builder."""
+    if log_append_time is not None:
+        kw.update(timestamp_type=TimestampType.LOG_APPEND_TIME, max_timestamp=log_append_time)
+    return build_records_batch([(r.key, r.value, r.headers, r.timestamp) for r in records],
+                               base_offset=base_offset, offset_deltas=[r.offset - base_offset for r in records], **kw)
 
 
 @pytest.fixture

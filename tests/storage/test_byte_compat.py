@@ -10,8 +10,8 @@ import crc32c
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
+from records import batch_headers as iter_batches
 from storage import Log, LogConfig
-from storage.batch_header import iter_batches
 
 from .conftest import build_batch
 

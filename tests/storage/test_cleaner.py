@@ -15,13 +15,15 @@ from pathlib import Path
 
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
+from records import Record, batch_headers
 from storage import dump_log as dl
 from storage.checkpoints import OffsetCheckpointFile
 from storage.cleaner import CLEANER_CHECKPOINT, CleanerError, LogCleaner
 from storage.config import LogConfig
-from storage.dump_log import Record
 from storage.log import Log
 from storage.values import TopicPartition
+
+from .conftest import encode_batch
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = int(time.time() * 1000) - 60_000  # recent: old timestamps would roll a segment per append (segment.ms)
@@ -199,7 +201,7 @@ def test_idempotent_producer_last_batch_kept_empty_and_sequence_continues(tmp_pa
     log.append_as_leader(kp_batch([(b"a", b"3"), (b"b", b"3")]), 0, now_ms=now_ms())
     log.roll()
     assert LogCleaner().clean(log, now_ms()).cleaned
-    headers = [h for seg in log.segments[:-1] for _p, h, _b in dl.iter_batches(seg.read_all())]
+    headers = [h for seg in log.segments[:-1] for _p, h in batch_headers(seg.read_all())]
     # Batch 0 vanished; batch 2 (the producer's last) stays as an empty batch covering offsets 2..3.
     assert [(h.base_offset, h.last_offset, h.records_count, h.base_sequence) for h in headers] == [
         (2, 3, 0, 2), (4, 5, 2, -1)]
@@ -216,15 +218,15 @@ def test_idempotent_producer_last_batch_kept_empty_and_sequence_continues(tmp_pa
 def test_aborted_transaction_records_removed_markers_kept(tmp_path: Path) -> None:
     def marker(offset: int, pid: int, kind: int) -> bytes:
         rec = Record(offset, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))
-        return dl.encode_batch([rec], base_offset=offset, is_transactional=True, is_control=True,
+        return encode_batch([rec], base_offset=offset, is_transactional=True, is_control=True,
                                producer_id=pid, producer_epoch=0)
 
     def txn(offset: int, pid: int, key: bytes, value: bytes) -> bytes:
-        return dl.encode_batch([Record(offset, T0, key, value)], base_offset=offset, is_transactional=True,
+        return encode_batch([Record(offset, T0, key, value)], base_offset=offset, is_transactional=True,
                                producer_id=pid, producer_epoch=0, base_sequence=offset)
 
     log = open_log(tmp_path)
-    log.append_as_follower(memoryview(dl.encode_batch([Record(0, T0, b"k", b"committed")], base_offset=0)))
+    log.append_as_follower(memoryview(encode_batch([Record(0, T0, b"k", b"committed")], base_offset=0)))
     log.append_as_follower(memoryview(txn(1, 5, b"k", b"aborted")))
     log.append_as_follower(memoryview(marker(2, 5, 0)))  # ABORT
     log.append_as_follower(memoryview(txn(3, 6, b"j", b"open")))  # still open: cleaning stops before it
@@ -238,7 +240,7 @@ def test_aborted_transaction_records_removed_markers_kept(tmp_path: Path) -> Non
     got = read_all(log)
     assert (0, b"k", b"committed") in got and all(v != b"aborted" for _o, _k, v in got)
     assert (3, b"j", b"open") in got
-    control = [h for seg in log.segments for _p, h, _b in dl.iter_batches(seg.read_all()) if h.is_control]
+    control = [h for seg in log.segments for _p, h in batch_headers(seg.read_all()) if h.is_control]
     assert [h.base_offset for h in control] == [2, 4]
     log.close()
 

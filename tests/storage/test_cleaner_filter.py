@@ -8,24 +8,25 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from storage import dump_log as dl
+from records import BATCH_HEADER_SIZE, Compression, Record, RecordBatch, TimestampType, crc_is_valid, parse_header
 from storage.cleaner import CleanerStats, _group_segments, filter_batch, scan_transactions, segment_batches
 from storage.config import LogConfig
-from storage.dump_log import Record
 from storage.segment import LogSegment
+
+from .conftest import encode_batch
 
 T0 = 1_700_000_000_000
 
 
 def batch(base: int, kvs: list[tuple[bytes | None, bytes | None]], **kw) -> bytes:
     records = [Record(base + i, T0 + i, k, v) for i, (k, v) in enumerate(kvs)]
-    return dl.encode_batch(records, base_offset=base, **kw)
+    return encode_batch(records, base_offset=base, **kw)
 
 
 def run_filter(raw: bytes, offset_map: dict[bytes, int], *, drop_tombstones: bool = False,
                aborted: bool = False, retain_empty: bool = False) -> tuple[bytes | None, CleanerStats]:
     stats = CleanerStats()
-    header = dl.parse_batch_header(raw)
+    header = parse_header(raw)
     out = filter_batch(header, memoryview(raw), offset_map, drop_tombstones=drop_tombstones, aborted=aborted,
                        retain_empty=retain_empty, stats=stats)
     return out, stats
@@ -40,7 +41,7 @@ def kafka_python_read(raw: bytes) -> list[tuple[int, bytes | None, bytes | None]
 
 
 def test_fully_retained_batch_is_copied_byte_for_byte() -> None:
-    raw = batch(10, [(b"a", b"1"), (b"b", b"2")], compression=dl.COMPRESSION_GZIP, producer_id=5,
+    raw = batch(10, [(b"a", b"1"), (b"b", b"2")], compression=Compression.GZIP, producer_id=5,
                 producer_epoch=1, base_sequence=0)
     out, stats = run_filter(raw, {b"a": 10, b"b": 11})
     assert out == raw
@@ -53,13 +54,13 @@ def test_partial_batch_keeps_offsets_producer_fields_and_compression(codec: int)
                 partition_leader_epoch=7, producer_id=42, producer_epoch=3, base_sequence=20)
     out, stats = run_filter(raw, {b"a": 102, b"b": 101, b"c": 103})
     assert out is not None and out != raw
-    h = dl.parse_batch_header(out)
-    orig = dl.parse_batch_header(raw)
+    h = parse_header(out)
+    orig = parse_header(raw)
     assert (h.base_offset, h.last_offset_delta, h.partition_leader_epoch) == (100, 3, 7)
     assert (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence) == (42, 3, 20, 23)
     assert h.compression == codec and h.records_count == 3 and h.max_timestamp == orig.max_timestamp
-    assert dl.batch_crc_valid(out)
-    assert [(r.offset, r.key, r.value, r.timestamp) for r in dl.decode_records(out)] == [
+    assert crc_is_valid(out, 0, len(out))
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in RecordBatch(out).records()] == [
         (101, b"b", b"2", T0 + 1), (102, b"a", b"3", T0 + 2), (103, b"c", b"4", T0 + 3)]
     assert stats.records_retained == 3
     if codec in (0, 1):
@@ -69,23 +70,23 @@ def test_partial_batch_keeps_offsets_producer_fields_and_compression(codec: int)
 def test_tombstones_dropped_only_when_old_enough_and_keyless_always() -> None:
     raw = batch(0, [(b"a", None), (None, b"x"), (b"b", b"2")])
     out, stats = run_filter(raw, {b"a": 0, b"b": 2}, drop_tombstones=False)
-    assert [(r.offset, r.key, r.value) for r in dl.decode_records(out)] == [(0, b"a", None), (2, b"b", b"2")]
+    assert [(r.offset, r.key, r.value) for r in RecordBatch(out).records()] == [(0, b"a", None), (2, b"b", b"2")]
     assert stats.keyless_removed == 1 and stats.tombstones_removed == 0
     out, stats = run_filter(raw, {b"a": 0, b"b": 2}, drop_tombstones=True)
-    assert [(r.offset, r.key) for r in dl.decode_records(out)] == [(2, b"b")]
+    assert [(r.offset, r.key) for r in RecordBatch(out).records()] == [(2, b"b")]
     assert stats.tombstones_removed == 1
 
 
 def test_emptied_batch_dropped_or_kept_empty_for_the_producers_last_batch() -> None:
     raw = batch(50, [(b"a", b"1"), (b"a", b"2")], producer_id=9, producer_epoch=0, base_sequence=4,
-                compression=dl.COMPRESSION_ZSTD)
+                compression=Compression.ZSTD)
     out, _ = run_filter(raw, {b"a": 99})
     assert out is None
     out, _ = run_filter(raw, {b"a": 99}, retain_empty=True)
-    h = dl.parse_batch_header(out)
+    h = parse_header(out)
     assert (h.base_offset, h.last_offset, h.records_count, h.last_sequence) == (50, 51, 0, 5)
     assert h.max_timestamp == T0 + 1 and h.base_timestamp == T0 + 1
-    assert dl.batch_crc_valid(out) and len(out) == dl.BATCH_HEADER_SIZE
+    assert crc_is_valid(out, 0, len(out)) and len(out) == BATCH_HEADER_SIZE
     assert kafka_python_read(out) == []
 
 
@@ -94,7 +95,7 @@ def test_aborted_records_removed_control_batches_kept() -> None:
     out, stats = run_filter(raw, {b"a": 0}, aborted=True)
     assert out is None and stats.aborted_removed == 1
     abort = Record(1, T0, struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 0))
-    marker = dl.encode_batch([abort], base_offset=1, is_transactional=True, is_control=True, producer_id=3,
+    marker = encode_batch([abort], base_offset=1, is_transactional=True, is_control=True, producer_id=3,
                              producer_epoch=0)
     out, _ = run_filter(marker, {}, drop_tombstones=True)
     assert out == marker
@@ -103,9 +104,9 @@ def test_aborted_records_removed_control_batches_kept() -> None:
 def test_log_append_time_is_preserved() -> None:
     raw = batch(0, [(b"a", b"1"), (b"b", b"2")], log_append_time=T0 + 500)
     out, _ = run_filter(raw, {b"a": 5, b"b": 1})
-    h = dl.parse_batch_header(out)
-    assert h.timestamp_type == "LogAppendTime" and h.max_timestamp == T0 + 500
-    assert [(r.offset, r.timestamp) for r in dl.decode_records(out)] == [(1, T0 + 500)]
+    h = parse_header(out)
+    assert h.timestamp_type == TimestampType.LOG_APPEND_TIME and h.max_timestamp == T0 + 500
+    assert [(r.offset, r.timestamp) for r in RecordBatch(out).records()] == [(1, T0 + 500)]
 
 
 def _segment(tmp_path: Path, base: int, batches: list[bytes]) -> LogSegment:
@@ -120,7 +121,7 @@ def test_scan_transactions_finds_aborted_open_and_last_producer_batches(tmp_path
         if kind is None:
             return batch(base, [(b"k", b"v")], is_transactional=True, producer_id=pid, producer_epoch=0,
                          base_sequence=base)
-        return dl.encode_batch([Record(base, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))],
+        return encode_batch([Record(base, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))],
                                base_offset=base, is_transactional=True, is_control=True, producer_id=pid,
                                producer_epoch=0)
 

@@ -10,10 +10,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import dump_log as dl
+from records import Record, iter_batches
 from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.log import Log
+
+from .conftest import encode_batch
 
 DAY_MS = 86_400_000
 
@@ -29,9 +31,9 @@ def read_all(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
         info = log.read(offset, 1 << 30)
         if info.records is None:
             break
-        for _pos, header, batch in dl.iter_batches(info.records.read()):
-            out.extend((r.offset, r.key, r.value) for r in dl.decode_records(batch, header) if r.offset >= offset)
-            offset = header.last_offset + 1
+        for batch in iter_batches(info.records.read()):
+            out.extend((r.offset, r.key, r.value) for r in batch.records() if r.offset >= offset)
+            offset = batch.last_offset + 1
     return out
 
 
@@ -47,10 +49,9 @@ def test_one_clean_keeps_latest_per_key(ops: list, codec: int, expire_tombstones
             if op == "roll":
                 log.roll()
                 continue
-            base = log.log_end_offset
-            records = [dl.Record(base + i, now + i, b"key-%d" % k, v) for i, (k, v) in enumerate(op)]
-            log.append_as_leader(bytearray(dl.encode_batch(records, base_offset=base, compression=codec)), 0,
-                                 now_ms=now)
+            # A producer's batch: offsets from 0; the log assigns them.
+            records = [Record(i, now + i, b"key-%d" % k, v) for i, (k, v) in enumerate(op)]
+            log.append_as_leader(bytearray(encode_batch(records, base_offset=0, compression=codec)), 0, now_ms=now)
         before = read_all(log)
         end = log.active_segment.base_offset
         clean_at = now + DAY_MS + 60_000 if expire_tombstones else now

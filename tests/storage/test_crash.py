@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from records import batch_headers as iter_batches
 from storage import Log
-from storage.batch_header import iter_batches
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 sys.path.insert(0, str(WORKER.parent))
@@ -106,7 +106,7 @@ def test_torn_tail_at_every_point_of_the_last_batch(tmp_path: Path) -> None:
     dir = tmp_path / "torn-0"
     lg = Log.open(dir, crash_worker.CONFIG)
     for _ in range(12):
-        lg.append_as_leader(bytearray(crash_worker.batch_for(lg.log_end_offset)), 3, now_ms=0)
+        lg.append_as_leader(bytearray(crash_worker.produced_batch_for(lg.log_end_offset)), 3, now_ms=0)
     seg = lg.segments[-1]
     full = seg.read_all()
     last_pos, last = iter_batches(full)[-1]
@@ -133,7 +133,7 @@ def test_flipped_byte_truncates_that_partition_only(tmp_path: Path) -> None:
     logs = {p: mgr.get_or_create_log(TopicPartition("flip", p)) for p in range(3)}
     for lg in logs.values():
         for _ in range(30):
-            lg.append_as_leader(bytearray(crash_worker.batch_for(lg.log_end_offset)), 3, now_ms=0)
+            lg.append_as_leader(bytearray(crash_worker.produced_batch_for(lg.log_end_offset)), 3, now_ms=0)
     leos = {p: lg.log_end_offset for p, lg in logs.items()}
     victim = logs[1].segments[0]
     positions = iter_batches(victim.read_all())
@@ -169,7 +169,7 @@ errors = 0
 for _ in range(400):
     leo, size = lg.log_end_offset, lg.segments[-1].size
     try:
-        lg.append_as_leader(bytearray(crash_worker.batch_for(leo)), 3, now_ms=0)
+        lg.append_as_leader(bytearray(crash_worker.produced_batch_for(leo)), 3, now_ms=0)
     except KafkaStorageError:
         errors += 1
         assert lg.log_end_offset == leo and lg.segments[-1].size == size
@@ -187,7 +187,7 @@ def test_disk_full_leaves_log_consistent(tmp_path: Path) -> None:
     assert errors > 0 and leo > 0
     lg = _verify(dir, leo)
     assert lg.log_end_offset == leo
-    lg.append_as_leader(bytearray(crash_worker.batch_for(leo)), 3, now_ms=0)
+    lg.append_as_leader(bytearray(crash_worker.produced_batch_for(leo)), 3, now_ms=0)
     lg.close()
 
 
@@ -197,10 +197,10 @@ def test_reopen_after_kill_between_roll_and_snapshot(tmp_path: Path, clean: bool
     dir = tmp_path / "roll-0"
     lg = Log.open(dir, crash_worker.CONFIG)
     for _ in range(40):
-        lg.append_as_leader(bytearray(crash_worker.batch_for(lg.log_end_offset)), 3, now_ms=0)
+        lg.append_as_leader(bytearray(crash_worker.produced_batch_for(lg.log_end_offset)), 3, now_ms=0)
     lg.roll()
     leo = lg.log_end_offset
     lg.close() if clean else lg.close_handles()
     lg = _verify(dir, leo)
     assert lg.log_end_offset == leo
-    assert lg.append_as_leader(bytearray(crash_worker.batch_for(leo)), 3, now_ms=0).first_offset == leo
+    assert lg.append_as_leader(bytearray(crash_worker.produced_batch_for(leo)), 3, now_ms=0).first_offset == leo

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
+from records import batch_headers as iter_batches
+from records import parse_header
 from storage import (
     InvalidProducerEpochError,
     InvalidRecordError,
@@ -20,7 +22,6 @@ from storage import (
     OutOfOrderSequenceError,
     RecordTooLargeError,
 )
-from storage.batch_header import BatchHeader, iter_batches
 
 from .conftest import build_batch
 
@@ -313,7 +314,7 @@ def test_corrupt_batch_truncates_with_one_log_line(tmp_path: Path, caplog: pytes
         lg.append_as_leader(build_batch(3, value_size=30, seed=i), 0, now_ms=NOW)
     seg = lg.segments[1]
     positions = [p for p, _ in iter_batches(seg.read_all())]
-    victim_offset = BatchHeader.parse(seg.read_all(), positions[2]).base_offset
+    victim_offset = parse_header(seg.read_all(), positions[2]).base_offset
     lg.close_handles()
     data = bytearray(seg.log_path.read_bytes())
     data[positions[2] + 80] ^= 0x01

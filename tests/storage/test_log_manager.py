@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from records import batch_headers as iter_batches
 from storage import KafkaStorageError, LogConfig, LogManager, TopicPartition
-from storage.batch_header import iter_batches
 
 from .conftest import build_batch
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from records import batch_headers as iter_batches
 from storage import Log, LogConfig, OffsetOutOfRangeError
-from storage.batch_header import iter_batches
 
 from .conftest import build_batch
 
