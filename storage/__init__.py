@@ -1,7 +1,8 @@
 """Kafka's on-disk log: segments, indexes, checkpoints, leader-epoch cache, producer state, log directories.
 
-``storage`` knows files and bytes; it imports neither ``protocol`` nor ``broker``. The names re-exported
-here are the API the broker codes against.
+``storage`` knows files and bytes; it imports neither ``protocol`` nor ``broker``, only the shared record
+codec ``records`` below both. The names re-exported here are the API the broker codes against; every error
+names the Kafka error it stands for (``kafka_error``).
 """
 
 from records import BatchHeader
@@ -11,18 +12,21 @@ from storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderE
 from storage.errors import (
     CorruptIndexError,
     CorruptLogError,
+    CorruptRecordError,
     DuplicateSequenceError,
     InvalidProducerEpochError,
     InvalidRecordError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
+    RecordBatchTooLargeError,
     RecordTooLargeError,
     StorageError,
 )
 from storage.index import OffsetIndex, TimeIndex
 from storage.log import Log
 from storage.log_manager import LogManager
+from storage.log_validator import AppendOrigin
 from storage.producer_state import ProducerStateEntry, ProducerStateManager
 from storage.segment import LogSegment
 from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, TopicPartition
@@ -30,9 +34,11 @@ from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, TopicPartiti
 __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "AppendOrigin",
     "BatchHeader",
     "CorruptIndexError",
     "CorruptLogError",
+    "CorruptRecordError",
     "DuplicateSequenceError",
     "FetchDataInfo",
     "FileSlice",
@@ -53,6 +59,7 @@ __all__ = [
     "PartitionMetadataFile",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "RecordBatchTooLargeError",
     "RecordTooLargeError",
     "StorageError",
     "TimeIndex",

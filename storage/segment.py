@@ -7,7 +7,8 @@ index entry when the max timestamp grows. A failed write is rolled back by trunc
 size (``KafkaStorageError``). ``read`` returns a ``FileSlice`` of whole batches starting with the batch that
 contains the start offset. ``recover`` re-validates every batch (size, magic, CRC32C, monotonic offsets),
 rebuilds both indexes and truncates a torn or corrupt tail, reporting what it cut. Files may carry a suffix
-(``.cleaned``, ``.swap``, ``.deleted``) during the cleaner's swap protocol and deletion.
+(``.cleaned``, ``.swap``, ``.deleted``) during the cleaner's swap protocol and deletion. Headers are parsed by
+the shared codec (``records``); ``read_header`` / ``parse_batches`` turn its errors into ``CorruptLogError``.
 """
 
 from __future__ import annotations
