@@ -1,18 +1,18 @@
 """Kafka's record formats, the one codec that ``protocol``, ``storage``, the log cleaner and the dump tool share.
 
-It sits below both ``protocol`` and ``storage`` and imports neither (except ``protocol.legacy``, lazily,
-when a caller asks ``iter_batches`` for legacy messages). Two forms, named apart as Tansu does:
+It sits below both ``protocol`` and ``storage`` and imports neither. Two forms, named apart as Tansu does:
 
 - **Deflated** (``records.batch``, ``records.header``): the bytes of v2 record batches as they travel and
   are stored. ``RecordBatch`` is a zero-copy view; ``BatchHeader`` the 61-byte header parsed by one
   ``struct.unpack_from``; in-place setters for baseOffset and partitionLeaderEpoch (outside the CRC) and the
-  LogAppendTime max timestamp (with its CRC, computed once). The produce and fetch paths only ever touch
-  this form.
+  LogAppendTime max timestamp (with its CRC, computed once). The produce and fetch paths touch only this
+  form, except where Kafka must decode (the keys of a compacted topic's records).
 - **Inflated** (``records.record``): ``Record`` values decoded from a batch on demand (decompressing when
   needed), and ``build_batch`` to write batches back.
 
 ``records.validation`` checks and summarizes an append from headers and CRCs; ``records.compression`` holds
-the codecs. Untrusted bytes raise only ``CorruptRecordError`` or ``InvalidRecordError`` (``ValueError``s).
+the codecs; ``records.legacy`` reads, builds and converts magic v0/v1 message sets. Untrusted bytes raise
+only ``CorruptRecordError`` or ``InvalidRecordError`` (``ValueError``s).
 Nothing here imports ``construct`` or anything of the dump tool: broker start-up loads this package.
 """
 

@@ -43,7 +43,7 @@ from records.header import (
 from records.record import Record, decode_records, iter_offsets_and_timestamps
 
 if TYPE_CHECKING:
-    from protocol.legacy import LegacyMessage
+    from records.legacy import LegacyMessage
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
@@ -295,7 +295,7 @@ def iter_batches(
     """Split a records blob into ``RecordBatch`` views.
 
     Magic 0/1 entries raise ``InvalidRecordError`` unless ``allow_legacy``; then each one is yielded as a
-    shallow ``protocol.legacy.LegacyMessage`` (a compressed wrapper stays one entry).
+    shallow ``records.legacy.LegacyMessage`` (a compressed wrapper stays one entry).
     """
     view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
     pos = 0
@@ -305,7 +305,7 @@ def iter_batches(
             raise CorruptRecordError(f"{n - pos} trailing bytes are too few for a batch header")
         magic = view[pos + MAGIC_AT]
         if magic in (0, 1) and allow_legacy:
-            from protocol.legacy import iter_legacy_messages  # protocol imports this package, not the reverse
+            from records.legacy import iter_legacy_messages  # legacy builds on this module
 
             _base, length = _OFFSET_AND_LENGTH.unpack_from(view, pos)
             end = pos + LOG_OVERHEAD + length

@@ -13,8 +13,8 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 import records.header
 import records.validation
 from protocol.errors import ErrorCode
-from protocol.legacy import build_message_set
 from records import Compression, ControlRecordType, RecordBatch, TimestampType, build_batch, build_control_batch
+from records.legacy import build_message_set
 from storage import Log, LogConfig
 from storage.errors import (
     CorruptRecordError,
