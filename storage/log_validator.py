@@ -25,12 +25,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from records import (
-    BatchHeader,
-    RecordBatch,
-    assign_batch_offsets,
-    validate_batches,
-)
+from records import LOG_OVERHEAD, BatchHeader, RecordBatch, assign_batch_offsets, validate_batches
 from records import CorruptRecordError as CodecCorruptRecordError
 from records import InvalidRecordError as CodecInvalidRecordError
 from records import RecordTooLargeError as CodecRecordTooLargeError
@@ -86,7 +81,7 @@ def _check_keys(tp: TopicPartition, buf: bytearray | memoryview, batches: list[t
     fails the append with every such record listed (KIP-467)."""
     view = memoryview(buf)
     for pos, h in batches:
-        batch = RecordBatch(view[pos:pos + h[1] + 12])
+        batch = RecordBatch(view[pos:pos + h[1] + LOG_OVERHEAD])
         message = f"Compacted topic cannot accept message without key in topic partition {tp}."
         errors: list[tuple[int, str | None]] = [
             (index, message) for index, record in enumerate(batch.records()) if record.key is None
