@@ -273,7 +273,9 @@ class Controller:
             if self.server.config.get("zookeeper.connect") else 0.0
         await self._call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack,
                          wait_for_previous_session_s=linger_s)
-        self.server.metadata_cache.set_brokers([ep])
+        # Our own endpoint is not put into the metadata cache here: the controller may already have sent
+        # its UpdateMetadata while we registered, and overwriting its broker list with ours alone left a
+        # joining broker naming a controller it did not list (clients then waited for a controller forever).
         self.store.watch_controller(lambda cid: self._enqueue(lambda: self._on_controller_change(cid)))
         self.store.watch_brokers(lambda ids: self._enqueue(lambda: self._on_brokers_change(ids)))
         self.store.watch_topics(lambda names: self._enqueue(lambda: self._on_topics_change(names)))
@@ -863,6 +865,7 @@ class Controller:
         for tp, tid in deleted:
             parts.append((tp, tid, PartitionMetadata(tp.partition, LEADER_DURING_DELETE, 0, (), ())))
         brokers = list(self.live_brokers.values())
+        log.info("DBG send UpdateMetadata to %s", list(self.live_brokers))
         for bid in list(self.live_brokers):
             try:
                 await self.channel(bid).update_metadata(self.broker_id, self.epoch, brokers, parts)

@@ -54,6 +54,13 @@ GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 log = logging.getLogger("broker.server")
 
+# What a broker answers before it has the controller's first UpdateMetadata: the controller's own requests
+# (which bring it), a follower's leader-epoch query and ApiVersions (no metadata in it).
+_SERVED_BEFORE_METADATA = frozenset({
+    ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN,
+    ApiKey.API_VERSIONS, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+})
+
 
 class _CorrelationId(NamedTuple):
     """All of a request header the ApiVersions fallback answer needs."""
@@ -68,6 +75,8 @@ class KafkaServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.socket_server: SocketServer | None = None
         self.started = asyncio.Event()
+        # Set once the controller's first UpdateMetadata is applied; client requests wait for it.
+        self.metadata_ready = asyncio.Event()
         self._stopping = False
         self._timers: list[asyncio.TimerHandle] = []
         self.io_executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-io")
@@ -129,11 +138,26 @@ class KafkaServer:
         await self.controller.startup()
         self.metadata_cache.cluster_id = self.controller.cluster_id
         self.socket_server.start()
+        await self._wait_for_metadata()
         self._schedule_housekeeping()
         log.info("broker %d started in %.0f ms, listening on %s:%d (advertised %s:%d), log dirs %s",
                  self.broker_id, (time.monotonic() - t0) * 1000, listener.host, self.socket_server.port,
                  host, port, ", ".join(str(d) for d in self.config.log_dirs))
         self.started.set()
+
+    async def _wait_for_metadata(self) -> None:
+        """A broker that joins a cluster hears from the controller moments after it registers. Until the
+        first UpdateMetadata it knows no brokers and no controller, and a client bootstrapping there would
+        be told so: librdkafka's admin client then waited for a controller for its whole timeout. Kafka's
+        KRaft brokers serve clients only once they have caught up with the metadata; we do the same, bounded
+        so that a broker the controller cannot reach still starts (and says why)."""
+        timeout_s = self.config["zookeeper.session.timeout.ms"] / 1000
+        try:
+            await asyncio.wait_for(self.metadata_ready.wait(), timeout_s)
+        except TimeoutError:
+            log.warning("no UpdateMetadata from the controller within %.0f s; serving clients without it",
+                        timeout_s)
+            self.metadata_ready.set()
 
     def _start_group_coordinator(self) -> None:
         from broker.groups import start_group_coordinator
@@ -305,6 +329,8 @@ class KafkaServer:
             handler = apis.HANDLERS.get(api_key)
             if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
                 return self._not_served(conn, frame, api_key, version)
+            if not self.metadata_ready.is_set() and api_key not in _SERVED_BEFORE_METADATA:
+                return self._after_metadata(conn, frame)
         try:
             request = decode_request(frame)
         except ProtocolError as e:
@@ -321,6 +347,13 @@ class KafkaServer:
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
+
+    async def _after_metadata(self, conn: Connection, frame: bytearray) -> Response | None:
+        await self.metadata_ready.wait()
+        result = self.handle_frame(conn, frame)
+        if asyncio.iscoroutine(result):
+            return await result
+        return result
 
     def _not_served(self, conn: Connection, frame: bytearray, api_key: int, version: int) -> Response | None:
         """A request for an API key or version no handler serves, answered as Kafka's SocketServer and
@@ -375,6 +408,7 @@ class KafkaServer:
         cache.controller_epoch = controller_epoch
         cache.controller_id = controller_id
         cache.set_brokers(brokers)
+        self.metadata_ready.set()
         for tp, topic_id, pm in partitions:
             if pm.leader == LEADER_DURING_DELETE:
                 cache.remove_topic(tp.topic)
