@@ -29,7 +29,7 @@ from storage.log_manager import LogManager
 from storage.log_validator import AppendOrigin
 from storage.producer_state import ProducerStateEntry, ProducerStateManager
 from storage.segment import LogSegment
-from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, TopicPartition
+from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, LogOffsetMetadata, TopicPartition
 
 __all__ = [
     "UNDEFINED_EPOCH",
@@ -51,6 +51,7 @@ __all__ = [
     "LogAppendInfo",
     "LogConfig",
     "LogManager",
+    "LogOffsetMetadata",
     "LogSegment",
     "OffsetCheckpointFile",
     "OffsetIndex",

@@ -38,7 +38,7 @@ from storage.log_loader import DELETED_SUFFIX, SWAP_SUFFIX, LogLoader, rebuild_p
 from storage.log_validator import AppendOrigin, validate_and_assign_offsets
 from storage.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from storage.segment import LogSegment, parse_batches
-from storage.values import FetchDataInfo, LogAppendInfo, TopicPartition
+from storage.values import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -286,8 +286,10 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"{self.topic_partition}: offset {start_offset} outside [{self.log_start_offset}, {leo}]"
             )
-        if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
-            return FetchDataInfo(start_offset, None)
+        if start_offset == leo:
+            return FetchDataInfo(start_offset, None, fetch_offset_metadata=self.log_end_offset_metadata)
+        if max_offset is not None and start_offset >= max_offset:
+            return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset))
         segments = self.segments
         i = max(0, bisect.bisect_right(segments, start_offset, key=lambda s: s.base_offset) - 1)
         for seg in segments[i:]:
@@ -297,8 +299,34 @@ class Log:
             if res is None:
                 continue
             records, incomplete = res
-            return FetchDataInfo(start_offset, records, incomplete)
-        return FetchDataInfo(start_offset, None)
+            metadata = LogOffsetMetadata(start_offset, seg.base_offset, records.position) if records is not None \
+                else LogOffsetMetadata(start_offset)
+            return FetchDataInfo(start_offset, records, incomplete, metadata)
+        return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset))
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        """The log end offset with its place: the end of the active segment."""
+        active = self.segments[-1]
+        return LogOffsetMetadata(self.log_end_offset, active.base_offset, active.size)
+
+    def convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` sits (Kafka's convertToOffsetMetadataOrThrow): an index lookup and a header walk
+        in one segment, no data read. OffsetOutOfRangeError outside [log start offset, log end offset]."""
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: offset {offset} outside [{self.log_start_offset}, {leo}]"
+            )
+        if offset == leo:
+            return self.log_end_offset_metadata
+        segments = self.segments
+        i = max(0, bisect.bisect_right(segments, offset, key=lambda s: s.base_offset) - 1)
+        for seg in segments[i:]:
+            found = seg.translate_offset(offset)
+            if found is not None:
+                return LogOffsetMetadata(offset, seg.base_offset, found[0])
+        return self.log_end_offset_metadata
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         for seg in list(self.segments):

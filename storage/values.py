@@ -3,6 +3,8 @@
 Contract: ``TopicPartition`` stringifies to its directory name (``"topic-3"``). ``FileSlice`` names bytes of a
 segment file by (fd, position, length) so the server can ``os.sendfile`` them; ``read()`` copies and is for
 tests, tools and compaction only. The fd stays open until the segment is closed or its deletion delay passes.
+``LogOffsetMetadata`` places an offset in the log (segment and byte position) so that the distance between two
+offsets on one segment is a subtraction, not a read.
 """
 
 from __future__ import annotations
@@ -58,8 +60,38 @@ class FileSlice:
         return bytes(out)
 
 
+@dataclass(frozen=True, slots=True)
+class LogOffsetMetadata:
+    """Where an offset sits in the log (Kafka's LogOffsetMetadata): the offset, the base offset of the segment
+    holding its batch and that batch's byte position in the segment. Built from an offset alone
+    (``segment_base_offset`` -1, "message offset only") it compares by offset but has no position."""
+
+    message_offset: int
+    segment_base_offset: int = -1
+    relative_position_in_segment: int = -1
+
+    @property
+    def message_offset_only(self) -> bool:
+        return self.segment_base_offset < 0
+
+    def on_older_segment(self, other: LogOffsetMetadata) -> bool:
+        """True when this offset lies on a segment before ``other``'s (both must have positions)."""
+        return self.segment_base_offset < other.segment_base_offset
+
+    def on_same_segment(self, other: LogOffsetMetadata) -> bool:
+        return self.segment_base_offset == other.segment_base_offset
+
+    def position_diff(self, other: LogOffsetMetadata) -> int:
+        """Bytes from ``other`` up to this offset; both on the same segment."""
+        if self.message_offset_only or other.message_offset_only or not self.on_same_segment(other):
+            raise ValueError(f"no position difference between {self} and {other}")
+        return self.relative_position_in_segment - other.relative_position_in_segment
+
+
 @dataclass(frozen=True)
 class FetchDataInfo:
     fetch_offset: int
     records: FileSlice | None  # None = no data (at LEO / max_offset)
     first_entry_incomplete: bool = False
+    # Where fetch_offset sits; message-offset-only when the read did not have to find it (Log.read).
+    fetch_offset_metadata: LogOffsetMetadata | None = None
