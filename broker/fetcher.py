@@ -9,7 +9,8 @@ Per partition the fetcher first *truncates*, then *fetches*:
   blindly to the HW.
 - Fetching: Fetch with our replica id and `last_fetched_epoch`; batches are appended as they are
   (offsets and epochs assigned by the leader), our HW becomes min(LEO, leader's HW), our log start
-  offset follows the leader's. A diverging epoch in the answer sends the partition back to truncation.
+  offset follows the leader's. A diverging epoch in the answer truncates to where our logs agree.
+Every change to the local log goes through `Partition` (append, truncation, log start, HW).
 - Errors: OFFSET_OUT_OF_RANGE (our offset past the leader's LEO: truncate to it; below its log start:
   restart our log at its log start), FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH
   (the partition waits for the controller's next LeaderAndIsr), connection failures (back off
@@ -143,16 +144,15 @@ class ReplicaFetcher:
         asked: dict[TopicPartition, int] = {}
         by_topic: dict[str, list] = {}
         for tp, s in states.items():
-            log_ = s.partition.log
-            assert log_ is not None
-            latest = log_.leader_epoch_cache.latest_epoch()
+            partition = s.partition
+            latest = partition.latest_epoch()
             if latest is None:
                 # No epochs to compare (an empty log, or records from before leader epochs): Kafka's
                 # truncateToHighWatermark, the one case where the HW is the truncation point.
-                if s.partition.high_watermark < log_.log_end_offset:
+                if partition.high_watermark < partition.log_end_offset:
                     log.info("%s: no leader epochs; truncating from log end offset %d to the high watermark %d",
-                             tp, log_.log_end_offset, s.partition.high_watermark)
-                    self.server.truncate_partition(s.partition, s.partition.high_watermark)
+                             tp, partition.log_end_offset, partition.high_watermark)
+                    partition.truncate_to(partition.high_watermark)
                 s.truncating = False
                 continue
             asked[tp] = latest
@@ -182,16 +182,14 @@ class ReplicaFetcher:
     def _apply_truncation(self, tp: TopicPartition, s: FetchState, asked_epoch: int, leader_epoch: int,
                           leader_end: int) -> None:
         partition = s.partition
-        log_ = partition.log
-        assert log_ is not None
-        leo = log_.log_end_offset
+        leo = partition.log_end_offset
         done = True
         if leader_end < 0:
             target = partition.high_watermark  # the leader knows no epochs at all: Kafka's fallback
         elif leader_epoch < 0:
             target = min(leader_end, leo)
         else:
-            epoch, our_end = log_.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+            epoch, our_end = partition.last_offset_for_leader_epoch(-1, leader_epoch, fetch_only_from_leader=False)
             if epoch < 0:
                 target = min(leader_end, leo)
             elif epoch != leader_epoch:
@@ -202,12 +200,10 @@ class ReplicaFetcher:
         if target < leo:
             log.info("%s: truncating from log end offset %d to %d (leader %d: epoch %d ends at %d; we asked "
                      "for epoch %d)", tp, leo, target, self.leader_id, leader_epoch, leader_end, asked_epoch)
-            self.server.truncate_partition(partition, target)
-        else:
-            # Nothing to cut from the log, but an epoch we started as leader without appending anything
-            # may sit at our LEO and conflict with the leader's (Kafka truncates the epoch cache anyway);
-            # dropping it is also what lets an unfinished truncation ask again with an older epoch.
-            log_.leader_epoch_cache.truncate_from_end(target)
+        # Even with nothing to cut from the log, an epoch we started as leader without appending anything
+        # may sit at our LEO and conflict with the leader's: the truncation drops it from the epoch cache
+        # (as Kafka's does), which is also what lets an unfinished truncation ask again with an older epoch.
+        partition.truncate_to(target)
         s.truncating = not done
 
     def _on_partition_error(self, tp: TopicPartition, s: FetchState, error: ErrorCode) -> None:
@@ -227,7 +223,7 @@ class ReplicaFetcher:
         for tp, s in ready.items():
             by_topic.setdefault(tp.topic, []).append((tp, s))
         cache = self.server.metadata_cache
-        offsets = {tp: s.partition.log.log_end_offset for tp, s in ready.items()}  # type: ignore[union-attr]
+        offsets = {tp: s.partition.log_end_offset for tp, s in ready.items()}
 
         def build(v: int) -> Any:
             T = Req.FetchTopic
@@ -235,13 +231,11 @@ class ReplicaFetcher:
             for topic, entries in by_topic.items():
                 parts = []
                 for tp, s in entries:
-                    log_ = s.partition.log
-                    assert log_ is not None
-                    last_epoch = log_.leader_epoch_cache.latest_epoch()
+                    last_epoch = s.partition.latest_epoch()
                     parts.append(T.FetchPartition(
                         partition=tp.partition, current_leader_epoch=s.leader_epoch, fetch_offset=offsets[tp],
                         last_fetched_epoch=last_epoch if last_epoch is not None else -1,
-                        log_start_offset=log_.log_start_offset, partition_max_bytes=self.partition_max_bytes))
+                        log_start_offset=s.partition.log_start_offset, partition_max_bytes=self.partition_max_bytes))
                 topics.append(T(topic=topic, topic_id=cache.topic_id(topic), partitions=parts))
             fields: dict[str, Any] = dict(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
                                           max_bytes=self.max_bytes, isolation_level=0, session_id=0,
@@ -263,15 +257,13 @@ class ReplicaFetcher:
                 s = self.partitions.get(tp)
                 if s is None or s is not ready.get(tp) or s.partition.log is None:
                     continue  # removed or replaced while the fetch was in flight
-                if s.partition.log.log_end_offset != offsets[tp]:
+                if s.partition.log_end_offset != offsets[tp]:
                     continue  # truncated meanwhile
                 self._process_partition(tp, s, p, resp.API_VERSION)
 
     def _process_partition(self, tp: TopicPartition, s: FetchState, p: Any, version: int) -> None:
         error = ErrorCode(p.error_code)
         partition = s.partition
-        log_ = partition.log
-        assert log_ is not None
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._handle_out_of_range(tp, s, p)
             return
@@ -286,27 +278,25 @@ class ReplicaFetcher:
         records = p.records
         if records:
             try:
-                info = log_.append_as_follower(memoryview(records))
+                info = partition.append_records_to_follower(memoryview(records))
             except (StorageInvalidRecordError, KafkaStorageError) as e:
-                log.error("%s: cannot append fetched data at %d: %s", tp, log_.log_end_offset, e)
+                log.error("%s: cannot append fetched data at %d: %s", tp, partition.log_end_offset, e)
                 s.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
                 return
-            if info.records_count and self.server.replica_manager.on_flush_needed and log_.needs_flush():
-                self.server.replica_manager.on_flush_needed(partition)
+            flush = self.server.replica_manager.on_flush_needed
+            if info.records_count and flush is not None and partition.log.needs_flush():  # type: ignore[union-attr]
+                flush(partition)
         partition.update_follower_high_watermark(p.high_watermark)
-        if p.log_start_offset > log_.log_start_offset:
-            log_.maybe_increment_log_start_offset(min(p.log_start_offset, log_.log_end_offset))
+        partition.follow_leader_log_start_offset(p.log_start_offset)
 
     def _handle_out_of_range(self, tp: TopicPartition, s: FetchState, p: Any) -> None:
         partition = s.partition
-        log_ = partition.log
-        assert log_ is not None
         leader_start = p.log_start_offset
-        leo = log_.log_end_offset
+        leo = partition.log_end_offset
         if leader_start >= 0 and leo < leader_start:
             log.info("%s: our log end offset %d is below the leader's log start offset %d: restarting there",
                      tp, leo, leader_start)
-            self.server.truncate_partition(partition, leader_start, fully=True)
+            partition.truncate_fully_and_start_at(leader_start)
         else:
             # Past the leader's end: go back through epoch-based truncation.
             s.truncating = True

@@ -1,22 +1,34 @@
-"""A partition replica on this broker: leader or follower state, ISR, high watermark, log end offsets.
+"""A partition replica on this broker: its log, leader or follower state, ISR, high watermark.
 
-This is Kafka's `Partition`: it holds the rules and the state, does no networking, and touches disk only
-through its `Log`. The ReplicaManager calls it; the fetchers and the server do the I/O.
+This is Kafka's `Partition`, and it owns its `Log`: every read (consumer and follower fetches, ListOffsets,
+OffsetForLeaderEpoch, a delayed fetch's end offset), every append (`append_records_to_leader`,
+`append_records_to_follower`), every truncation (`truncate_to`, `truncate_fully_and_start_at`) and every
+move of the log start offset (`delete_records_on_leader`, `follow_leader_log_start_offset`) goes through
+it, so the rules below sit next to each change of the log they depend on. Nothing else calls the log's
+mutators or sets the high watermark. It does no networking: the ReplicaManager and the replica fetcher
+call it, and it raises `KafkaApiError` with the code the client gets.
 
 The high watermark (Kafka's `maybeIncrementLeaderHW`):
   The leader's HW is the smallest log end offset among the leader and every replica that is in the
   (maximal) ISR, or that has caught up to the leader within `replica.lag.time.max.ms`. It never moves
   backwards on the leader. A record is committed — visible to read-uncommitted consumers and
-  acknowledged for acks=all — only when the HW is past it.
-A follower's HW is min(its own LEO, the HW in the leader's fetch response).
+  acknowledged for acks=all — only when the HW is past it. A follower's fetch counts only when its log
+  does not diverge from ours (no diverging epoch in the answer).
+A follower's HW is min(its own LEO, the HW in the leader's fetch response); truncation lowers it to the
+new LEO, a restart of the log sets it to the new start.
+min.insync.replicas: an acks=all append is refused (NOT_ENOUGH_REPLICAS) while the committed ISR is
+smaller, and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below it before the HW got there.
 
 ISR changes (Kafka's PendingExpandIsr / PendingShrinkIsr): the leader proposes a new ISR through
 `isr_updater` (the metadata store, with a version check) and, while the proposal is in flight, counts
 the *maximal* ISR (committed ∪ proposed) for the HW and the committed one for `min.insync.replicas`.
+Each proposal runs as a task the partition keeps until it ends (`wait_for_isr_updates`,
+`cancel_isr_updates`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +36,27 @@ from dataclasses import dataclass, field
 
 from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
-from storage import FetchDataInfo, Log, OffsetOutOfRangeError, TopicPartition
+from protocol.records import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordTooLargeError,
+    TimestampType,
+    validate_batches,
+)
+from storage import (
+    DuplicateSequenceError,
+    FetchDataInfo,
+    InvalidProducerEpochError,
+    KafkaStorageError,
+    Log,
+    LogAppendInfo,
+    LogOffsetMetadata,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    TopicPartition,
+)
+from storage import InvalidRecordError as StorageInvalidRecordError
+from storage.errors import RecordTooLargeError as StorageRecordTooLargeError
 
 log = logging.getLogger("broker.partition")
 
@@ -32,6 +64,15 @@ log = logging.getLogger("broker.partition")
 FETCH_LOG_END = 0  # followers
 FETCH_HIGH_WATERMARK = 1  # consumers, read_uncommitted
 FETCH_TXN_COMMITTED = 2  # consumers, read_committed
+
+# ListOffsets' special timestamps (Kafka's ListOffsetsRequest)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+DELETE_RECORDS_HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
 
 
 @dataclass
@@ -91,6 +132,14 @@ class LogReadResult:
     error: ErrorCode = ErrorCode.NONE
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end_offset) for a follower that diverged
     preferred_read_replica: int = -1
+    high_watermark_moved: bool = False  # a follower's fetch advanced the leader's HW
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAppendResult:
+    info: LogAppendInfo
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    high_watermark_moved: bool
 
 
 IsrUpdater = Callable[["Partition", list[int], int], Awaitable[tuple[list[int], int] | None]]
@@ -114,18 +163,25 @@ class Partition:
         self.isr: list[int] = []
         self.pending_isr: list[int] | None = None
         self.remote_replicas: dict[int, Replica] = {}
-        self.high_watermark = 0
+        self._high_watermark = 0
+        # Where the HW sits in the log, worked out when a delayed fetch first asks (Kafka keeps it beside the HW).
+        self._high_watermark_metadata: LogOffsetMetadata | None = None
         self.isr_updater: IsrUpdater | None = None
         # Called after a committed ISR change: a shrink can let the HW move and acks=all produces finish.
         self.on_isr_change: Callable[[Partition], None] | None = None
+        self._isr_updates: set[asyncio.Task] = set()
 
     def __repr__(self) -> str:
         return f"Partition {self.topic_partition}"
 
-    # ---- role
+    # ---- state
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
 
     @property
     def log_end_offset(self) -> int:
@@ -141,6 +197,16 @@ class Partition:
             return self.isr
         return sorted(set(self.isr) | set(self.pending_isr))
 
+    def set_log(self, log_: Log, checkpoint_high_watermark: int) -> None:
+        """Attach the local log; the HW starts at the checkpointed one, within [log start, log end]."""
+        self.log = log_
+        self._set_high_watermark(max(min(checkpoint_high_watermark, log_.log_end_offset), log_.log_start_offset))
+
+    def _set_high_watermark(self, offset: int) -> None:
+        self._high_watermark = offset
+        self._high_watermark_metadata = None
+
+    # ---- role
     def make_leader(self, state: PartitionState, now_ms: int) -> bool:
         """Become (or stay) leader. Returns True if this broker was not the leader before."""
         assert self.log is not None
@@ -156,7 +222,7 @@ class Partition:
             self.log.leader_epoch_cache.assign(state.leader_epoch, leo)
             self.leader_epoch_start_offset = leo
             log.info("%s: leader at epoch %d from offset %d, ISR %s, high watermark %d",
-                     self.topic_partition, state.leader_epoch, leo, state.isr, self.high_watermark)
+                     self.topic_partition, state.leader_epoch, leo, state.isr, self._high_watermark)
         self.leader_epoch = state.leader_epoch
         self.leader_id = self.local_broker_id
         self.remote_replicas = {
@@ -169,7 +235,9 @@ class Partition:
                 # Kafka's resetReplicaState for a re-elected leader: a follower the controller took out of the
                 # ISR (dead, shutting down) must not hold the HW back for replica.lag.time.max.ms as "caught up".
                 replica.last_caught_up_time_ms = now_ms if rid in self.isr else 0
-        self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset), leo)
+        hw = min(max(self._high_watermark, self.log.log_start_offset), leo)
+        if hw != self._high_watermark:
+            self._set_high_watermark(hw)
         self.maybe_increment_leader_hw(now_ms)
         return not was_leader
 
@@ -185,9 +253,15 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.leader_id = state.leader
         self.remote_replicas = {}
-        if self.log is not None:
-            self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        if self.log is not None and self._high_watermark > self.log.log_end_offset:
+            self._set_high_watermark(self.log.log_end_offset)
         return changed
+
+    def stop(self) -> None:
+        """StopReplica: no leadership, no ISR change in flight (the log stays until it is deleted)."""
+        self.leader_id = None
+        self.pending_isr = None
+        self.cancel_isr_updates()
 
     # ---- leader epoch checks
     def check_leader_epoch(self, current_leader_epoch: int, require_leader: bool = True) -> None:
@@ -201,6 +275,13 @@ class Partition:
                 raise KafkaApiError(ErrorCode.UNKNOWN_LEADER_EPOCH,
                                     f"{self.topic_partition}: epoch {current_leader_epoch} > {self.leader_epoch}")
 
+    def _local_log(self, current_leader_epoch: int = -1, require_leader: bool = True) -> Log:
+        """Kafka's localLogWithEpochOrThrow."""
+        self.check_leader_epoch(current_leader_epoch, require_leader)
+        if self.log is None:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: no local log")
+        return self.log
+
     # ---- high watermark
     def maybe_increment_leader_hw(self, now_ms: int) -> bool:
         """Advance the HW to the smallest LEO among the leader and the replicas that count. True if it moved."""
@@ -212,18 +293,26 @@ class Partition:
             # An ISR member whose LEO is still unknown (-1) holds the HW where it is, as in Kafka.
             if rid in maximal or now_ms - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms:
                 new_hw = min(new_hw, replica.log_end_offset)
-        if new_hw > self.high_watermark:
-            log.debug("%s: high watermark %d -> %d", self.topic_partition, self.high_watermark, new_hw)
-            self.high_watermark = new_hw
+        if new_hw > self._high_watermark:
+            log.debug("%s: high watermark %d -> %d", self.topic_partition, self._high_watermark, new_hw)
+            self._set_high_watermark(new_hw)
             return True
         return False
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
         new_hw = min(self.log_end_offset, leader_high_watermark)
-        if new_hw != self.high_watermark and new_hw >= 0:
-            self.high_watermark = new_hw
+        if new_hw != self._high_watermark and new_hw >= 0:
+            self._set_high_watermark(new_hw)
             return True
         return False
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        """Where the HW sits in the log, worked out once per HW value (Kafka's convertToOffsetMetadataOrThrow)."""
+        metadata = self._high_watermark_metadata
+        if metadata is None:
+            assert self.log is not None
+            metadata = self._high_watermark_metadata = self.log.convert_to_offset_metadata(self._high_watermark)
+        return metadata
 
     # ---- follower fetch state on the leader
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
@@ -245,7 +334,7 @@ class Partition:
             return
         if replica.broker_id in self.isr:
             return
-        if replica.log_end_offset >= self.high_watermark and \
+        if replica.log_end_offset >= self._high_watermark and \
                 replica.log_end_offset >= self.leader_epoch_start_offset:
             self._propose_isr(sorted(set(self.isr) | {replica.broker_id}), "expand")
 
@@ -260,12 +349,10 @@ class Partition:
         if out_of_sync:
             log.info("%s: shrinking ISR %s, out of sync %s (log end offsets %s, high watermark %d)",
                      self.topic_partition, self.isr, out_of_sync,
-                     {r: self.remote_replicas[r].log_end_offset for r in out_of_sync}, self.high_watermark)
+                     {r: self.remote_replicas[r].log_end_offset for r in out_of_sync}, self._high_watermark)
             self._propose_isr([r for r in self.isr if r not in out_of_sync], "shrink")
 
     def _propose_isr(self, new_isr: list[int], kind: str) -> None:
-        import asyncio
-
         assert self.isr_updater is not None
         self.pending_isr = new_isr
         epoch = self.leader_epoch
@@ -273,6 +360,8 @@ class Partition:
         async def commit() -> None:
             try:
                 result = await self.isr_updater(self, new_isr, self.partition_epoch)  # type: ignore[misc]
+            except asyncio.CancelledError:
+                raise
             except Exception:
                 log.exception("%s: ISR %s failed", self.topic_partition, kind)
                 result = None
@@ -289,41 +378,204 @@ class Partition:
             if self.on_isr_change is not None:
                 self.on_isr_change(self)
 
-        asyncio.ensure_future(commit())
+        task = asyncio.get_running_loop().create_task(commit(), name=f"isr-{kind}-{self.topic_partition}")
+        self._isr_updates.add(task)
+        task.add_done_callback(self._isr_updates.discard)
+
+    async def wait_for_isr_updates(self) -> None:
+        """Until every ISR proposal in flight has been answered (or cancelled)."""
+        while self._isr_updates:
+            await asyncio.gather(*self._isr_updates, return_exceptions=True)
+
+    def cancel_isr_updates(self) -> None:
+        for task in self._isr_updates:
+            task.cancel()
 
     # ---- acks=all bookkeeping
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
         """Kafka's checkEnoughReplicasReachOffset for DelayedProduce."""
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if self.high_watermark >= required_offset:
+        if self._high_watermark >= required_offset:
             if len(self.isr) >= self.min_insync_replicas:
                 return True, ErrorCode.NONE
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return False, ErrorCode.NONE
 
-    # ---- reads
-    def read_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int, isolation: int,
-                     fetch_only_from_leader: bool, min_one_message: bool,
-                     last_fetched_epoch: int = -1) -> LogReadResult:
-        self.check_leader_epoch(current_leader_epoch, require_leader=fetch_only_from_leader)
-        if self.log is None:
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: no local log")
+    # ---- appends
+    def append_records_to_leader(self, records: memoryview, required_acks: int, now_ms: int) -> LeaderAppendResult:
+        """Kafka's appendRecordsToLeader: min.insync.replicas, then the append, then maybe a new HW."""
+        if self.log is None or not self.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
         log_ = self.log
-        hw = self.high_watermark
+        tp = self.topic_partition
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise KafkaApiError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                f"{tp}: ISR {self.isr} is below min.insync.replicas {self.min_insync_replicas}")
+        config = log_.config
+        try:
+            summary = validate_batches(records, max_batch_size=config.max_message_bytes)
+        except CorruptRecordError as e:
+            raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {e}") from None
+        except RecordTooLargeError as e:
+            raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
+        except InvalidRecordError as e:
+            raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
+        if summary.size_in_bytes > config.segment_bytes:
+            raise KafkaApiError(ErrorCode.RECORD_LIST_TOO_LARGE, f"{tp}: {summary.size_in_bytes} bytes")
+        log_append_time = -1
+        if config.message_timestamp_type == "LogAppendTime":
+            log_append_time = now_ms
+            # A client's v2 produce carries exactly one batch (validate_batches enforces it).
+            summary.first_batch.set_max_timestamp(TimestampType.LOG_APPEND_TIME, now_ms)
+        try:
+            info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms,
+                                         log_append_time=log_append_time if log_append_time >= 0 else None)
+        except OutOfOrderSequenceError as e:
+            raise KafkaApiError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, f"{tp}: {e}") from None
+        except DuplicateSequenceError as e:
+            raise KafkaApiError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"{tp}: {e}") from None
+        except InvalidProducerEpochError as e:
+            raise KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH, f"{tp}: {e}") from None
+        except StorageRecordTooLargeError as e:
+            raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
+        except StorageInvalidRecordError as e:
+            raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
+        except KafkaStorageError as e:
+            log.error("%s: append failed: %s", tp, e)
+            raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"{tp}: {e}") from None
+        # With one replica in the ISR the append alone can move the HW.
+        moved = not info.duplicate and self.maybe_increment_leader_hw(now_ms)
+        return LeaderAppendResult(info, log_append_time, moved)
+
+    def append_records_to_follower(self, records: memoryview) -> LogAppendInfo:
+        """Batches fetched from the leader, with the leader's offsets and epochs (storage errors propagate)."""
+        return self._local_log(require_leader=False).append_as_follower(records)
+
+    # ---- reads
+    def fetch_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int, isolation: int,
+                      min_one_message: bool, *, replica_id: int = -1, last_fetched_epoch: int = -1,
+                      follower_log_start_offset: int = -1, now_ms: int = 0,
+                      update_fetch_state: bool = True) -> LogReadResult:
+        """Kafka's fetchRecords: read for a consumer (up to the HW) or a follower (up to the LEO); a follower's
+        fetch then updates its state here (ISR, HW) unless its log diverges from ours."""
+        log_ = self._local_log(current_leader_epoch)
+        replica = None
+        if replica_id >= 0:
+            replica = self.remote_replicas.get(replica_id)
+            if replica is None:
+                # Kafka: with an epoch the (replica, epoch) pair is not recognised yet; without, the old answer.
+                raise KafkaApiError(ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0
+                                    else ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                    f"{self.topic_partition}: broker {replica_id} is not a replica")
+        hw = self._high_watermark
         leo = log_.log_end_offset
-        if last_fetched_epoch >= 0 and isolation == FETCH_LOG_END:
+        if replica is not None and last_fetched_epoch >= 0:
             # KIP-320 / KIP-392: tell a follower where its log diverges instead of serving data.
-            epoch, end_offset = log_.leader_epoch_cache.end_offset_for(last_fetched_epoch, leo)
-            if epoch < last_fetched_epoch or end_offset < fetch_offset:
-                return LogReadResult(None, hw, hw, log_.log_start_offset, leo,
-                                     diverging_epoch=(epoch, end_offset))
-        if isolation == FETCH_LOG_END:
-            max_offset = None
-        else:
-            max_offset = hw
+            diverging = self.diverging_epoch(last_fetched_epoch, fetch_offset)
+            if diverging is not None:
+                return LogReadResult(None, hw, hw, log_.log_start_offset, leo, diverging_epoch=diverging)
+        max_offset = None if isolation == FETCH_LOG_END else hw
         try:
             info = log_.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
         except OffsetOutOfRangeError as e:
             raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{self.topic_partition}: {e}") from None
-        return LogReadResult(info, hw, hw, log_.log_start_offset, leo)
+        result = LogReadResult(info, hw, hw, log_.log_start_offset, leo)
+        if replica is not None and update_fetch_state:
+            replica.update_fetch_state(fetch_offset, follower_log_start_offset, now_ms, leo)
+            self.maybe_expand_isr(replica)
+            if self.maybe_increment_leader_hw(now_ms):
+                result.high_watermark = result.last_stable_offset = self._high_watermark
+                result.high_watermark_moved = True
+        return result
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """(epoch, end offset) when a follower's log, which ends `last_fetched_epoch` at `fetch_offset`, is
+        not a prefix of ours: we end that epoch earlier, or know only an older one. None when it is."""
+        assert self.log is not None
+        epoch, end_offset = self.log.leader_epoch_cache.end_offset_for(last_fetched_epoch, self.log.log_end_offset)
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
+    def end_offset_metadata(self, current_leader_epoch: int, isolation: int) -> LogOffsetMetadata:
+        """Where a fetch of this isolation may read up to, with its place in the log (Kafka's
+        fetchOffsetSnapshot); KafkaApiError when we no longer lead or the epoch is fenced/unknown."""
+        log_ = self._local_log(current_leader_epoch)
+        if isolation == FETCH_LOG_END:
+            return log_.log_end_offset_metadata
+        return self.high_watermark_metadata()
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where `offset` sits in the log; OffsetOutOfRangeError outside it."""
+        return self._local_log(require_leader=False).convert_to_offset_metadata(offset)
+
+    def latest_epoch(self) -> int | None:
+        """The latest leader epoch in our log's epoch cache (what a follower fetches as last_fetched_epoch)."""
+        return self.log.leader_epoch_cache.latest_epoch() if self.log is not None else None
+
+    def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int,
+                                     fetch_only_from_leader: bool = True) -> tuple[int, int]:
+        """Kafka's lastOffsetForLeaderEpoch: the largest epoch <= `leader_epoch` we know and where it ends
+        (the next epoch's start, or our LEO); (-1, -1) when we know none."""
+        log_ = self._local_log(current_leader_epoch, fetch_only_from_leader)
+        return log_.leader_epoch_cache.end_offset_for(leader_epoch, log_.log_end_offset)
+
+    def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, *, from_replica: bool
+                                   ) -> tuple[int, int, int]:
+        """ListOffsets on the leader: (offset, timestamp, leader epoch of that offset), (-1, -1, -1) for none.
+        Consumers see up to the HW (also the last stable offset here: no open transactions), replicas the LEO."""
+        log_ = self._local_log(current_leader_epoch)
+        last_fetchable = log_.log_end_offset if from_replica else self._high_watermark
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            offset, found_ts = log_.log_start_offset, -1
+        elif timestamp == LATEST_TIMESTAMP:
+            offset, found_ts = last_fetchable, -1
+        elif timestamp == LATEST_TIERED_TIMESTAMP:
+            return -1, -1, -1  # no tiered storage: nothing is remote (Kafka answers -1 then)
+        elif timestamp == MAX_TIMESTAMP:
+            found_ts, offset = log_.max_timestamp_and_offset()
+            if offset < 0 or offset >= last_fetchable:
+                return -1, -1, -1
+        elif timestamp < 0:
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"unknown special timestamp {timestamp}")
+        else:
+            found = log_.offset_for_timestamp(timestamp)
+            if found is None or found[0] >= last_fetchable:
+                return -1, -1, -1
+            offset, found_ts = max(found[0], log_.log_start_offset), found[1]
+        epoch = log_.leader_epoch_cache.epoch_for_offset(offset) if offset >= 0 else None
+        return offset, found_ts, epoch if epoch is not None else -1
+
+    # ---- log start offset and truncation
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1: the HW), never past the HW; returns the
+        new log start offset."""
+        if self.log is None or not self.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: not the leader")
+        converted = self._high_watermark if offset == DELETE_RECORDS_HIGH_WATERMARK else offset
+        if converted < 0 or converted > self._high_watermark:
+            raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                f"{self.topic_partition}: offset {converted} is above the high watermark")
+        try:
+            self.log.maybe_increment_log_start_offset(converted)
+        except OffsetOutOfRangeError as e:
+            raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, str(e)) from None
+        return self.log.log_start_offset
+
+    def follow_leader_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """A follower's log start offset follows the leader's (never past its own log end offset)."""
+        log_ = self._local_log(require_leader=False)
+        if leader_log_start_offset > log_.log_start_offset:
+            log_.maybe_increment_log_start_offset(min(leader_log_start_offset, log_.log_end_offset))
+
+    def truncate_to(self, offset: int) -> None:
+        """Follower truncation (by leader epoch, or to the HW without epochs); the HW follows the new LEO down."""
+        log_ = self._local_log(require_leader=False)
+        log_.truncate_to(offset)
+        self._set_high_watermark(min(self._high_watermark, log_.log_end_offset))
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and restart it at `offset` (the leader's log start is past our log end)."""
+        self._local_log(require_leader=False).truncate_fully_and_start_at(offset)
+        self._set_high_watermark(offset)

@@ -1,11 +1,15 @@
 """ReplicaManager: the partitions this broker hosts, produce and fetch against them, LeaderAndIsr.
 
-Kafka's ReplicaManager, on one asyncio loop:
-- `append_records` validates and appends produce data to the leaders here and, for acks=all, parks a
-  `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`).
-- `fetch_messages` reads from leaders (consumers, up to the HW or LSO) or logs (followers, up to the LEO),
-  records follower fetch state (ISR, HW) and parks a `DelayedFetch` until `min_bytes` are there
-  (or `max_wait_ms`).
+Kafka's ReplicaManager, on one asyncio loop. It finds the partition (Kafka's getPartitionOrException:
+NOT_LEADER_OR_FOLLOWER for a partition the metadata knows but this broker does not host,
+UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
+- `append_records` refuses client writes to internal topics, appends to each leader here
+  (`Partition.append_records_to_leader`: min.insync.replicas, the append, the HW) and, for acks=all, parks
+  a `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`).
+- `fetch_messages` reads each partition (`Partition.fetch_records`: consumers up to the HW, followers up
+  to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch` until
+  `min_bytes` are there (or `max_wait_ms`). A parked fetch completes by comparing log positions, never by
+  reading: Kafka's DelayedFetch cases (see `DelayedFetch.try_complete`).
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
   when there is one, stops and starts replica fetchers; followers truncate by leader epoch).
@@ -22,32 +26,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.errors import KafkaApiError
+from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.partition import (
     FETCH_LOG_END,
-    LogReadResult,
     Partition,
     PartitionState,
 )
 from broker.purgatory import DelayedOperation, Purgatory
 from protocol.errors import ErrorCode
-from protocol.records import (
-    CorruptRecordError,
-    InvalidRecordError,
-    RecordTooLargeError,
-    TimestampType,
-    validate_batches,
-)
 from storage import (
-    DuplicateSequenceError,
-    InvalidProducerEpochError,
     KafkaStorageError,
     LogConfig,
     LogManager,
-    OutOfOrderSequenceError,
+    LogOffsetMetadata,
+    StorageError,
     TopicPartition,
 )
-from storage import InvalidRecordError as StorageInvalidRecordError
-from storage.errors import RecordTooLargeError as StorageRecordTooLargeError
 
 log = logging.getLogger("broker.replica_manager")
 
@@ -136,56 +130,87 @@ class FetchPartitionData:
     diverging_epoch: tuple[int, int] | None = None
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch) for NOT_LEADER/FENCED hints
     preferred_read_replica: int = -1
+    fetch_offset_metadata: LogOffsetMetadata | None = None  # where the fetch offset sits (for DelayedFetch)
 
     @property
     def size(self) -> int:
         return self.records.length if self.records is not None else 0  # type: ignore[attr-defined]
 
 
+@dataclass
+class FetchPartitionStatus:
+    """A parked fetch's partition (Kafka's FetchPartitionStatus): where its fetch offset sits in the log."""
+
+    start_offset_metadata: LogOffsetMetadata
+    fetch_info: PartitionFetchInfo
+
+
 class DelayedFetch(DelayedOperation):
     def __init__(self, delay_ms: int, rm: ReplicaManager, params: FetchParams,
-                 infos: list[tuple[TopicPartition, PartitionFetchInfo]], future: asyncio.Future) -> None:
+                 statuses: list[tuple[TopicPartition, FetchPartitionStatus]], future: asyncio.Future) -> None:
         super().__init__(delay_ms)
         self.rm = rm
         self.params = params
-        self.infos = infos
+        self.statuses = statuses
         self.future = future
 
     def try_complete(self) -> bool:
+        """Kafka's DelayedFetch.tryComplete, by log positions alone. Answer now when, for some partition:
+        A/B/C this broker no longer hosts it, has no log, or (for consumers and followers alike) no longer
+          leads it — a follower whose leader moved hears NOT_LEADER_OR_FOLLOWER at once;
+        E the request's leader epoch is fenced (or unknown) now;
+        - the end it reads up to fell below its fetch offset (a truncated log: OFFSET_OUT_OF_RANGE now);
+        F the fetch offset and that end are on different segments (a roll, or a stale position): there is
+          data to read without counting it;
+        H a follower's last fetched epoch no longer matches our epochs (a diverging epoch, KIP-320);
+        or when G the bytes between each fetch offset and its end, summed (each at most the partition's max
+        bytes), reach min_bytes."""
         accumulated = 0
-        for tp, info in self.infos:
+        from_follower = self.params.is_from_follower
+        isolation = FETCH_LOG_END if from_follower else self.params.isolation
+        for tp, status in self.statuses:
+            info = status.fetch_info
             partition = self.rm.partitions.get(tp)
             if partition is None or partition.log is None:
+                return self.force_complete()  # B, C
+            try:
+                end = partition.end_offset_metadata(info.current_leader_epoch, isolation)  # A, E
+                start = status.start_offset_metadata
+                # Same offset: nothing new, whatever the positions say (a segment rolled at the end, say).
+                if end.message_offset != start.message_offset:
+                    if end.message_offset < start.message_offset:
+                        return self.force_complete()
+                    if start.message_offset_only:
+                        start = status.start_offset_metadata = partition.offset_metadata(start.message_offset)
+                    if end.on_older_segment(start) or start.on_older_segment(end):
+                        return self.force_complete()  # F
+                    accumulated += min(end.position_diff(start), info.max_bytes)
+                if from_follower and info.last_fetched_epoch >= 0 and \
+                        partition.diverging_epoch(info.last_fetched_epoch, info.fetch_offset) is not None:
+                    return self.force_complete()  # H
+            except (KafkaApiError, StorageError):
                 return self.force_complete()
-            if self.params.is_from_follower:
-                end = partition.log_end_offset
-            else:
-                if not partition.is_leader or (0 <= info.current_leader_epoch != partition.leader_epoch):
-                    return self.force_complete()
-                end = partition.high_watermark
-            if end < info.fetch_offset:
-                # Log truncated under the fetch offset (leader change): answer now, with the error.
-                return self.force_complete()
-            if end > info.fetch_offset:
-                accumulated += self.rm.estimate_bytes(partition, info.fetch_offset, end, info.max_bytes)
         if accumulated >= self.params.min_bytes:
-            return self.force_complete()
+            return self.force_complete()  # G
         return False
 
     def on_complete(self) -> None:
         if not self.future.done():
-            self.future.set_result(self.rm.read_from_local_logs(self.params, self.infos))
+            infos = [(tp, status.fetch_info) for tp, status in self.statuses]
+            self.future.set_result(self.rm.read_from_local_logs(self.params, infos, update_fetch_state=False))
 
 
 # ---------------------------------------------------------------- the manager
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, *, replica_lag_time_max_ms: int,
-                 log_config_for: Callable[[str], LogConfig], min_insync_replicas_for: Callable[[str], int]) -> None:
+                 log_config_for: Callable[[str], LogConfig], min_insync_replicas_for: Callable[[str], int],
+                 metadata_cache: MetadataCache | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.log_config_for = log_config_for
         self.min_insync_replicas_for = min_insync_replicas_for
+        self.metadata_cache = metadata_cache
         self.partitions: dict[TopicPartition, Partition] = {}
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
@@ -200,13 +225,16 @@ class ReplicaManager:
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
 
-    def leader_partition_or_error(self, tp: TopicPartition) -> Partition:
+    def get_partition_or_error(self, tp: TopicPartition) -> Partition:
+        """Kafka's getPartitionOrException: the hosted partition, else NOT_LEADER_OR_FOLLOWER when the
+        metadata knows the partition (it lives on other brokers: clients refresh their metadata), else
+        UNKNOWN_TOPIC_OR_PARTITION. Leadership is the partition's to check."""
         partition = self.partitions.get(tp)
-        if partition is None or partition.log is None:
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp}: not hosted here")
-        if not partition.is_leader:
-            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp}: leader is {partition.leader_id}")
-        return partition
+        if partition is not None and partition.log is not None:
+            return partition
+        if self.metadata_cache is not None and self.metadata_cache.partition(tp.topic, tp.partition) is not None:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp}: not hosted here")
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp}: unknown partition")
 
     # ---- LeaderAndIsr
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int,
@@ -240,14 +268,13 @@ class ReplicaManager:
             topic_id = (topic_ids or {}).get(tp.topic)
             if partition.log is None:
                 try:
-                    partition.log = self.log_manager.get_or_create_log(
+                    log_ = self.log_manager.get_or_create_log(
                         tp, self.log_config_for(tp.topic), topic_id)  # type: ignore[arg-type]
                 except KafkaStorageError as e:
                     log.error("%s: cannot open log: %s", tp, e)
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
-                partition.high_watermark = min(self.high_watermarks.get(tp, 0), partition.log.log_end_offset)
-                partition.high_watermark = max(partition.high_watermark, partition.log.log_start_offset)
+                partition.set_log(log_, self.high_watermarks.get(tp, 0))
             partition.topic_id = topic_id
             (to_lead if state.leader == self.broker_id else to_follow)[partition] = state
             errors[tp] = ErrorCode.NONE
@@ -293,8 +320,7 @@ class ReplicaManager:
             if delete:
                 self.high_watermarks.pop(tp, None)
             if partition is not None:
-                partition.leader_id = None
-                partition.pending_isr = None
+                partition.stop()
                 self._complete_delayed(tp)
             if delete:
                 try:
@@ -317,7 +343,7 @@ class ReplicaManager:
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
         for tp, records in entries.items():
-            results[tp] = self._append_to_leader(tp, records, required_acks, now, internal_topics_allowed)
+            results[tp] = self._append_to_local_log(tp, records, required_acks, now, internal_topics_allowed)
         if required_acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         future = asyncio.get_running_loop().create_future()
@@ -326,146 +352,94 @@ class ReplicaManager:
             return results
         return future
 
-    def _append_to_leader(self, tp: TopicPartition, records: memoryview, required_acks: int, now: int,
-                          internal_topics_allowed: bool) -> ProducePartitionResult:
+    def _append_to_local_log(self, tp: TopicPartition, records: memoryview, required_acks: int, now: int,
+                             internal_topics_allowed: bool) -> ProducePartitionResult:
         try:
-            if tp.topic.startswith("__") and not internal_topics_allowed and tp.topic == "__consumer_offsets":
+            if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
                 raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{tp}: internal topic")
-            partition = self.leader_partition_or_error(tp)
-            assert partition.log is not None
-            config = partition.log.config
-            if required_acks == -1 and len(partition.isr) < partition.min_insync_replicas:
-                raise KafkaApiError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                    f"{tp}: ISR {partition.isr} is below min.insync.replicas "
-                                    f"{partition.min_insync_replicas}")
-            try:
-                summary = validate_batches(records, max_batch_size=config.max_message_bytes)
-            except CorruptRecordError as e:
-                raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {e}") from None
-            except RecordTooLargeError as e:
-                raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
-            except InvalidRecordError as e:
-                raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
-            if summary.size_in_bytes > config.segment_bytes:
-                raise KafkaApiError(ErrorCode.RECORD_LIST_TOO_LARGE, f"{tp}: {summary.size_in_bytes} bytes")
-            log_append_time = -1
-            if config.message_timestamp_type == "LogAppendTime":
-                log_append_time = now
-                # A client's v2 produce carries exactly one batch (validate_batches enforces it).
-                summary.first_batch.set_max_timestamp(TimestampType.LOG_APPEND_TIME, now)
-            try:
-                info = partition.log.append_as_leader(records, partition.leader_epoch, now_ms=now,
-                                                      log_append_time=log_append_time
-                                                      if log_append_time >= 0 else None)
-            except OutOfOrderSequenceError as e:
-                raise KafkaApiError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, f"{tp}: {e}") from None
-            except DuplicateSequenceError as e:
-                raise KafkaApiError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"{tp}: {e}") from None
-            except InvalidProducerEpochError as e:
-                raise KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH, f"{tp}: {e}") from None
-            except StorageRecordTooLargeError as e:
-                raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
-            except StorageInvalidRecordError as e:
-                raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
-            except KafkaStorageError as e:
-                log.error("%s: append failed: %s", tp, e)
-                raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"{tp}: {e}") from None
-            if not info.duplicate:
-                if partition.maybe_increment_leader_hw(now):
-                    self.fetch_purgatory.check_and_complete(tp)
-                    self.produce_purgatory.check_and_complete(tp)
-                else:
-                    # Followers' delayed fetches wait on the LEO.
-                    self.fetch_purgatory.check_and_complete(tp)
-                if self.on_flush_needed is not None and partition.log.needs_flush():
-                    self.on_flush_needed(partition)
-            return ProducePartitionResult(ErrorCode.NONE, info.first_offset, info.last_offset,
-                                          log_append_time, partition.log.log_start_offset)
+            partition = self.get_partition_or_error(tp)
+            appended = partition.append_records_to_leader(records, required_acks, now)
         except KafkaApiError as e:
             if e.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                 log.warning("produce to %s rejected: %s: %s", tp, e.code.name, e)
             return ProducePartitionResult(e.code, error_message=str(e))
+        info = appended.info
+        if not info.duplicate:
+            # Followers' delayed fetches wait on the LEO, consumers' and acks=all produces on the HW.
+            self.fetch_purgatory.check_and_complete(tp)
+            if appended.high_watermark_moved:
+                self.produce_purgatory.check_and_complete(tp)
+            if self.on_flush_needed is not None and partition.log.needs_flush():  # type: ignore[union-attr]
+                self.on_flush_needed(partition)
+        return ProducePartitionResult(ErrorCode.NONE, info.first_offset, info.last_offset,
+                                      appended.log_append_time, partition.log_start_offset)
 
     # ---- fetch
     def fetch_messages(self, params: FetchParams, infos: list[tuple[TopicPartition, PartitionFetchInfo]]
                        ) -> list[tuple[TopicPartition, FetchPartitionData]] | asyncio.Future:
-        results = self.read_from_local_logs(params, infos)
-        if params.is_from_follower:
-            self._update_followers_fetch_state(params.replica_id, infos, results)
+        results = self.read_from_local_logs(params, infos, update_fetch_state=True)
         total = sum(r.size for _, r in results)
         has_error = any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for _, r in results)
         if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or has_error:
             return results
         future = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(params.max_wait_ms, self, params, infos, future)
+        statuses = [(tp, FetchPartitionStatus(data.fetch_offset_metadata or LogOffsetMetadata(info.fetch_offset),
+                                              info))
+                    for (tp, info), (_, data) in zip(infos, results, strict=True)]
+        op = DelayedFetch(params.max_wait_ms, self, params, statuses, future)
         # try_complete re-checks with fresh numbers; if nothing arrived it parks.
         if self.fetch_purgatory.try_complete_else_watch(op, [tp for tp, _ in infos]):
             return future.result()
         return future
 
-    def read_from_local_logs(self, params: FetchParams, infos: list[tuple[TopicPartition, PartitionFetchInfo]]
-                             ) -> list[tuple[TopicPartition, FetchPartitionData]]:
+    def read_from_local_logs(self, params: FetchParams, infos: list[tuple[TopicPartition, PartitionFetchInfo]],
+                             *, update_fetch_state: bool) -> list[tuple[TopicPartition, FetchPartitionData]]:
+        """Kafka's readFromLog. A follower's fetch updates its state on the leader only when it first
+        arrives (`update_fetch_state`), not again when a delayed fetch completes."""
         limit = params.max_bytes
         min_one_message = not params.hard_max_bytes_limit
+        now = now_ms()
         out = []
+        hw_moved = []
         for tp, info in infos:
-            data = self._read_partition(params, tp, info, min(info.max_bytes, limit), min_one_message)
+            data, moved = self._read_partition(params, tp, info, min(info.max_bytes, limit), min_one_message,
+                                               now, update_fetch_state)
+            if moved:
+                hw_moved.append(tp)
             if data.size > 0:
                 min_one_message = False
                 limit = max(0, limit - data.size)
             out.append((tp, data))
+        for tp in hw_moved:
+            self._complete_delayed(tp)
         return out
 
     def _read_partition(self, params: FetchParams, tp: TopicPartition, info: PartitionFetchInfo,
-                        max_bytes: int, min_one_message: bool) -> FetchPartitionData:
-        partition = self.partitions.get(tp)
+                        max_bytes: int, min_one_message: bool, now: int, update_fetch_state: bool
+                        ) -> tuple[FetchPartitionData, bool]:
+        from_follower = params.is_from_follower
         try:
-            if partition is None or partition.log is None:
-                raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp}: not hosted here")
-            result: LogReadResult = partition.read_records(
+            partition = self.get_partition_or_error(tp)
+            result = partition.fetch_records(
                 info.fetch_offset, info.current_leader_epoch, max_bytes,
-                params.isolation if not params.is_from_follower else FETCH_LOG_END,
-                fetch_only_from_leader=True, min_one_message=min_one_message,
-                last_fetched_epoch=info.last_fetched_epoch if params.is_from_follower else -1)
+                FETCH_LOG_END if from_follower else params.isolation, min_one_message,
+                replica_id=params.replica_id, last_fetched_epoch=info.last_fetched_epoch if from_follower else -1,
+                follower_log_start_offset=info.log_start_offset, now_ms=now, update_fetch_state=update_fetch_state)
+            read = result.info
             return FetchPartitionData(
                 ErrorCode.NONE, result.high_watermark, result.last_stable_offset, result.log_start_offset,
-                result.info.records if result.info is not None else None,
-                diverging_epoch=result.diverging_epoch)
+                read.records if read is not None else None, diverging_epoch=result.diverging_epoch,
+                fetch_offset_metadata=read.fetch_offset_metadata if read is not None else None,
+            ), result.high_watermark_moved
         except KafkaApiError as e:
+            found = self.partitions.get(tp)
             hint = None
-            if partition is not None and partition.leader_id is not None and e.code in (
+            if found is not None and found.leader_id is not None and e.code in (
                     ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                hint = (partition.leader_id, partition.leader_epoch)
+                hint = (found.leader_id, found.leader_epoch)
             return FetchPartitionData(
-                e.code, partition.high_watermark if partition else -1,
-                partition.high_watermark if partition else -1,
-                partition.log_start_offset if partition and partition.log else -1, current_leader=hint)
-
-    def estimate_bytes(self, partition: Partition, fetch_offset: int, end: int, max_bytes: int) -> int:
-        assert partition.log is not None
-        try:
-            info = partition.log.read(fetch_offset, max_bytes, max_offset=end, min_one_message=True)
-        except Exception:
-            return 1
-        return info.records.length if info.records is not None else 0
-
-    def _update_followers_fetch_state(self, replica_id: int,
-                                      infos: list[tuple[TopicPartition, PartitionFetchInfo]],
-                                      results: list[tuple[TopicPartition, FetchPartitionData]]) -> None:
-        now = now_ms()
-        for (tp, info), (_, data) in zip(infos, results, strict=True):
-            if data.error != ErrorCode.NONE:
-                continue
-            partition = self.partitions[tp]
-            try:
-                moved = partition.update_follower_fetch_state(replica_id, info.fetch_offset,
-                                                              info.log_start_offset, now)
-            except KafkaApiError as e:
-                data.error = e.code
-                continue
-            if moved:
-                data.high_watermark = partition.high_watermark
-                self._complete_delayed(tp)
+                e.code, found.high_watermark if found else -1, found.high_watermark if found else -1,
+                found.log_start_offset if found and found.log else -1, current_leader=hint), False
 
     # ---- housekeeping
     def maybe_shrink_isr(self) -> None:
@@ -473,6 +447,13 @@ class ReplicaManager:
         for partition in self.partitions.values():
             if partition.is_leader:
                 partition.maybe_shrink_isr(now)
+
+    async def stop_isr_updates(self) -> None:
+        """Cancel the ISR proposals in flight and wait until they have ended (broker shutdown)."""
+        for partition in self.partitions.values():
+            partition.cancel_isr_updates()
+        for partition in list(self.partitions.values()):
+            await partition.wait_for_isr_updates()
 
     def checkpoint_high_watermarks(self) -> None:
         hws = {tp: p.high_watermark for tp, p in self.partitions.items() if p.log is not None}
@@ -486,4 +467,3 @@ class ReplicaManager:
                 self.checkpoint_high_watermarks()
             except Exception:
                 log.exception("cannot checkpoint high watermarks on shutdown")
-

@@ -88,7 +88,8 @@ class KafkaServer:
             self.broker_id, self.log_manager,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
             log_config_for=self.topic_configs.log_config,
-            min_insync_replicas_for=self.topic_configs.min_insync_replicas)
+            min_insync_replicas_for=self.topic_configs.min_insync_replicas,
+            metadata_cache=self.metadata_cache)
         self.replica_manager.on_flush_needed = self._schedule_flush
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
@@ -189,6 +190,7 @@ class KafkaServer:
                 log.exception("group coordinator shutdown failed")
         if self.fetcher_manager is not None:
             await self.fetcher_manager.shutdown()
+        await self.replica_manager.stop_isr_updates()  # they write through the controller's store
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()
@@ -424,17 +426,6 @@ class KafkaServer:
                 if tp.topic == GROUP_METADATA_TOPIC:
                     self.group_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
-
-    def truncate_partition(self, partition: Any, offset: int, *, fully: bool = False) -> None:
-        """Follower truncation (by leader epoch) or a restart of the log at the leader's log start offset."""
-        log_ = partition.log
-        if fully:
-            log_.truncate_fully_and_start_at(offset)
-        else:
-            log_.truncate_to(offset)
-        partition.high_watermark = min(partition.high_watermark, log_.log_end_offset)
-        if fully:
-            partition.high_watermark = offset
 
     async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int
                          ) -> tuple[list[int], int] | None:

@@ -1,8 +1,9 @@
 """DeleteRecords (key 21), versions 0–2.
 
-Moves each partition's log start offset up to the given offset (-1: the high watermark) on its leader,
-deleting whole segments below it; answers the new low watermark. An offset above the high watermark
-is OFFSET_OUT_OF_RANGE; a partition not led here NOT_LEADER_OR_FOLLOWER.
+Moves each partition's log start offset up to the given offset (-1: the high watermark) on its leader
+(`Partition.delete_records_on_leader`), deleting whole segments below it; answers the new low watermark.
+An offset above the high watermark is OFFSET_OUT_OF_RANGE; a partition not led here NOT_LEADER_OR_FOLLOWER
+(UNKNOWN_TOPIC_OR_PARTITION when no broker has it).
 Gaps: the answer does not wait for followers to apply the new log start offset (Kafka's
 DelayedDeleteRecords); followers learn it from the leader's fetch responses.
 """
@@ -13,14 +14,11 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
-from protocol.errors import ErrorCode
-from storage import OffsetOutOfRangeError, TopicPartition
+from storage import TopicPartition
 
 API_KEY = 21
 MIN_VERSION = 0
 MAX_VERSION = 2
-
-HIGH_WATERMARK = -1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -34,18 +32,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             try:
-                partition = rm.leader_partition_or_error(tp)
-                assert partition.log is not None
-                offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-                if offset < 0 or offset > partition.high_watermark:
-                    raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE,
-                                        f"{tp}: offset {offset} is above the high watermark")
-                try:
-                    partition.log.maybe_increment_log_start_offset(offset)
-                except OffsetOutOfRangeError as e:
-                    raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, str(e)) from None
-                parts.append(PartResult(partition_index=tp.partition, low_watermark=partition.log.log_start_offset,
-                                        error_code=0))
+                low_watermark = rm.get_partition_or_error(tp).delete_records_on_leader(p.offset)
+                parts.append(PartResult(partition_index=tp.partition, low_watermark=low_watermark, error_code=0))
             except KafkaApiError as e:
                 parts.append(PartResult(partition_index=tp.partition, low_watermark=-1, error_code=e.code))
         topics.append(TopicResult(name=topic.name, partitions=parts))

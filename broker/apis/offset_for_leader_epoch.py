@@ -4,8 +4,9 @@ For each partition, on its leader: the largest epoch ≤ the requested one that 
 end offset of that epoch (the start offset of the next epoch, or the log end offset for the current
 epoch) — what a follower (KIP-101/KIP-279) or a consumer (KIP-320, v3+ with replica_id -1) needs to
 find where its log diverged. `current_leader_epoch` (v2+) is checked: FENCED_LEADER_EPOCH /
-UNKNOWN_LEADER_EPOCH. Unknown epochs answer epoch -1 / offset -1 (UNDEFINED), as Kafka.
-Followers (replica_id >= 0) may ask any replica that has the log; consumers only the leader.
+UNKNOWN_LEADER_EPOCH. Unknown epochs answer epoch -1 / offset -1 (UNDEFINED), as Kafka. Only the
+leader answers (`Partition.last_offset_for_leader_epoch`), for followers and consumers alike, as Kafka's
+broker does; elsewhere NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION when no broker has it).
 """
 
 from __future__ import annotations
@@ -33,11 +34,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
-                partition = rm.leader_partition_or_error(tp)
-                partition.check_leader_epoch(p.current_leader_epoch if v >= 2 else -1)
-                assert partition.log is not None
-                epoch, end = partition.log.leader_epoch_cache.end_offset_for(p.leader_epoch,
-                                                                             partition.log.log_end_offset)
+                epoch, end = rm.get_partition_or_error(tp).last_offset_for_leader_epoch(
+                    p.current_leader_epoch if v >= 2 else -1, p.leader_epoch)
                 parts.append(PartResult(error_code=0, partition=tp.partition, leader_epoch=epoch, end_offset=end))
             except KafkaApiError as e:
                 parts.append(PartResult(error_code=e.code, partition=tp.partition, leader_epoch=-1, end_offset=-1))

@@ -1,14 +1,16 @@
 """Produce (key 0), versions 0–11.
 
-Per partition: the record batches are validated (magic 2, CRC32C, sizes, `max.message.bytes`) without
-decoding records, offsets and the leader epoch are written into the batch in place, and the bytes are
-appended to the leader's log (`ReplicaManager.append_records`). acks=0: no response at all; acks=1: answer
-after the local append; acks=-1: answer when the high watermark passes the batch (DelayedProduce) or
-REQUEST_TIMED_OUT at `timeout_ms`, with `min.insync.replicas` enforced (NOT_ENOUGH_REPLICAS before the
-append, NOT_ENOUGH_REPLICAS_AFTER_APPEND after). Idempotent producers: duplicates get the original
-offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
-v0–v2 carry magic 0/1 message sets; they are up-converted to v2 batches before the append.
-Invalid acks: INVALID_REQUIRED_ACKS. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+This handler does what belongs to the request: acks must be 0, 1 or -1 (else every partition answers
+INVALID_REQUIRED_ACKS and nothing is appended), and v0–v2 magic 0/1 message sets are up-converted to v2
+batches. Everything else is checked once, where it is owned: the ReplicaManager finds the partition
+(UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER) and refuses internal topics; the partition checks
+min.insync.replicas (NOT_ENOUGH_REPLICAS before the append), validates the batches (magic 2, CRC32C, sizes,
+`max.message.bytes`, no empty record set) without decoding records, writes offsets and the leader epoch
+into the batch in place and appends the bytes to its log. acks=0: no response at all; acks=1: answer after
+the local append; acks=-1: answer when the high watermark passes the batch (DelayedProduce) or
+REQUEST_TIMED_OUT at `timeout_ms`, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+min.insync.replicas meanwhile. Idempotent producers: duplicates get the original offsets, sequence gaps
+OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
 Gaps: transactional produce (transactional_id set) is appended like an idempotent produce,
 without transaction-coordinator checks (see compat/GAPS.md).
 """
@@ -34,37 +36,27 @@ MAX_VERSION = 11
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    rm = ctx.server.replica_manager
     acks = request.acks
+    if acks not in (0, 1, -1):
+        return _response(request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
+            ErrorCode.INVALID_REQUIRED_ACKS) for topic in request.topic_data for pd in topic.partition_data})
     entries: dict[TopicPartition, memoryview] = {}
     early: dict[TopicPartition, ProducePartitionResult] = {}
     for topic in request.topic_data:
         for pd in topic.partition_data:
             tp = TopicPartition(topic.name, pd.index)
             records = pd.records
-            if records is None or len(records) == 0:
-                early[tp] = ProducePartitionResult(ErrorCode.INVALID_RECORD, error_message="no records")
-                continue
-            if acks not in (0, 1, -1):
-                early[tp] = ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS)
-                continue
-            if ctx.server.metadata_cache.partition(tp.topic, tp.partition) is None:
-                early[tp] = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                continue
             buf = records if isinstance(records, memoryview) and not records.readonly else \
-                memoryview(bytearray(records))
+                memoryview(bytearray(records or b""))
             try:
-                if read_magic(buf) < 2:
+                if len(buf) and read_magic(buf) < 2:
                     buf = memoryview(bytearray(up_convert(buf, base_offset=0, log_append_time=None)))
             except (CorruptRecordError, InvalidRecordError) as e:
                 early[tp] = ProducePartitionResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(e))
                 continue
             entries[tp] = buf
-    if acks not in (0, 1, -1):
-        result: Any = early
-    else:
-        result = rm.append_records(request.timeout_ms, acks, entries,
-                                   internal_topics_allowed=ctx.client_id == "__broker_internal")
+    result = ctx.server.replica_manager.append_records(
+        request.timeout_ms, acks, entries, internal_topics_allowed=ctx.client_id == "__broker_internal")
     if acks == 0:
         # No response is written for acks=0; errors are only logged (the client cannot hear them).
         return None

@@ -69,9 +69,8 @@ class EpochLeader:
 def follower(tmp_path: Path, log_: Log, leader_epoch: int, high_watermark: int = 0) -> tuple[KafkaServer, Partition]:
     server = KafkaServer(KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "follower-server")}))
     partition = Partition(TP, 1, replica_lag_time_max_ms=10000)
-    partition.log = log_
+    partition.set_log(log_, high_watermark)
     partition.make_follower(PartitionState(leader=0, leader_epoch=leader_epoch, isr=[0, 1], replicas=[0, 1]))
-    partition.high_watermark = high_watermark
     return server, partition
 
 

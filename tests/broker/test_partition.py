@@ -28,9 +28,7 @@ def make_partition(tmp_path: Path, local: int = 0) -> Partition:
 
 
 def append(p: Partition, n: int, now: int) -> None:
-    assert p.log is not None
-    p.log.append_as_leader(bytearray(build_batch([(b"k", b"v", [], now)] * n)), p.leader_epoch, now_ms=now)
-    p.maybe_increment_leader_hw(now)
+    p.append_records_to_leader(memoryview(bytearray(build_batch([(b"k", b"v", [], now)] * n))), 1, now)
 
 
 class Store:
@@ -86,8 +84,7 @@ def test_caught_up_replica_outside_isr_counts_for_the_hw(tmp_path: Path) -> None
 def test_follower_high_watermark_is_min_of_leo_and_leaders(tmp_path: Path) -> None:
     p = make_partition(tmp_path, local=1)
     p.make_follower(PartitionState(leader=0, leader_epoch=1, isr=[0, 1], replicas=[0, 1]))
-    assert p.log is not None
-    p.log.append_as_follower(bytearray(build_batch([(b"k", b"v", [], 0)] * 4, partition_leader_epoch=1)))
+    p.append_records_to_follower(memoryview(build_batch([(b"k", b"v", [], 0)] * 4, partition_leader_epoch=1)))
     assert p.update_follower_high_watermark(100)
     assert p.high_watermark == 4
     p.update_follower_high_watermark(3)
@@ -137,7 +134,7 @@ def test_isr_shrinks_after_lag_and_the_hw_moves_without_another_fetch(tmp_path: 
         assert p.pending_isr == [0, 1]
         assert p.isr == [0, 1, 2]  # committed ISR unchanged until the store says so
         assert p.maximal_isr == [0, 1, 2]
-        await asyncio.sleep(0.01)
+        await p.wait_for_isr_updates()
         assert store.writes == [[0, 1]]
         assert p.isr == [0, 1] and p.pending_isr is None and p.partition_epoch == 1
         assert p.high_watermark == 10  # moved on the commit itself
@@ -158,15 +155,15 @@ def test_isr_expands_only_at_the_hw_and_past_the_leader_epoch_start(tmp_path: Pa
         lead(p, 1002, isr=[0, 1], epoch=2)  # the new epoch starts at 10
         append(p, 5, 1003)
         p.update_follower_fetch_state(2, 9, 0, 1004)  # below the HW
-        await asyncio.sleep(0)
+        await p.wait_for_isr_updates()
         assert store.writes == []
         p.update_follower_fetch_state(1, 15, 0, 1005)
         assert p.high_watermark == 15
         p.update_follower_fetch_state(2, 12, 0, 1006)  # past the epoch start but below the HW
-        await asyncio.sleep(0)
+        await p.wait_for_isr_updates()
         assert store.writes == []
         p.update_follower_fetch_state(2, 15, 0, 1007)
-        await asyncio.sleep(0.01)
+        await p.wait_for_isr_updates()
         assert store.writes == [[0, 1, 2]]
         assert p.isr == [0, 1, 2]
 
@@ -182,7 +179,7 @@ def test_lost_isr_race_keeps_the_committed_isr(tmp_path: Path) -> None:
         lead(p, 1000)
         append(p, 1, 1000)
         p.maybe_shrink_isr(1000 + LAG_MS + 1)
-        await asyncio.sleep(0.01)
+        await p.wait_for_isr_updates()
         assert p.isr == [0, 1, 2] and p.pending_isr is None
 
     asyncio.run(scenario())
