@@ -159,12 +159,12 @@ class DelayedFetch(DelayedOperation):
         A/B/C this broker no longer hosts it, has no log, or (for consumers and followers alike) no longer
           leads it — a follower whose leader moved hears NOT_LEADER_OR_FOLLOWER at once;
         E the request's leader epoch is fenced (or unknown) now;
-        - the end it reads up to fell below its fetch offset (a truncated log: OFFSET_OUT_OF_RANGE now);
-        F the fetch offset and that end are on different segments (a roll, or a stale position): there is
-          data to read without counting it;
+        F the fetch offset and the end it reads up to (HW or LEO) are on different segments (a roll, a
+          truncated log): there is something to answer without counting bytes;
         H a follower's last fetched epoch no longer matches our epochs (a diverging epoch, KIP-320);
         or when G the bytes between each fetch offset and its end, summed (each at most the partition's max
-        bytes), reach min_bytes."""
+        bytes), reach min_bytes. A consumer whose offset is past the HW (a new leader's HW can lag what it
+        read from the old one) waits until the HW passes it, as in Kafka."""
         accumulated = 0
         from_follower = self.params.is_from_follower
         isolation = FETCH_LOG_END if from_follower else self.params.isolation
@@ -178,13 +178,12 @@ class DelayedFetch(DelayedOperation):
                 start = status.start_offset_metadata
                 # Same offset: nothing new, whatever the positions say (a segment rolled at the end, say).
                 if end.message_offset != start.message_offset:
-                    if end.message_offset < start.message_offset:
-                        return self.force_complete()
-                    if start.message_offset_only:
+                    if start.message_offset_only:  # the read stopped at the HW: place it once, now
                         start = status.start_offset_metadata = partition.offset_metadata(start.message_offset)
                     if end.on_older_segment(start) or start.on_older_segment(end):
                         return self.force_complete()  # F
-                    accumulated += min(end.position_diff(start), info.max_bytes)
+                    if start.message_offset < end.message_offset:
+                        accumulated += min(end.position_diff(start), info.max_bytes)
                 if from_follower and info.last_fetched_epoch >= 0 and \
                         partition.diverging_epoch(info.last_fetched_epoch, info.fetch_offset) is not None:
                     return self.force_complete()  # H

@@ -1,26 +1,30 @@
-"""Follower truncation by leader epoch (KIP-101 / KIP-279) in `ReplicaFetcher`, without sockets.
+"""The replica fetcher (`ReplicaFetcher`) without sockets: truncation by leader epoch (KIP-101 / KIP-279),
+a diverging epoch in a fetch answer (KIP-320), and out-of-range answers.
 
-The follower side is a real (unstarted) `KafkaServer` with real logs; the leader is a `LeaderEndPoint`
-answering OffsetsForLeaderEpoch from a real leader `Log`'s epoch cache, the way the leader's handler does
-(largest epoch <= the one asked, and where it ends) — the fetcher's seam for a leader, as in Kafka.
+The follower side is a real (unstarted) `KafkaServer` with a real partition and log. The leader is a
+leader-side ReplicaManager reached through the fetcher's seam, `LeaderEndPoint`: its OffsetForLeaderEpoch
+and Fetch answers come from the broker's real request handlers, through the protocol codec (see
+`replication.HandlerLeader`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 from broker.config import KafkaConfig
 from broker.fetcher import ReplicaFetcher
+from broker.metadata_cache import PartitionMetadata
 from broker.partition import Partition, PartitionState
+from broker.replica_manager import ReplicaManager
 from broker.server import KafkaServer
+from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches
-from storage import Log, LogConfig, TopicPartition
+from storage import Log, LogConfig
 
-TP = TopicPartition("t", 0)
+from .replication import TOPIC_ID, TP, HandlerLeader, lead, records, replica_manager
 
 
 def make_log(path: Path, epochs: list[tuple[int, int]], log_end_offset: int) -> Log:
@@ -35,46 +39,28 @@ def make_log(path: Path, epochs: list[tuple[int, int]], log_end_offset: int) -> 
     return log_
 
 
-class EpochLeader:
-    """OffsetsForLeaderEpoch answered from a leader log; other requests are not needed here. Like a real
-    leader it has started its current epoch at its log end offset (Partition.make_leader)."""
-
-    def __init__(self, log_: Log, current_epoch: int) -> None:
-        self.log = log_
-        self.log.leader_epoch_cache.assign(current_epoch, log_.log_end_offset)
-        self.asked: list[int] = []
-
-    async def offsets_for_leader_epoch(self, build: Any) -> Any:
-        request = build(4)
-        topics = []
-        for t in request.topics:
-            parts = []
-            for p in t.partitions:
-                self.asked.append(p.leader_epoch)
-                epoch, end = self.log.leader_epoch_cache.end_offset_for(p.leader_epoch, self.log.log_end_offset)
-                parts.append(SimpleNamespace(partition=p.partition, error_code=0, leader_epoch=epoch, end_offset=end))
-            topics.append(SimpleNamespace(topic=t.topic, partitions=parts))
-        return SimpleNamespace(topics=topics)
-
-    async def fetch(self, build: Any) -> Any:
-        raise NotImplementedError
-
-    async def list_offsets(self, build: Any) -> Any:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
+def epoch_leader(tmp_path: Path, epochs: list[tuple[int, int]], log_end_offset: int,
+                 current_epoch: int) -> tuple[HandlerLeader, ReplicaManager]:
+    """Broker 0 leads at `current_epoch` a log written under `epochs`; like any new leader it starts its
+    epoch at its log end offset (Partition.make_leader)."""
+    make_log(tmp_path / "leader" / "t-0", epochs, log_end_offset).close()
+    rm = replica_manager(tmp_path / "leader", 0)
+    lead(rm, current_epoch, isr=[0, 1], replicas=[0, 1])
+    return HandlerLeader(rm), rm
 
 
 def follower(tmp_path: Path, log_: Log, leader_epoch: int, high_watermark: int = 0) -> tuple[KafkaServer, Partition]:
-    server = KafkaServer(KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "follower-server")}))
+    server = KafkaServer(KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "follower-server"),
+                                      "replica.fetch.wait.max.ms": "0"}))
+    server.metadata_cache.update_partition(TP.topic, TOPIC_ID, PartitionMetadata(TP.partition, 0, leader_epoch,
+                                                                                 (0, 1), (0, 1)))
     partition = Partition(TP, 1, replica_lag_time_max_ms=10000)
     partition.set_log(log_, high_watermark)
     partition.make_follower(PartitionState(leader=0, leader_epoch=leader_epoch, isr=[0, 1], replicas=[0, 1]))
     return server, partition
 
 
-def truncate(server: KafkaServer, partition: Partition, leader: EpochLeader) -> int:
+def truncate(server: KafkaServer, partition: Partition, leader: HandlerLeader) -> int:
     """Run the fetcher's truncation phase to completion; returns the number of OffsetsForLeaderEpoch rounds."""
 
     async def run() -> int:
@@ -88,6 +74,27 @@ def truncate(server: KafkaServer, partition: Partition, leader: EpochLeader) -> 
         return rounds
 
     return asyncio.run(run())
+
+
+def replicate(server: KafkaServer, partition: Partition, leader: HandlerLeader, *, truncating: bool = True,
+              until: Callable[[], bool]) -> None:
+    """The fetcher's loop, one truncation or fetch round at a time (no back-off sleeps), until `until()`."""
+
+    async def run() -> None:
+        fetcher = ReplicaFetcher(server, 0, leader)
+        fetcher.add(partition)
+        fetcher.partitions[TP].truncating = truncating
+        for _ in range(20):
+            state = fetcher.partitions[TP]
+            if state.truncating:
+                await fetcher._truncate()
+            else:
+                await fetcher._fetch({TP: state})
+            if until():
+                return
+        raise AssertionError("the follower does not converge")
+
+    asyncio.run(run())
 
 
 def values(log_: Log) -> list[bytes | None]:
@@ -111,10 +118,10 @@ def _read_all(log_: Log) -> bytes:
 def test_kip_279_follower_with_epochs_the_leader_never_had(tmp_path: Path) -> None:
     # The follower led epochs 2 and 4 briefly; the new leader only knows 0, 1 and 3.
     follower_log = make_log(tmp_path / "f" / "t-0", [(0, 0), (2, 5), (4, 8)], 10)
-    leader = EpochLeader(make_log(tmp_path / "l" / "t-0", [(0, 0), (1, 5), (3, 7)], 12), 5)
+    leader, _ = epoch_leader(tmp_path, [(0, 0), (1, 5), (3, 7)], 12, 5)
     server, partition = follower(tmp_path, follower_log, leader_epoch=5)
     rounds = truncate(server, partition, leader)
-    assert leader.asked == [4, 2, 0]  # each round asks with the follower's now-latest epoch
+    assert leader.asked_epochs == [4, 2, 0]  # each round asks with the follower's now-latest epoch
     assert rounds == 3
     assert follower_log.log_end_offset == 5  # the common prefix: epoch 0, offsets 0..4
     assert follower_log.leader_epoch_cache.entries() == [(0, 0)]
@@ -124,7 +131,7 @@ def test_kip_279_follower_with_epochs_the_leader_never_had(tmp_path: Path) -> No
 def test_kip_101_longer_follower_log_truncates_to_the_end_of_its_epoch_on_the_leader(tmp_path: Path) -> None:
     # Same epochs; the follower has 4 records of epoch 1 the leader lost (it ends epoch 1 at 7).
     follower_log = make_log(tmp_path / "f" / "t-0", [(0, 0), (1, 5)], 11)
-    leader = EpochLeader(make_log(tmp_path / "l" / "t-0", [(0, 0), (1, 5), (2, 7)], 9), 2)
+    leader, _ = epoch_leader(tmp_path, [(0, 0), (1, 5), (2, 7)], 9, 2)
     server, partition = follower(tmp_path, follower_log, leader_epoch=2, high_watermark=3)
     assert truncate(server, partition, leader) == 1
     assert follower_log.log_end_offset == 7  # not the HW (3): committed records stay
@@ -133,7 +140,7 @@ def test_kip_101_longer_follower_log_truncates_to_the_end_of_its_epoch_on_the_le
 
 def test_shorter_follower_log_keeps_everything(tmp_path: Path) -> None:
     follower_log = make_log(tmp_path / "f" / "t-0", [(0, 0), (1, 5)], 6)
-    leader = EpochLeader(make_log(tmp_path / "l" / "t-0", [(0, 0), (1, 5)], 20), 1)
+    leader, _ = epoch_leader(tmp_path, [(0, 0), (1, 5)], 20, 1)
     server, partition = follower(tmp_path, follower_log, leader_epoch=1, high_watermark=2)
     assert truncate(server, partition, leader) == 1
     assert follower_log.log_end_offset == 6
@@ -143,7 +150,7 @@ def test_empty_epoch_entry_at_the_log_end_is_dropped(tmp_path: Path) -> None:
     # The follower became leader of epoch 3 at offset 6 but appended nothing before losing leadership.
     follower_log = make_log(tmp_path / "f" / "t-0", [(0, 0), (1, 5)], 6)
     follower_log.leader_epoch_cache.assign(3, 6)
-    leader = EpochLeader(make_log(tmp_path / "l" / "t-0", [(0, 0), (1, 5), (2, 6)], 9), 4)
+    leader, _ = epoch_leader(tmp_path, [(0, 0), (1, 5), (2, 6)], 9, 4)
     server, partition = follower(tmp_path, follower_log, leader_epoch=4)
     truncate(server, partition, leader)
     assert follower_log.log_end_offset == 6
@@ -155,8 +162,69 @@ def test_no_epochs_falls_back_to_the_high_watermark(tmp_path: Path) -> None:
     for offset in range(8):  # records from before leader epochs (partition leader epoch -1)
         follower_log.append_as_follower(bytearray(build_batch([(b"k", b"v", [], 0)], base_offset=offset)))
     assert follower_log.leader_epoch_cache.latest_epoch() is None
-    leader = EpochLeader(make_log(tmp_path / "l" / "t-0", [(0, 0)], 20), 1)
+    leader, _ = epoch_leader(tmp_path, [(0, 0)], 20, 1)
     server, partition = follower(tmp_path, follower_log, leader_epoch=1, high_watermark=5)
     truncate(server, partition, leader)
-    assert leader.asked == []
+    assert leader.asked_epochs == []
     assert follower_log.log_end_offset == 5
+
+
+def test_diverging_epoch_in_a_fetch_answer_truncates_to_where_the_logs_agree(tmp_path: Path) -> None:
+    # The follower fetches with last_fetched_epoch 2 from offset 10; the leader never had epoch 2 and
+    # answers epoch 1 ends at 7 (KIP-320): the follower truncates to its own end of the epochs both
+    # know, asks OffsetForLeaderEpoch about the rest, and then copies the leader's log.
+    follower_log = make_log(tmp_path / "f" / "t-0", [(0, 0), (2, 5)], 10)
+    leader, leader_rm = epoch_leader(tmp_path, [(0, 0), (1, 5), (3, 7)], 12, 5)
+    server, partition = follower(tmp_path, follower_log, leader_epoch=5)
+    leader_partition = leader_rm.partitions[TP]
+    leader_log = leader_partition.log
+    assert leader_log is not None
+    replicate(server, partition, leader, truncating=False, until=lambda: True)  # one fetch
+    assert follower_log.log_end_offset == 5 and leader.asked_epochs == []
+    # A diverged fetch is no position: the leader's HW did not move to the follower's offset 10.
+    assert leader_partition.high_watermark == 0
+    replicate(server, partition, leader, truncating=True,
+              until=lambda: follower_log.log_end_offset == leader_log.log_end_offset)
+    assert leader.asked_epochs == [0]  # after the diverging answer, epoch 0 (ends at 5 on both)
+    assert values(follower_log) == values(leader_log)
+    assert follower_log.leader_epoch_cache.entries() == [(0, 0), (1, 5), (3, 7)]
+
+
+def test_out_of_range_below_the_leaders_log_start_restarts_the_follower_there(tmp_path: Path) -> None:
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    leader_partition = lead(leader_rm, 1, isr=[0], replicas=[0, 1])
+    for i in range(10):
+        leader_rm.append_records(1000, 1, {TP: records(1, value=b"v%d" % i)})
+    assert leader_partition.delete_records_on_leader(6) == 6
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server, partition = follower(tmp_path, follower_log, leader_epoch=1)
+    leader = HandlerLeader(leader_rm)
+    replicate(server, partition, leader, truncating=False, until=lambda: follower_log.log_end_offset == 10)
+    assert leader.fetch_errors[0] == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert follower_log.log_start_offset == 6 and values(follower_log) == [b"v%d" % i for i in range(6, 10)]
+    assert partition.high_watermark == 10
+
+
+def test_out_of_range_past_the_leaders_end_truncates_without_epochs_to_the_high_watermark(tmp_path: Path) -> None:
+    # Records from before leader epochs: the leader (after an unclean election, say) has 5 of them, the
+    # follower 8, 3 of them committed. The fetch at 8 is out of range; with no epochs to compare the
+    # follower falls back to its HW, then copies the leader.
+    leader_dir = tmp_path / "leader" / "t-0"
+    old = Log.open(leader_dir, LogConfig())
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    for offset in range(8):
+        batch = bytearray(build_batch([(b"k", b"old-%d" % offset, [], 0)], base_offset=offset))
+        follower_log.append_as_follower(batch)
+        if offset < 5:
+            old.append_as_follower(batch)
+    old.close()
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    leader_partition = lead(leader_rm, 1, isr=[0], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(2, value=b"new")})
+    server, partition = follower(tmp_path, follower_log, leader_epoch=1, high_watermark=3)
+    leader = HandlerLeader(leader_rm)
+    replicate(server, partition, leader, truncating=False, until=lambda: follower_log.log_end_offset == 7)
+    assert leader.fetch_errors[0] == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert leader.asked_epochs == []
+    assert values(follower_log) == [b"old-%d" % i for i in range(5)] + [b"new", b"new"]
+    assert leader_partition.high_watermark == 7

@@ -1,0 +1,218 @@
+"""DelayedFetch without sockets: each of Kafka's completion cases, decided by log positions, not reads.
+
+A leader ReplicaManager (broker 0) on real logs; consumers and followers park fetches with `fetch_messages`
+and the events that can answer them (appends, follower fetches, LeaderAndIsr, StopReplica) happen on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, Partition, PartitionState
+from broker.replica_manager import FetchParams, FetchPartitionData, PartitionFetchInfo, ReplicaManager
+from protocol.errors import ErrorCode
+from storage import LogConfig
+
+from .replication import TP, follow, lead, records, replica_manager
+
+WAIT_MS = 30_000  # a parked fetch must be answered by an event, long before this
+
+
+def consumer_fetch(rm: ReplicaManager, offset: int, *, min_bytes: int = 1, epoch: int = 1,
+                   max_bytes: int = 1 << 20, max_wait_ms: int = WAIT_MS) -> Any:
+    return rm.fetch_messages(
+        FetchParams(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
+                    isolation=FETCH_HIGH_WATERMARK),
+        [(TP, PartitionFetchInfo(offset, max_bytes, current_leader_epoch=epoch))])
+
+
+def follower_fetch(rm: ReplicaManager, replica_id: int, offset: int, *, epoch: int = 1, last_fetched_epoch: int = 1,
+                   min_bytes: int = 1, max_wait_ms: int = WAIT_MS) -> Any:
+    return rm.fetch_messages(
+        FetchParams(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
+                    isolation=FETCH_LOG_END),
+        [(TP, PartitionFetchInfo(offset, 1 << 20, current_leader_epoch=epoch, log_start_offset=0,
+                                 last_fetched_epoch=last_fetched_epoch))])
+
+
+def answer(pending: Any) -> FetchPartitionData:
+    assert isinstance(pending, asyncio.Future) and pending.done(), "the fetch is still parked"
+    ((tp, data),) = pending.result()
+    return data
+
+
+def parked(pending: Any) -> bool:
+    return isinstance(pending, asyncio.Future) and not pending.done()
+
+
+def leader(tmp_path: Path, *, isr: list[int] | None = None, config: LogConfig | None = None) -> tuple[ReplicaManager,
+                                                                                                       Partition]:
+    """Broker 0 leads at epoch 1; by default alone in the ISR, so its appends move the HW at once."""
+    rm = replica_manager(tmp_path, 0, config=config)
+    return rm, lead(rm, 1, isr=isr or [0], replicas=[0, 1, 2])
+
+
+def produce(rm: ReplicaManager, n: int = 1, value: bytes = b"v") -> None:
+    result = rm.append_records(1000, 1, {TP: records(n, value=value)})
+    assert isinstance(result, dict) and result[TP].error == ErrorCode.NONE
+
+
+def test_g_completes_when_the_bytes_between_fetch_offset_and_hw_reach_min_bytes_without_reading(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        produce(rm, 2)
+        log_ = partition.log
+        assert log_ is not None
+        batch_size = log_.size_in_bytes()  # every batch here has two one-byte records
+        pending = consumer_fetch(rm, 2, min_bytes=2 * batch_size + 1)
+        assert parked(pending)
+        reads: list[int] = []
+        real_read = log_.read
+        log_.read = lambda *a, **kw: reads.append(a[0]) or real_read(*a, **kw)  # type: ignore[method-assign]
+        produce(rm, 2)
+        produce(rm, 2)
+        assert parked(pending) and reads == []  # two batches are not enough, and counting them read nothing
+        produce(rm, 2)
+        data = answer(pending)
+        assert reads == [2]  # the one read is the answer's
+        assert data.error == ErrorCode.NONE and data.size == 3 * batch_size and data.high_watermark == 8
+
+    asyncio.run(scenario())
+
+
+def test_g_counts_each_partition_at_most_its_max_bytes(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        pending = consumer_fetch(rm, 0, min_bytes=200, max_bytes=100, max_wait_ms=1)
+        produce(rm, 1, value=b"x" * 500)
+        assert parked(pending)  # 500 bytes arrived, but this partition may send only 100: not enough
+        data = (await pending)[0][1]  # expiry answers with what is there
+        assert data.error == ErrorCode.NONE and data.size > 500  # the first batch goes whole
+
+    asyncio.run(scenario())
+
+
+def test_a_consumer_fetch_is_answered_when_this_broker_stops_leading(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        pending = consumer_fetch(rm, 0)
+        assert parked(pending)
+        follow(rm, 2, 2, isr=[2], replicas=[0, 1, 2])
+        data = answer(pending)
+        assert data.error == ErrorCode.NOT_LEADER_OR_FOLLOWER and data.current_leader == (2, 2)
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_fetch_is_answered_when_its_leader_moves(tmp_path: Path) -> None:
+    # Kafka's case A holds for followers too: a follower parked on a broker that is no longer the leader
+    # hears it at once and goes to the new leader, instead of waiting out replica.fetch.wait.max.ms.
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        produce(rm, 3)
+        pending = follower_fetch(rm, 1, 3)
+        assert parked(pending)
+        follow(rm, 2, 2, isr=[2, 1], replicas=[0, 1, 2])
+        data = answer(pending)
+        assert data.error == ErrorCode.NOT_LEADER_OR_FOLLOWER and data.current_leader == (2, 2)
+
+    asyncio.run(scenario())
+
+
+def test_b_c_a_fetch_is_answered_when_the_partition_leaves_this_broker(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        pending = consumer_fetch(rm, 0)
+        assert parked(pending)
+        rm.stop_replicas([TP], delete=True)
+        # The metadata still names the partition (on other brokers): clients refresh and go there.
+        assert answer(pending).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    asyncio.run(scenario())
+
+
+def test_e_a_fetch_whose_leader_epoch_is_fenced_is_answered(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        produce(rm, 3)
+        consumer = consumer_fetch(rm, 3)
+        follower = follower_fetch(rm, 1, 3)
+        assert parked(consumer) and parked(follower)
+        lead(rm, 2, isr=[0], replicas=[0, 1, 2])  # still the leader, at a new epoch
+        assert answer(consumer).error == ErrorCode.FENCED_LEADER_EPOCH
+        assert answer(follower).error == ErrorCode.FENCED_LEADER_EPOCH
+
+    asyncio.run(scenario())
+
+
+def test_f_a_fetch_offset_on_an_older_segment_is_answered_without_counting_bytes(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path, config=LogConfig(segment_bytes=1000))
+        while partition.log is not None and partition.log.active_segment.size < 800:
+            produce(rm, 1, value=b"x" * 100)
+        end = partition.log_end_offset
+        pending = consumer_fetch(rm, end, min_bytes=1 << 20)  # far more than will arrive
+        assert parked(pending)
+        produce(rm, 1, value=b"x" * 300)  # does not fit: the log rolls, the HW moves to the new segment
+        assert partition.log is not None and partition.log.active_segment.base_offset == end
+        data = answer(pending)
+        assert data.error == ErrorCode.NONE and data.size > 300
+
+    asyncio.run(scenario())
+
+
+def test_a_consumer_ahead_of_the_hw_waits_for_it(tmp_path: Path) -> None:
+    # After a leader change the new leader's HW can lag what a consumer already read; like Kafka, the fetch
+    # waits for the HW to pass its offset instead of being answered empty again and again.
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path, isr=[0, 1])
+        produce(rm, 2)
+        produce(rm, 3)
+        assert partition.high_watermark == 0 and partition.log_end_offset == 5
+        pending = consumer_fetch(rm, 2)
+        assert parked(pending)
+        follower_fetch(rm, 1, 2, max_wait_ms=0)  # HW 2: still not past the consumer's offset
+        assert partition.high_watermark == 2 and parked(pending)
+        follower_fetch(rm, 1, 5, max_wait_ms=0)
+        data = answer(pending)
+        assert data.error == ErrorCode.NONE and data.size > 0 and data.high_watermark == 5
+
+    asyncio.run(scenario())
+
+
+def test_h_a_follower_fetch_is_answered_when_its_last_fetched_epoch_diverges(tmp_path: Path) -> None:
+    # On one event loop a LeaderAndIsr answers the fetch first (case A or E); this follower sends no current
+    # leader epoch, and the partition is changed underneath the purgatory, as Kafka's request threads can.
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        produce(rm, 3)
+        lead(rm, 1, isr=[0], replicas=[0, 1, 2])
+        partition.make_leader(PartitionState(leader=0, leader_epoch=2, isr=[0], replicas=[0, 1, 2]), 0)
+        produce(rm, 2)
+        assert partition.log is not None and partition.log.leader_epoch_cache.entries() == [(1, 0), (2, 3)]
+        pending = follower_fetch(rm, 1, 5, epoch=-1, last_fetched_epoch=2)
+        assert parked(pending)
+        # Epoch 2's records are lost (this broker followed another leader, truncated, and leads again).
+        partition.make_follower(PartitionState(leader=2, leader_epoch=3, isr=[2], replicas=[0, 1, 2]))
+        partition.truncate_to(3)
+        partition.make_leader(PartitionState(leader=0, leader_epoch=4, isr=[0], replicas=[0, 1, 2]), 0)
+        produce(rm, 1)  # an append checks the purgatory; the log end (4) is still short of the fetch offset
+        data = answer(pending)
+        assert data.error == ErrorCode.NONE and data.diverging_epoch == (1, 3) and data.records is None
+
+    asyncio.run(scenario())
+
+
+def test_expiry_answers_with_what_is_there(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        produce(rm, 2)
+        pending = consumer_fetch(rm, 0, min_bytes=1 << 20, max_wait_ms=1)
+        assert parked(pending)
+        data = (await pending)[0][1]
+        assert data.error == ErrorCode.NONE and data.size > 0 and data.high_watermark == 2
+
+    asyncio.run(scenario())
