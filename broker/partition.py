@@ -142,6 +142,21 @@ class LeaderAppendResult:
     high_watermark_moved: bool
 
 
+# What a leader append can raise (record validation, producer state, the disk) and the code the producer
+# gets, subclasses first (Kafka's Errors.forException).
+_APPEND_ERRORS: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+    (InvalidRecordError, ErrorCode.INVALID_RECORD),
+    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+    (DuplicateSequenceError, ErrorCode.DUPLICATE_SEQUENCE_NUMBER),
+    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
+    (StorageRecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+    (StorageInvalidRecordError, ErrorCode.INVALID_RECORD),
+    (KafkaStorageError, ErrorCode.KAFKA_STORAGE_ERROR),
+)
+_APPEND_ERROR_TYPES = tuple(kind for kind, _ in _APPEND_ERRORS)
+
 IsrUpdater = Callable[["Partition", list[int], int], Awaitable[tuple[list[int], int] | None]]
 
 
@@ -415,35 +430,20 @@ class Partition:
         config = log_.config
         try:
             summary = validate_batches(records, max_batch_size=config.max_message_bytes)
-        except CorruptRecordError as e:
-            raise KafkaApiError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {e}") from None
-        except RecordTooLargeError as e:
-            raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
-        except InvalidRecordError as e:
-            raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
-        if summary.size_in_bytes > config.segment_bytes:
-            raise KafkaApiError(ErrorCode.RECORD_LIST_TOO_LARGE, f"{tp}: {summary.size_in_bytes} bytes")
-        log_append_time = -1
-        if config.message_timestamp_type == "LogAppendTime":
-            log_append_time = now_ms
-            # A client's v2 produce carries exactly one batch (validate_batches enforces it).
-            summary.first_batch.set_max_timestamp(TimestampType.LOG_APPEND_TIME, now_ms)
-        try:
+            if summary.size_in_bytes > config.segment_bytes:
+                raise KafkaApiError(ErrorCode.RECORD_LIST_TOO_LARGE, f"{tp}: {summary.size_in_bytes} bytes")
+            log_append_time = -1
+            if config.message_timestamp_type == "LogAppendTime":
+                log_append_time = now_ms
+                # A client's v2 produce carries exactly one batch (validate_batches enforces it).
+                summary.first_batch.set_max_timestamp(TimestampType.LOG_APPEND_TIME, now_ms)
             info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms,
                                          log_append_time=log_append_time if log_append_time >= 0 else None)
-        except OutOfOrderSequenceError as e:
-            raise KafkaApiError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, f"{tp}: {e}") from None
-        except DuplicateSequenceError as e:
-            raise KafkaApiError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"{tp}: {e}") from None
-        except InvalidProducerEpochError as e:
-            raise KafkaApiError(ErrorCode.INVALID_PRODUCER_EPOCH, f"{tp}: {e}") from None
-        except StorageRecordTooLargeError as e:
-            raise KafkaApiError(ErrorCode.MESSAGE_TOO_LARGE, f"{tp}: {e}") from None
-        except StorageInvalidRecordError as e:
-            raise KafkaApiError(ErrorCode.INVALID_RECORD, f"{tp}: {e}") from None
-        except KafkaStorageError as e:
-            log.error("%s: append failed: %s", tp, e)
-            raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"{tp}: {e}") from None
+        except _APPEND_ERROR_TYPES as e:
+            code = next(code for kind, code in _APPEND_ERRORS if isinstance(e, kind))
+            if code == ErrorCode.KAFKA_STORAGE_ERROR:
+                log.error("%s: append failed: %s", tp, e)
+            raise KafkaApiError(code, f"{tp}: {e}") from None
         # With one replica in the ISR the append alone can move the HW.
         moved = not info.duplicate and self.maybe_increment_leader_hw(now_ms)
         return LeaderAppendResult(info, log_append_time, moved)
