@@ -50,6 +50,7 @@ from storage import (
     KafkaStorageError,
     Log,
     LogAppendInfo,
+    LogConfig,
     LogOffsetMetadata,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
@@ -216,6 +217,12 @@ class Partition:
         """Attach the local log; the HW starts at the checkpointed one, within [log start, log end]."""
         self.log = log_
         self._set_high_watermark(max(min(checkpoint_high_watermark, log_.log_end_offset), log_.log_start_offset))
+
+    def update_config(self, config: LogConfig, min_insync_replicas: int) -> None:
+        """A topic config change: the log's settings and min.insync.replicas."""
+        self.min_insync_replicas = min_insync_replicas
+        if self.log is not None:
+            self.log.update_config(config)
 
     def _set_high_watermark(self, offset: int) -> None:
         self._high_watermark = offset

@@ -453,6 +453,4 @@ class KafkaServer:
         min_isr = self.topic_configs.min_insync_replicas(topic)
         for tp, partition in self.replica_manager.partitions.items():
             if tp.topic == topic:
-                partition.min_insync_replicas = min_isr
-                if partition.log is not None:
-                    partition.log.update_config(cfg)
+                partition.update_config(cfg, min_isr)

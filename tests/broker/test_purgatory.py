@@ -13,12 +13,14 @@ class Op(DelayedOperation):
         self.ready = ready
         self.completions = 0
         self.expired = False
+        self.done = asyncio.Event()
 
     def try_complete(self) -> bool:
         return self.ready[0] and self.force_complete()
 
     def on_complete(self) -> None:
         self.completions += 1
+        self.done.set()
 
     def on_expiration(self) -> None:
         self.expired = True
@@ -52,7 +54,8 @@ def test_expires_at_deadline() -> None:
         p = Purgatory("t")
         op = Op(20, [False])
         p.try_complete_else_watch(op, ["k"])
-        await asyncio.sleep(0.1)
+        assert not op.expired
+        await op.done.wait()  # the purgatory's timer, nothing else, completes it
         assert op.expired and op.completions == 1
         p.purge_completed()
         assert p.watched() == 0
