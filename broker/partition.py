@@ -36,28 +36,17 @@ from dataclasses import dataclass, field
 
 from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
-from protocol.records import (
-    CorruptRecordError,
-    InvalidRecordError,
-    RecordTooLargeError,
-    TimestampType,
-    validate_batches,
-)
 from storage import (
-    DuplicateSequenceError,
     FetchDataInfo,
-    InvalidProducerEpochError,
     KafkaStorageError,
     Log,
     LogAppendInfo,
     LogConfig,
     LogOffsetMetadata,
     OffsetOutOfRangeError,
-    OutOfOrderSequenceError,
+    StorageError,
     TopicPartition,
 )
-from storage import InvalidRecordError as StorageInvalidRecordError
-from storage.errors import RecordTooLargeError as StorageRecordTooLargeError
 
 log = logging.getLogger("broker.partition")
 
@@ -142,21 +131,6 @@ class LeaderAppendResult:
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     high_watermark_moved: bool
 
-
-# What a leader append can raise (record validation, producer state, the disk) and the code the producer
-# gets, subclasses first (Kafka's Errors.forException).
-_APPEND_ERRORS: tuple[tuple[type[Exception], ErrorCode], ...] = (
-    (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
-    (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
-    (InvalidRecordError, ErrorCode.INVALID_RECORD),
-    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
-    (DuplicateSequenceError, ErrorCode.DUPLICATE_SEQUENCE_NUMBER),
-    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
-    (StorageRecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
-    (StorageInvalidRecordError, ErrorCode.INVALID_RECORD),
-    (KafkaStorageError, ErrorCode.KAFKA_STORAGE_ERROR),
-)
-_APPEND_ERROR_TYPES = tuple(kind for kind, _ in _APPEND_ERRORS)
 
 IsrUpdater = Callable[["Partition", list[int], int], Awaitable[tuple[list[int], int] | None]]
 
@@ -434,23 +408,14 @@ class Partition:
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaApiError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                 f"{tp}: ISR {self.isr} is below min.insync.replicas {self.min_insync_replicas}")
-        config = log_.config
         try:
-            summary = validate_batches(records, max_batch_size=config.max_message_bytes)
-            if summary.size_in_bytes > config.segment_bytes:
-                raise KafkaApiError(ErrorCode.RECORD_LIST_TOO_LARGE, f"{tp}: {summary.size_in_bytes} bytes")
-            log_append_time = -1
-            if config.message_timestamp_type == "LogAppendTime":
-                log_append_time = now_ms
-                # A client's v2 produce carries exactly one batch (validate_batches enforces it).
-                summary.first_batch.set_max_timestamp(TimestampType.LOG_APPEND_TIME, now_ms)
-            info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms,
-                                         log_append_time=log_append_time if log_append_time >= 0 else None)
-        except _APPEND_ERROR_TYPES as e:
-            code = next(code for kind, code in _APPEND_ERRORS if isinstance(e, kind))
-            if code == ErrorCode.KAFKA_STORAGE_ERROR:
+            # Storage validates the batches (Kafka's LogValidator), stamps LogAppendTime and assigns offsets.
+            info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms)
+        except StorageError as e:
+            if isinstance(e, KafkaStorageError):
                 log.error("%s: append failed: %s", tp, e)
-            raise KafkaApiError(code, f"{tp}: {e}") from None
+            raise KafkaApiError(ErrorCode[e.kafka_error], f"{tp}: {e}") from None
+        log_append_time = now_ms if log_.config.message_timestamp_type == "LogAppendTime" else -1
         # With one replica in the ISR the append alone can move the HW.
         moved = not info.duplicate and self.maybe_increment_leader_hw(now_ms)
         return LeaderAppendResult(info, log_append_time, moved)

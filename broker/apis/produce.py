@@ -4,13 +4,13 @@ This handler does what belongs to the request: acks must be 0, 1 or -1 (else eve
 INVALID_REQUIRED_ACKS and nothing is appended), and v0–v2 magic 0/1 message sets are up-converted to v2
 batches. Everything else is checked once, where it is owned: the ReplicaManager finds the partition
 (UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER) and refuses internal topics; the partition checks
-min.insync.replicas (NOT_ENOUGH_REPLICAS before the append), validates the batches (magic 2, CRC32C, sizes,
-`max.message.bytes`, no empty record set) without decoding records, writes offsets and the leader epoch
-into the batch in place and appends the bytes to its log. acks=0: no response at all; acks=1: answer after
-the local append; acks=-1: answer when the high watermark passes the batch (DelayedProduce) or
-REQUEST_TIMED_OUT at `timeout_ms`, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-min.insync.replicas meanwhile. Idempotent producers: duplicates get the original offsets, sequence gaps
-OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
+min.insync.replicas (NOT_ENOUGH_REPLICAS before the append) and appends to its log, where storage validates
+the batches (Kafka's LogValidator: magic 2, CRC32C, sizes, `max.message.bytes`, no empty record set) without
+decoding records and writes offsets and the leader epoch into the batch in place.
+acks=0: no response at all; acks=1: answer after the local append; acks=-1: answer when the high watermark
+passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+the ISR shrank below min.insync.replicas meanwhile. Idempotent producers: duplicates get the original
+offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
 Gaps: transactional produce (transactional_id set) is appended like an idempotent produce,
 without transaction-coordinator checks (see compat/GAPS.md).
 """
