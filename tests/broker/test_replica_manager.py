@@ -102,7 +102,11 @@ def test_committed_isr_shrink_completes_parked_produces(tmp_path: Path) -> None:
         assert isinstance(pending, asyncio.Future)
         follower_fetch(rm, 1, 3, 1)
         assert not pending.done()  # replica 2 is in the ISR and has nothing yet
-        partition.maybe_shrink_isr(partition.remote_replicas[2].last_caught_up_time_ms + LAG_MS + 1)
+        # Lead and fetch may fall in the same millisecond: put replica 2's last catch-up strictly before
+        # replica 1's, so exactly one of them is past replica.lag.time.max.ms.
+        caught_up = partition.remote_replicas[1].last_caught_up_time_ms
+        partition.remote_replicas[2].last_caught_up_time_ms = caught_up - 1
+        partition.maybe_shrink_isr(caught_up + LAG_MS)
         assert partition.pending_isr == [0, 1]
         # Replica 2 is still "caught up" in wall-clock time, so only the ISR change itself can free the
         # produce: once committed, the partition checks the purgatories for it (on_isr_change).
