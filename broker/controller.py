@@ -422,9 +422,7 @@ class Controller:
             log.info("%s: ISR update lost a race (partition epoch %d is stale); now %s at %d", tp,
                      partition_epoch, list(st.isr), version)
             return list(st.isr), version
-        from broker.metadata import TopicPartition as StoreTopicPartition
-
-        await self._call(self.store.propagate_isr_change, [StoreTopicPartition(tp.topic, tp.partition)])
+        await self._call(self.store.propagate_isr_change, [tp])
         return list(new_isr), version
 
     async def _on_isr_changes(self, tps: list[Any]) -> None:
@@ -436,7 +434,7 @@ class Controller:
             # its own re-creation, kept winning the race.
             log.warning("controller: ISR change notification for %s reached a former controller", tps)
             return
-        changed = {TopicPartition(tp.topic, tp.partition) for tp in tps}
+        changed = set(tps)
         for t in {tp.topic for tp in tps}:
             before = {tp: st for tp, st in self.states.items() if tp.topic == t}
             await self._load_states(t)
@@ -506,10 +504,8 @@ class Controller:
     async def _create_missing_states(self, topics: list[str]) -> list[TopicPartition]:
         """New partitions: leader = first live replica, ISR = live replicas, epoch 0 — written in one
         pipelined batch (a 1,000-partition topic is one round of store writes, not 1,000)."""
-        from broker.metadata import TopicPartition as StoreTopicPartition
-
         live = set(self.live_brokers)
-        pending: dict[StoreTopicPartition, LeaderAndIsr] = {}
+        pending: dict[TopicPartition, LeaderAndIsr] = {}
         for name in topics:
             info = self.topics.get(name)
             if info is None:
@@ -519,20 +515,19 @@ class Controller:
                     continue
                 live_replicas = [r for r in replicas if r in live]
                 leader = live_replicas[0] if live_replicas else NO_LEADER
-                pending[StoreTopicPartition(name, p)] = LeaderAndIsr(leader, 0, tuple(live_replicas), self.epoch)
+                pending[TopicPartition(name, p)] = LeaderAndIsr(leader, 0, tuple(live_replicas), self.epoch)
         if not pending:
             return []
         results = await self._call(self.store.create_partition_states, pending,
                                    controller_epoch_zk_version=self.store.controller_epoch_zk_version)
         created = []
         reload: set[str] = set()
-        for stp, result in results.items():
-            tp = TopicPartition(stp.topic, stp.partition)
+        for tp, result in results.items():
             if isinstance(result, MetadataError):
                 log.warning("%s: cannot create partition state: %s", tp, result)
                 reload.add(tp.topic)
                 continue
-            self.states[tp] = pending[stp]
+            self.states[tp] = pending[tp]
             self.versions[tp] = result
             created.append(tp)
         for name in sorted(reload):
@@ -646,7 +641,7 @@ class Controller:
         mode): elect the preferred leaders of the listed partitions, then delete the request."""
         if not self.active or not tps:
             return
-        wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        wanted = list(tps)
         log.info("controller: preferred replica election requested for %s", ", ".join(str(tp) for tp in wanted))
         await self.elect_preferred_leaders(wanted)
         await self._call(self.store.clear_preferred_replica_election_request)
@@ -667,7 +662,7 @@ class Controller:
     async def _on_reassignment_request(self, request: Mapping[Any, Sequence[int]] | None) -> None:
         if not self.active:
             return
-        wanted = {TopicPartition(tp.topic, tp.partition): tuple(r) for tp, r in (request or {}).items()}
+        wanted = {tp: tuple(r) for tp, r in (request or {}).items()}
         finished: list[TopicPartition] = []
         for tp, target in sorted(wanted.items()):
             error = self._reassignment_error(tp, target)
@@ -802,7 +797,7 @@ class Controller:
         request = await self._call(self.store.partition_reassignment_request)
         if request is None:
             return
-        remaining = {tp: r for tp, r in request.items() if TopicPartition(tp.topic, tp.partition) not in done}
+        remaining = {tp: r for tp, r in request.items() if tp not in done}
         await self._call(self.store.update_partition_reassignment_request, remaining)
 
     def _topic_unclean(self, topic: str) -> bool:

@@ -109,23 +109,6 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message.splitlines()[0]}"[:300]
 
 
-class TopicPartition(tuple[str, int]):
-    """(topic, partition), hashable and client-neutral."""
-
-    __slots__ = ()
-
-    def __new__(cls, topic: str, partition: int) -> TopicPartition:
-        return super().__new__(cls, (topic, partition))
-
-    @property
-    def topic(self) -> str:
-        return self[0]
-
-    @property
-    def partition(self) -> int:
-        return self[1]
-
-
 class ProduceFailed(Exception):
     """The broker (or the client on its behalf) rejected a produce; ``error`` is Kafka's error name."""
 

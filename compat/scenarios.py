@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compat.context import Context, poll_exactly, poll_until, wait_until
-from compat.model import CheckFailed, NeedsEnvironment, ProduceFailed, Record, Skip, TopicPartition, check
+from compat.model import CheckFailed, NeedsEnvironment, ProduceFailed, Record, Skip, check
+from storage.values import TopicPartition
 
 # Kafka's default message.max.bytes (1 MiB + 12 bytes of legacy log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1048588

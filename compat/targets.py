@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from compat.model import TopicPartition
+from storage.values import TopicPartition
 
 # Broker settings the harness starts our broker with: Kafka's defaults except where a default
 # would only make the run slow (the 3 s initial rebalance delay).

@@ -1,6 +1,8 @@
 """Small value types shared by the storage engine and the broker.
 
-Contract: ``TopicPartition`` stringifies to its directory name (``"topic-3"``). ``FileSlice`` names bytes of a
+Contract: ``TopicPartition`` is the one topic-partition type of the broker, its metadata store, the group
+coordinator and compat: hashable, ordered (topic, then partition), unpackable (``topic, partition = tp``), and it
+stringifies to its directory name (``"topic-3"``). ``FileSlice`` names bytes of a
 segment file by (fd, position, length) so the server can ``os.sendfile`` them; ``read()`` copies and is for
 tests, tools and compaction only. The fd stays open until the segment is closed or its deletion delay passes.
 ``LogOffsetMetadata`` places an offset in the log (segment and byte position) so that the distance between two
@@ -10,6 +12,7 @@ offsets on one segment is a subtraction, not a read.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -20,6 +23,10 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    def __iter__(self) -> Iterator[str | int]:
+        # Unpacking only; hashing and equality stay the dataclass's, so its cost as a dict key is unchanged.
+        return iter((self.topic, self.partition))
 
     @classmethod
     def from_dir_name(cls, name: str) -> TopicPartition:

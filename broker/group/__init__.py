@@ -24,12 +24,11 @@ from broker.group.results import (
     OffsetDeleteResult,
     OffsetFetchResult,
     SyncGroupResult,
-    TopicPartition,
 )
 
 __all__ = [
     "DescribedGroup", "DescribedMember", "FetchedOffset", "GroupCoordinator", "GroupCoordinatorConfig",
     "GroupErrorCode", "GroupState", "JoinGroupMember", "JoinGroupResult", "LeaveGroupResult", "LeaveMember",
     "LeaveMemberResult", "ListGroupsResult", "ListedGroup", "OffsetCommitEntry", "OffsetDeleteResult",
-    "OffsetFetchResult", "SyncGroupResult", "TopicPartition", "partition_for",
+    "OffsetFetchResult", "SyncGroupResult", "partition_for",
 ]

@@ -22,6 +22,7 @@ from broker.group.coordinator import GroupCoordinator
 from broker.group.errors import GroupErrorCode as E
 from broker.group.results import FetchedOffset, LeaveMember, OffsetCommitEntry, OffsetFetchResult
 from protocol import messages
+from storage.values import TopicPartition
 
 if TYPE_CHECKING:
     from kafka.protocol.admin import (
@@ -165,7 +166,8 @@ async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequ
     topics = []
     for topic in request.topics or []:
         topics.append(topic_cls(name=topic.name, partitions=[
-            part_cls(partition_index=p.partition_index, error_code=results[(topic.name, p.partition_index)])
+            part_cls(partition_index=p.partition_index,
+                     error_code=results[TopicPartition(topic.name, p.partition_index)])
             for p in topic.partitions or []]))
     return messages.OffsetCommitResponse(version=version, throttle_time_ms=0, topics=topics)
 
@@ -222,7 +224,7 @@ async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequ
         for t in request.topics or []:
             topics.append(topic_cls(name=t.name, partitions=[
                 part_cls(partition_index=p.partition_index,
-                         error_code=result.partitions[(t.name, p.partition_index)])
+                         error_code=result.partitions[TopicPartition(t.name, p.partition_index)])
                 for p in t.partitions or []]))
     return messages.OffsetDeleteResponse(version=version, error_code=result.error_code, throttle_time_ms=0,
                                          topics=topics)

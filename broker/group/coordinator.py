@@ -62,7 +62,6 @@ from broker.group.results import (
     OffsetDeleteResult,
     OffsetFetchResult,
     SyncGroupResult,
-    TopicPartition,
 )
 from broker.group.schema import (
     GroupMetadataKey,
@@ -79,6 +78,7 @@ from broker.group.schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from storage.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -188,9 +188,9 @@ class GroupCoordinator:
         """Finish loading: build the groups, start their members' session timers, answer for them."""
         state = self._loading.pop(partition, None) or _LoadState()
         now = self._clock_ms()
-        offsets_by_group: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        offsets_by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         for (group_id, topic, tp_partition), v in state.offsets.items():
-            offsets_by_group.setdefault(group_id, {})[(topic, tp_partition)] = OffsetAndMetadata(
+            offsets_by_group.setdefault(group_id, {})[TopicPartition(topic, tp_partition)] = OffsetAndMetadata(
                 v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
         loaded = 0
         for group_id, value in state.groups.items():
@@ -915,7 +915,7 @@ class GroupCoordinator:
         wanted = list(committed) if partitions is None else [TopicPartition(t, p) for t, p in partitions]
         out = []
         for topic, partition in wanted:
-            o = committed.get((topic, partition))
+            o = committed.get(TopicPartition(topic, partition))
             if o is None:
                 out.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
@@ -1047,7 +1047,7 @@ class GroupCoordinator:
         for group in list(self._groups.values()):
             if group.partition not in self._active_partitions or group.is_in(GroupState.DEAD):
                 continue
-            doomed = [TopicPartition(*tp) for tp in group.offsets if tp in gone]
+            doomed = [tp for tp in group.offsets if tp in gone]
             if doomed:
                 dies = group.is_in(GroupState.EMPTY) and len(doomed) == len(group.offsets)
                 by_partition.setdefault(group.partition, []).append((group, doomed, dies))
@@ -1097,7 +1097,7 @@ class GroupCoordinator:
         now = self._now()
         retention = self.config.offsets_retention_ms
         removed = 0
-        by_partition: dict[int, list[tuple[GroupMetadata, list[tuple[str, int]], bool]]] = {}
+        by_partition: dict[int, list[tuple[GroupMetadata, list[TopicPartition], bool]]] = {}
         for group in list(self._groups.values()):
             if group.partition not in self._active_partitions or group.is_in(GroupState.DEAD):
                 continue
@@ -1111,7 +1111,7 @@ class GroupCoordinator:
                     if now >= base + retention:
                         expired.append(tp)
                 elif (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.subscribed_topics is not None
-                      and tp[0] not in group.subscribed_topics and now >= o.commit_timestamp + retention):
+                      and tp.topic not in group.subscribed_topics and now >= o.commit_timestamp + retention):
                     expired.append(tp)
             dies = group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
             if expired or dies:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from storage.values import TopicPartition
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -119,7 +121,7 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)
     pending_sync_members: set[str] = field(default_factory=set)
     supported_protocols: Counter[str] = field(default_factory=Counter)
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     subscribed_topics: frozenset[str] | None = None
     new_member_added: bool = False
     join_timer: asyncio.TimerHandle | None = None

@@ -8,14 +8,9 @@ None; a handler that answers a request version where the field is not nullable w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from broker.group.errors import GroupErrorCode
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+from storage.values import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Public API (see each module's docstring for the contract):
 - store.py: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore
-- types.py: TopicPartition, LeaderAndIsr, BrokerInfo, TopicInfo and the MetadataError hierarchy
+- types.py: LeaderAndIsr, BrokerInfo, TopicInfo and the MetadataError hierarchy
 - assignment.py: assign_replicas_to_brokers, assign_additional_partitions, validate_manual_assignment
 - znodes.py: Kafka 3.x ZooKeeper paths and JSON codecs
 - zookeeper_server.py: start_zookeeper / ZooKeeperServer (Debian's ZooKeeper on loopback)
@@ -29,7 +29,6 @@ from broker.metadata.types import (
     PartitionStateExistsError,
     TopicExistsError,
     TopicInfo,
-    TopicPartition,
     UnknownTopicError,
 )
 
@@ -53,7 +52,6 @@ __all__ = [
     "PartitionStateExistsError",
     "TopicExistsError",
     "TopicInfo",
-    "TopicPartition",
     "UnknownTopicError",
     "ZkMetadataStore",
 ]

@@ -11,7 +11,7 @@ that wants clients to see ISR changes sooner passes smaller values.
 
 from __future__ import annotations
 
-from broker.metadata.types import TopicPartition
+from storage.values import TopicPartition
 
 ISR_CHANGE_PROPAGATION_BLACKOUT_MS = 5_000
 ISR_CHANGE_PROPAGATION_INTERVAL_MS = 60_000

@@ -55,9 +55,9 @@ from broker.metadata.types import (
     PartitionStateExistsError,
     TopicExistsError,
     TopicInfo,
-    TopicPartition,
     UnknownTopicError,
 )
+from storage.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

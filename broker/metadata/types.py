@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+from storage.values import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from broker.metadata.types import BrokerInfo, LeaderAndIsr, MetadataCorruptError, TopicInfo, TopicPartition
+from broker.metadata.types import BrokerInfo, LeaderAndIsr, MetadataCorruptError, TopicInfo
+from storage.values import TopicPartition
 
 MAX_ZNODE_BYTES = 1 << 20  # ZooKeeper's default jute.maxbuffer
 

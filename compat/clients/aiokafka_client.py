@@ -23,8 +23,8 @@ from compat.model import (
     NotSupported,
     ProduceFailed,
     Record,
-    TopicPartition,
 )
+from storage.values import TopicPartition
 
 T = TypeVar("T")
 

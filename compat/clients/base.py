@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from compat.model import ClusterView, GroupDescription, Message, NotSupported, Record, TopicPartition
+from compat.model import ClusterView, GroupDescription, Message, NotSupported, Record
+from storage.values import TopicPartition
 
 Offsets = dict[TopicPartition, int]
 

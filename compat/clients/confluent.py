@@ -20,8 +20,8 @@ from compat.model import (
     NotSupported,
     ProduceFailed,
     Record,
-    TopicPartition,
 )
+from storage.values import TopicPartition
 
 _LIBRDKAFKA_TO_KAFKA = {
     "MSG_SIZE_TOO_LARGE": "MESSAGE_TOO_LARGE",

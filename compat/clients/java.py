@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, PositionedConsumer, ProducerHandle
-from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record, TopicPartition
+from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record
+from storage.values import TopicPartition
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
 _classpath = ""

@@ -17,8 +17,8 @@ from compat.model import (
     Message,
     ProduceFailed,
     Record,
-    TopicPartition,
 )
+from storage.values import TopicPartition
 
 _KAFKA_NAMES = {3: "UNKNOWN_TOPIC_OR_PARTITION", 6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT",
                 10: "MESSAGE_TOO_LARGE", 18: "RECORD_LIST_TOO_LARGE"}

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, PositionedConsumer
-from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record, TopicPartition
+from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record
+from storage.values import TopicPartition
 
 _MARK = b"@@KCAT@@"
 _FORMAT = "@@KCAT@@ %t %p %o %T %K %S %h\\n%k%s\\n"

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from compat.clients.base import ClientAdapter, ConsumerHandle, PositionedConsumer, ProducerHandle
-from compat.model import Message, NotSupported, ProduceFailed, Record, TopicPartition
+from compat.model import Message, NotSupported, ProduceFailed, Record
+from storage.values import TopicPartition
 
 _session: Any = None
 _lock = threading.Lock()

@@ -6,7 +6,8 @@ import asyncio
 from dataclasses import replace
 
 from broker.group import GroupErrorCode as E
-from broker.group import GroupState, LeaveMember, OffsetCommitEntry, TopicPartition
+from broker.group import GroupState, LeaveMember, OffsetCommitEntry
+from storage.values import TopicPartition
 from tests.broker.group.harness import (
     TEST_CONFIG,
     OffsetsLog,

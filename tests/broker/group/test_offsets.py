@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from broker.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry, TopicPartition
+from broker.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry
 from broker.group import GroupErrorCode as E
 from broker.group.schema import (
     OffsetCommitKey,
@@ -13,6 +13,7 @@ from broker.group.schema import (
     decode_key,
     decode_offset_commit_value,
 )
+from storage.values import TopicPartition
 from tests.broker.group.harness import (
     TEST_CONFIG,
     AppendFailed,

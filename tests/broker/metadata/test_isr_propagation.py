@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.metadata.isr_propagation import IsrChangePropagator
-from broker.metadata.types import TopicPartition
+from storage.values import TopicPartition
 
 A0, A1 = TopicPartition("a", 0), TopicPartition("a", 1)
 

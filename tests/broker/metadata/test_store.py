@@ -35,12 +35,12 @@ from broker.metadata import (
     NodeExistsError,
     PartitionStateExistsError,
     TopicExistsError,
-    TopicPartition,
     UnknownTopicError,
     ZkMetadataStore,
 )
 from broker.metadata.store import LOCAL_STATE_FILE, TreeMetadataStore
 from broker.metadata.znodes import topic_id_to_string
+from storage.values import TopicPartition
 from tests.zookeeper import ZooKeeperServer, chroot_connect
 
 REPO = Path(__file__).resolve().parents[3]

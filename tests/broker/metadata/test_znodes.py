@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from broker.metadata import znodes
-from broker.metadata.types import LeaderAndIsr, MetadataCorruptError, TopicPartition
+from broker.metadata.types import LeaderAndIsr, MetadataCorruptError
+from storage.values import TopicPartition
 
 
 def test_topic_id_is_kafka_base64_uuid():

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.metadata import znodes
-from broker.metadata.types import MetadataCorruptError, TopicPartition
+from broker.metadata.types import MetadataCorruptError
+from storage.values import TopicPartition
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8) | st.floats(allow_nan=False),
