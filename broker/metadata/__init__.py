@@ -1,7 +1,7 @@
 """Cluster metadata: the MetadataStore (ZooKeeper or local engine), replica placement, ZooKeeper runner.
 
 Public API (see each module's docstring for the contract):
-- store.py: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore
+- store/: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore, cut by znode family
 - types.py: LeaderAndIsr, BrokerInfo, TopicInfo and the MetadataError hierarchy
 - assignment.py: assign_replicas_to_brokers, assign_additional_partitions, validate_manual_assignment
 - znodes.py: Kafka 3.x ZooKeeper paths and JSON codecs
