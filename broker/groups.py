@@ -66,7 +66,7 @@ class GroupService:
             return
         cfg = self.server.config
         assert self.server.controller is not None
-        self._creating = asyncio.ensure_future(self.server.controller.ensure_internal_topic(
+        self._creating = asyncio.ensure_future(self.server.controller.admin.ensure_internal_topic(
             GROUP_METADATA_TOPIC, self.num_partitions, cfg["offsets.topic.replication.factor"],
             {"cleanup.policy": "compact", "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
              "compression.type": "producer"}))

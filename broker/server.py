@@ -29,12 +29,12 @@ from broker import apis
 from broker.apis.base import RequestContext
 from broker.config import KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
+from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
 from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
-from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
 from broker.topics import TopicConfigs
 from protocol import (
@@ -114,7 +114,7 @@ class KafkaServer:
         self.loop = asyncio.get_running_loop()
         listener = self.config.listeners[0]
         self.log_manager.startup()
-        self.producer_ids = ProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
+        self.producer_ids = FileProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
         # Bind first so that the advertised port is known (port 0 = pick a free one).
         self.socket_server = SocketServer(
             self.loop, listener.host, listener.port, self.handle_frame,
@@ -322,7 +322,7 @@ class KafkaServer:
     def auto_create_topics(self, names: list[str]) -> None:
         assert self.controller is not None
         for name in names:
-            self.controller.auto_create_topic(name)
+            self.controller.admin.auto_create_topic(name)
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:
@@ -439,7 +439,7 @@ class KafkaServer:
         Kafka) and apply them here if they differ — a broker that is not the controller may not have
         seen a new topic's config yet."""
         assert self.controller is not None
-        stored = await self.controller._call(self.controller.store.topic_configs, topic)
+        stored = await self.controller.call(self.controller.store.topic_configs, topic)
         if dict(stored) != dict(self.topic_configs.overrides(topic)):
             try:
                 self.topic_configs.set_overrides(topic, stored)

@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for res in request.resources:
         if res.resource_type == TOPIC:
             configs = {c.name: c.value for c in res.configs if c.value is not None}
-            err, msg = await controller.alter_topic_configs(res.resource_name, configs, request.validate_only)
+            err, msg = await controller.admin.alter_topic_configs(res.resource_name, configs, request.validate_only)
         else:
             err, msg = ErrorCode.INVALID_REQUEST, "only topic configs can be altered on this broker"
         out.append(Resp.AlterConfigsResourceResponse(error_code=err, error_message=msg,

@@ -36,7 +36,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         entries = [(n, None) for n in request.topic_names]
     names = [n for n, _ in entries if n is not None]
-    results = await server.controller.delete_topics(names, request.timeout_ms) if names else {}
+    results = await server.controller.admin.delete_topics(names, request.timeout_ms) if names else {}
     Resp = response_type(request)
     out = []
     for name, tid in entries:

@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     err, msg = ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}"
                     break
             if err == ErrorCode.NONE:
-                err, msg = await controller.alter_topic_configs(res.resource_name, configs, request.validate_only)
+                err, msg = await controller.admin.alter_topic_configs(res.resource_name, configs, request.validate_only)
         out.append(Resp.AlterConfigsResourceResponse(error_code=err, error_message=msg,
                                                      resource_type=res.resource_type,
                                                      resource_name=res.resource_name))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.controller_channel import parse_leader_and_isr
+from broker.controller.requests import parse_leader_and_isr
 from protocol.errors import ErrorCode
 
 API_KEY = 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.controller_channel import parse_stop_replica
+from broker.controller.requests import parse_stop_replica
 from protocol.errors import ErrorCode
 
 API_KEY = 5

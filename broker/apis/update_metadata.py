@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
-from broker.controller_channel import parse_update_metadata
+from broker.controller.requests import parse_update_metadata
 from protocol.errors import ErrorCode
 
 API_KEY = 6

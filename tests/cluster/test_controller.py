@@ -1,6 +1,6 @@
 """Controller failover and fencing: kill -9 the controller broker; another broker wins /controller within
 the ZooKeeper session timeout and the controller epoch goes up by one. A LeaderAndIsr carrying the old
-controller epoch — built with `broker.controller_channel.build_leader_and_isr` and sent over a plain socket
+controller epoch — built with `broker.controller.requests.build_leader_and_isr` and sent over a plain socket
 to a broker — is refused with STALE_CONTROLLER_EPOCH and changes nothing: the broker it tried to promote
 still answers NOT_LEADER_OR_FOLLOWER, the real leader still takes acks=all writes, ZooKeeper is untouched.
 Producer ids are cluster-wide: every broker hands out distinct ones, before and after the failover.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from broker.controller_channel import build_leader_and_isr
+from broker.controller.requests import build_leader_and_isr
 from broker.metadata_cache import BrokerEndpoint
 from broker.partition import PartitionState
 from protocol.errors import ErrorCode

@@ -1,30 +1,24 @@
-"""The controller's channel to another broker: LeaderAndIsr, UpdateMetadata and StopReplica requests
-over the wire — the same frames Kafka's ZooKeeper-mode controller sends — and the conversions between
-those messages and the broker's own values (used by the receiving handlers too). `RemoteChannel` queues
-requests per broker and retries them until they are answered or the broker is gone.
+"""The controller's requests to brokers: LeaderAndIsr, UpdateMetadata and StopReplica, built and parsed.
+
+Contract: `build_*(version, ...)` turns the broker's own values (PartitionState, BrokerEndpoint,
+PartitionMetadata, TopicPartition) into the request Kafka's ZooKeeper-mode controller sends at that version;
+`parse_*(request)` turns a decoded request back into those values (the receiving handlers in broker/apis use
+them). Fields a version lacks get Kafka's defaults (zero topic id, no rack, no offline replicas). The
+channel manager (channel_manager.py) sends what these build.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.partition import PartitionState
 from protocol import ApiKey, request_class
-from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
 PLAINTEXT = 0  # SecurityProtocol id
-RETRY_BACKOFF_S = 0.1
-MAX_RETRY_BACKOFF_S = 2.0
-
-log = logging.getLogger("broker.controller_channel")
 
 
 # ---------------------------------------------------------------- LeaderAndIsr
@@ -165,92 +159,3 @@ def parse_stop_replica(request: Any) -> list[tuple[TopicPartition, bool]]:
                 for t in request.topics for p in t.partition_indexes]
     return [(TopicPartition(t.topic_name, p.partition_index), bool(p.delete_partition))
             for t in request.topic_states for p in t.partition_states]
-
-
-# ---------------------------------------------------------------- the channel
-class RemoteChannel:
-    """The controller's requests to one other broker (Kafka's ControllerChannelManager: one queue and one
-    sending task per broker). Requests are queued and sent in order; a failed send is retried with backoff
-    until it succeeds or the channel is closed (the controller closes it when the broker dies), so a slow,
-    paused or briefly unreachable broker neither stalls the controller nor misses a request. The methods
-    return once the request is queued; `drain(timeout)` waits for everything queued so far to be answered."""
-
-    def __init__(self, controller_id: int, endpoint: BrokerEndpoint, config: Any) -> None:
-        self.controller_id = controller_id
-        self.endpoint = endpoint
-        self.conn = BrokerConnection(endpoint.host, endpoint.port, f"controller-{controller_id}",
-                                     timeout_s=config["controller.socket.timeout.ms"] / 1000)
-        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int, asyncio.Future]] = asyncio.Queue()
-        self._last: asyncio.Future | None = None
-        self._task = asyncio.ensure_future(self._run())
-
-    def _submit(self, build: Callable[[int], Any], api_key: int) -> asyncio.Future:
-        fut = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((build, api_key, fut))
-        self._last = fut
-        return fut
-
-    async def _run(self) -> None:
-        while True:
-            build, api_key, fut = await self._queue.get()
-            backoff = RETRY_BACKOFF_S
-            failing = False
-            while not fut.done():
-                try:
-                    response = await self.conn.send(build, api_key)
-                except BrokerUnavailable as e:
-                    if not failing:
-                        log.warning("controller request %s to broker %d failed: %s; retrying", ApiKey(api_key).name,
-                                    self.endpoint.broker_id, e)
-                        failing = True
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
-                    continue
-                except Exception as e:  # an unusable request or response: retrying would not help
-                    log.error("controller request %s to broker %d failed: %s", ApiKey(api_key).name,
-                              self.endpoint.broker_id, e)
-                    fut.set_exception(e)
-                    break
-                error = getattr(response, "error_code", 0)
-                if error:
-                    log.warning("broker %d answered %s with %s", self.endpoint.broker_id, ApiKey(api_key).name,
-                                ErrorCode(error).name)
-                fut.set_result(response)
-
-    async def drain(self, timeout: float) -> bool:
-        """Wait until every request queued so far was answered (or gave up); False on timeout."""
-        if self._last is None or self._last.done():
-            return True
-        try:
-            await asyncio.wait_for(asyncio.shield(self._last), timeout)
-        except TimeoutError:
-            return False
-        except Exception:
-            pass
-        return True
-
-    async def leader_and_isr(self, controller_id: int, controller_epoch: int,
-                             states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
-                             leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:
-        self._submit(lambda v: build_leader_and_isr(v, controller_id, controller_epoch, states, topic_ids, leaders),
-                     ApiKey.LEADER_AND_ISR)
-        return {}
-
-    async def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
-                              partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> None:
-        self._submit(lambda v: build_update_metadata(v, controller_id, controller_epoch, brokers, partitions),
-                     ApiKey.UPDATE_METADATA)
-
-    async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
-                           delete: bool) -> None:
-        self._submit(lambda v: build_stop_replica(v, controller_id, controller_epoch, partitions, delete),
-                     ApiKey.STOP_REPLICA)
-
-    async def close(self) -> None:
-        self._task.cancel()
-        while not self._queue.empty():
-            _, _, fut = self._queue.get_nowait()
-            fut.cancel()
-        if self._last is not None and not self._last.done():
-            self._last.cancel()
-        self.conn.close()
