@@ -161,7 +161,7 @@ class KafkaServer:
             self.metadata_ready.set()
 
     def _start_group_coordinator(self) -> None:
-        from broker.groups import start_group_coordinator
+        from broker.coordinator.group.service import start_group_coordinator
 
         self.group_coordinator = start_group_coordinator(self)
 

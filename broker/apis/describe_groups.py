@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext
-from broker.group import api as group_api
+from broker.coordinator.group import api as group_api
 
 API_KEY = 15
 MIN_VERSION = 0

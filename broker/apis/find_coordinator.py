@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.groups import GROUP_METADATA_TOPIC
+from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from protocol.errors import ErrorCode
 
 API_KEY = 10

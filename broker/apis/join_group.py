@@ -1,6 +1,6 @@
 """JoinGroup (key 11), versions 0–9 — classic consumer groups.
 
-Delegates to the group coordinator (`broker.group`): generations, rebalance and session timeouts,
+Delegates to the group coordinator (`broker.coordinator.group`): generations, rebalance and session timeouts,
 leader election and protocol choice by vote, static membership (v5+, group.instance.id),
 MEMBER_ID_REQUIRED on a first join with an empty member id (v4+, KIP-394), skip_assignment for a
 rejoining static leader (v9+, KIP-814), `group.initial.rebalance.delay.ms` for a new group.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext
-from broker.group import api as group_api
+from broker.coordinator.group import api as group_api
 
 API_KEY = 11
 MIN_VERSION = 0

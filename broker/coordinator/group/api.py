@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.group.coordinator import GroupCoordinator
-from broker.group.errors import GroupErrorCode as E
-from broker.group.results import FetchedOffset, LeaveMember, OffsetCommitEntry, OffsetFetchResult
+from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.results import FetchedOffset, LeaveMember, OffsetCommitEntry, OffsetFetchResult
 from protocol import messages
 from storage.values import TopicPartition
 

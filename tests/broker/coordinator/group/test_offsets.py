@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from broker.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry
-from broker.group import GroupErrorCode as E
-from broker.group.schema import (
+from broker.coordinator.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry
+from broker.coordinator.group import GroupErrorCode as E
+from broker.coordinator.group.schema import (
     OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
 )
 from storage.values import TopicPartition
-from tests.broker.group.harness import (
+from tests.broker.coordinator.group.harness import (
     TEST_CONFIG,
     AppendFailed,
     OffsetsLog,
@@ -226,7 +226,7 @@ def test_reloaded_members_that_never_come_back_expire() -> None:
         await asyncio.sleep(0.3)
         # Session expired -> rebalance -> nobody left -> Empty generation 2, stored.
         assert c2.group("g").state is GroupState.EMPTY and c2.group("g").generation_id == 2
-        await asyncio.sleep(0.01)
+        await c2.manager.wait_background()  # the Empty generation is stored in the background
         c2.shutdown()
         c3 = log.new_coordinator()
         assert c3.group("g").state is GroupState.EMPTY and c3.group("g").generation_id == 2
@@ -249,11 +249,11 @@ def test_load_skips_foreign_and_corrupt_records_and_applies_tombstones_in_order(
             (key, value[:-3]),  # corrupt value: skipped, the tombstone stands
         ]
         c2 = OffsetsLog().new_coordinator()
-        c2.begin_loading(partition)
+        c2.manager.begin_loading(partition)
         assert (await c2.fetch_offsets("g", None)).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
-        c2.load_partition(partition, records[:2])
-        c2.load_partition(partition, records[2:])
-        c2.on_partition_loaded(partition)
+        c2.manager.load_partition(partition, records[:2])
+        c2.manager.load_partition(partition, records[2:])
+        c2.manager.on_partition_loaded(partition)
         assert c2.group("g") is None
         assert (await c2.fetch_offsets("g", [("t", 0)])).partitions[0].offset == -1
     run(scenario)
@@ -297,10 +297,10 @@ def test_offset_expiry_for_empty_groups_and_explicit_retention() -> None:
         await c.commit_offsets("active", m, None, 1, entries(("t", 0, 5, "")), retention_time_ms=500)
         await c.commit_offsets("active", m, None, 1, entries(("t", 1, 6, "")))
         now[0] += 600
-        assert await c.expire_offsets() == 1  # active's t-0 had an explicit 500 ms retention
+        assert await c.manager.expire_offsets() == 1  # active's t-0 had an explicit 500 ms retention
         assert await committed(c, "active", ("t", 0), ("t", 1)) == [-1, 6]
         now[0] += 10_000
-        assert await c.expire_offsets() == 1  # idle's offset; the Stable group's subscribed offset stays
+        assert await c.manager.expire_offsets() == 1  # idle's offset; the Stable group's subscribed offset stays
         assert c.group("idle") is None
         assert (await c.fetch_offsets("active", [("t", 1)])).partitions[0].offset == 6
         c.shutdown()
@@ -318,7 +318,7 @@ def test_offsets_of_deleted_partitions_are_removed() -> None:
         m = joins[0].member_id
         await c.commit_offsets("member-group", m, None, 1, entries(("gone", 0, 1, ""), ("kept", 0, 2, "")))
         await c.commit_offsets("only-gone", "", None, -1, entries(("gone", 0, 3, ""), ("gone", 1, 4, "")))
-        assert await c.delete_offsets_of_partitions([("gone", 0), ("gone", 1), ("never-committed", 0)]) == 3
+        assert await c.manager.delete_offsets_of_partitions([("gone", 0), ("gone", 1), ("never-committed", 0)]) == 3
         assert await committed(c, "member-group", ("gone", 0), ("kept", 0)) == [-1, 2]
         assert c.group("only-gone") is None
         c.shutdown()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.group.errors import GroupErrorCode
+from broker.coordinator.group.errors import GroupErrorCode
 from storage.values import TopicPartition
 
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from broker.group import (
+from broker.coordinator.group import (
     GroupCoordinator,
     GroupCoordinatorConfig,
     GroupErrorCode,
@@ -61,8 +61,8 @@ class OffsetsLog:
         """A coordinator that owns every partition, loaded from what this log holds (call in a loop)."""
         coordinator = GroupCoordinator(self.append_records, config, clock_ms=clock_ms)
         for partition in range(config.offsets_topic_num_partitions):
-            coordinator.load_partition(partition, list(self.partitions.get(partition, [])))
-            coordinator.on_partition_loaded(partition)
+            coordinator.manager.load_partition(partition, list(self.partitions.get(partition, [])))
+            coordinator.manager.on_partition_loaded(partition)
         return coordinator
 
 

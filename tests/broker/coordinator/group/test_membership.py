@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from broker.group import GroupErrorCode as E
-from broker.group import GroupState, LeaveMember, OffsetCommitEntry
+from broker.coordinator.group import GroupErrorCode as E
+from broker.coordinator.group import GroupState, LeaveMember, OffsetCommitEntry
 from storage.values import TopicPartition
-from tests.broker.group.harness import (
+from tests.broker.coordinator.group.harness import (
     TEST_CONFIG,
     OffsetsLog,
     join,
@@ -318,14 +318,14 @@ def test_unload_answers_waiting_members_and_then_not_coordinator() -> None:
         await asyncio.sleep(0.02)
         assert not waiting.done()
         partition = c.partition_for("g")
-        c.unload_partition(partition)
+        c.manager.unload_partition(partition)
         assert (await waiting).error_code == E.NOT_COORDINATOR
         assert (await join(c, "g")).error_code == E.NOT_COORDINATOR
-        c.begin_loading(partition)
+        c.manager.begin_loading(partition)
         assert (await join(c, "g")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
         assert await c.heartbeat("g", "m", None, 1) == E.NONE
         assert (await c.sync_group("g", 1, "m", None, None, None, [])).error_code == E.REBALANCE_IN_PROGRESS
-        c.on_partition_loaded(partition)
+        c.manager.on_partition_loaded(partition)
         assert (await join(c, "g", version=3)).error_code == E.NONE
         c.shutdown()
         assert (await join(c, "g")).error_code == E.COORDINATOR_NOT_AVAILABLE

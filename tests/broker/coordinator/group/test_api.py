@@ -1,4 +1,4 @@
-"""broker.group.api: requests encoded and decoded by kafka-python, answered, responses decoded again."""
+"""broker.coordinator.group.api: requests encoded and decoded by kafka-python, answered, responses decoded again."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-from broker.group import GroupCoordinator, api
-from broker.group import GroupErrorCode as E
-from tests.broker.group.harness import OffsetsLog, run, subscription
+from broker.coordinator.group import GroupCoordinator, api
+from broker.coordinator.group import GroupErrorCode as E
+from tests.broker.coordinator.group.harness import OffsetsLog, run, subscription
 
 
 def wire(request_cls: Any, version: int, **fields: Any) -> Any:
@@ -161,7 +161,7 @@ def test_offset_commit_and_fetch_across_versions(version: int) -> None:
 def test_offset_fetch_v1_repeats_group_errors_per_partition() -> None:
     async def scenario() -> None:
         c = OffsetsLog().new_coordinator()
-        c.unload_partition(c.partition_for("g"))
+        c.manager.unload_partition(c.partition_for("g"))
         t = OffsetFetchRequest.OffsetFetchRequestTopic
         request = wire(OffsetFetchRequest, 1, group_id="g", topics=[t(name="t", partition_indexes=[0])])
         fetched = back(await api.offset_fetch(c, request, 1), OffsetFetchResponse, 1)

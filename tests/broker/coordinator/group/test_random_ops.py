@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from broker.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry
-from tests.broker.group.harness import TEST_CONFIG, OffsetsLog, join, run, sync
+from broker.coordinator.group import GroupCoordinator, GroupState, LeaveMember, OffsetCommitEntry
+from tests.broker.coordinator.group.harness import TEST_CONFIG, OffsetsLog, join, run, sync
 
 
 def check_invariants(c: GroupCoordinator) -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.group.coordinator import java_string_hashcode, partition_for
-from broker.group.schema import (
+from broker.coordinator.group.metadata_manager import java_string_hashcode, partition_for
+from broker.coordinator.group.schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,

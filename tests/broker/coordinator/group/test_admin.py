@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from broker.group import GroupErrorCode as E
-from broker.group import LeaveMember, OffsetCommitEntry
-from broker.group.schema import decode_key
-from tests.broker.group.harness import OffsetsLog, join, join_and_sync_all, run, subscription
+from broker.coordinator.group import GroupErrorCode as E
+from broker.coordinator.group import LeaveMember, OffsetCommitEntry
+from broker.coordinator.group.schema import decode_key
+from tests.broker.coordinator.group.harness import OffsetsLog, join, join_and_sync_all, run, subscription
 
 
 def test_describe_stable_and_rebalancing_and_unknown_groups() -> None:
@@ -20,7 +20,7 @@ def test_describe_stable_and_rebalancing_and_unknown_groups() -> None:
             j.member_id: ("client", "/127.0.0.1", subscription("a", "b"), s.assignment)
             for j, s in zip(joins, syncs, strict=True)}
         assert (unknown.error_code, unknown.group_state, unknown.members) == (E.NONE, "Dead", [])
-        c.unload_partition(c.partition_for("elsewhere"))
+        c.manager.unload_partition(c.partition_for("elsewhere"))
         [moved] = await c.describe_groups(["elsewhere"])
         assert (moved.error_code, moved.group_state) == (E.NOT_COORDINATOR, "")
 
@@ -46,7 +46,7 @@ def test_list_groups_with_state_filter() -> None:
         assert [g.group_id for g in (await c.list_groups(["Empty", "Dead"])).groups] == ["empty-group"]
         assert len((await c.list_groups(None, ["classic"])).groups) == 2
         assert (await c.list_groups(None, ["consumer"])).groups == []
-        c.begin_loading(49)
+        c.manager.begin_loading(49)
         assert (await c.list_groups()).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
         c.shutdown()
         assert (await c.list_groups()).error_code == E.COORDINATOR_NOT_AVAILABLE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kafka.errors as kafka_errors
 
-from broker.group.errors import (
+from broker.coordinator.group.errors import (
     GroupErrorCode,
     error_code_of,
     map_group_append_error,

@@ -9,7 +9,7 @@ Contract:
   the subscribed topics of a consumer group, committed offsets, and the summary DescribeGroups shows.
 - Members that wait for a JoinGroup or SyncGroup answer hold an `asyncio.Future`; `complete_join`
   and `complete_sync` resolve it at most once. Timers (session, rebalance, sync) are handles stored
-  here but scheduled and cancelled only by the coordinator.
+  here, scheduled by the coordinator; `cancel_timers` stops them all when the group dies or is unloaded.
 - Nothing here does I/O; the asyncio loop that owns the coordinator owns these objects (no locks).
 """
 
@@ -139,6 +139,19 @@ class GroupMetadata:
                 f"group {self.group_id}: {self.state.value} -> {state.value} is not a valid transition")
         self.state = state
         self.state_timestamp_ms = now_ms
+
+    def cancel_timers(self) -> None:
+        """Stop the group's join, sync and pending-member timers and every member's session timer."""
+        for handle in (self.join_timer, self.sync_timer, *self.pending_member_timers.values()):
+            if handle is not None:
+                handle.cancel()
+        self.join_timer = self.sync_timer = None
+        self.initial_delay_active = False
+        self.pending_member_timers.clear()
+        for member in self.members.values():
+            if member.heartbeat_timer is not None:
+                member.heartbeat_timer.cancel()
+                member.heartbeat_timer = None
 
     def can_rebalance(self) -> bool:
         return self.state in VALID_PREVIOUS_STATES[GroupState.PREPARING_REBALANCE]

@@ -1,0 +1,169 @@
+"""What every coordinator of an internal topic shares: the leader of a partition of the topic IS that
+partition's coordinator (Kafka's CoordinatorRuntime, CoordinatorLoader and PartitionWriter).
+
+Contract:
+- One `CoordinatorRuntime` per internal topic (`__consumer_offsets` for groups, `__transaction_state` for
+  transactions) and per broker, owned by the broker's asyncio loop. Its `shard` is the coordinator's state
+  (a `CoordinatorShard`), which knows nothing of logs or leadership.
+- Becoming leader of a partition of the topic (`on_leadership_change`, registered with the ReplicaManager)
+  schedules a load: `shard.begin_loading(p)` at once (requests for it answer "loading"), then the partition's
+  records from log start to the high watermark, in chunks of LOAD_CHUNK_BYTES, yielding to the loop between
+  chunks, as `shard.load_partition(p, [(key, value), ...])` (control batches and keyless records skipped), then
+  `shard.on_partition_loaded(p)`. The load stops (and the shard is not told it finished) once this broker is
+  no longer leader at the epoch the load began with.
+- Becoming follower, or `on_resignation(p)` (StopReplica), cancels a running load and calls
+  `shard.unload_partition(p)`. A new leadership while a load runs cancels it and starts over.
+- Load tasks are kept: `wait_loaded(p)` awaits a running one (tests wait on it, not on time), `shutdown()`
+  cancels them and waits for them.
+- `append(p, records)` writes one batch of (key, value) records to partition p through the ReplicaManager
+  with acks=all and internal topics allowed, so a write is acknowledged only once committed (high
+  watermark), as Kafka's coordinators write; it raises KafkaApiError with the partition's error otherwise.
+- `ensure_topic(create)` starts creating the topic once (FindCoordinator answers COORDINATOR_NOT_AVAILABLE
+  meanwhile and clients retry); the creation task is kept and cancelled by `shutdown()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.errors import KafkaApiError
+from protocol.errors import ErrorCode
+from protocol.records import CorruptRecordError, InvalidRecordError, build_batch, iter_batches
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.partition import Partition
+    from broker.replica_manager import ReplicaManager
+
+log = logging.getLogger("broker.coordinator")
+
+LOAD_CHUNK_BYTES = 1 << 20
+Record = tuple[bytes | memoryview, bytes | memoryview | None]
+
+
+class CoordinatorShard(Protocol):
+    """A coordinator's state for the partitions of its internal topic, fed by the runtime."""
+
+    def begin_loading(self, partition: int) -> None: ...
+    def load_partition(self, partition: int, records: Iterable[Record]) -> None: ...
+    def on_partition_loaded(self, partition: int) -> None: ...
+    def unload_partition(self, partition: int) -> None: ...
+
+
+class CoordinatorRuntime:
+    def __init__(self, topic: str, shard: CoordinatorShard, replica_manager: ReplicaManager, *,
+                 append_timeout_ms: int) -> None:
+        self.topic = topic
+        self.shard = shard
+        self.replica_manager = replica_manager
+        self.append_timeout_ms = append_timeout_ms
+        self._loads: dict[int, asyncio.Task] = {}
+        self._creating: asyncio.Task | None = None
+
+    # ---- ownership
+    def on_leadership_change(self, new_leaders: list[Partition], new_followers: list[Partition]) -> None:
+        for p in new_followers:
+            if p.topic_partition.topic == self.topic:
+                self.on_resignation(p.topic_partition.partition)
+        for p in new_leaders:
+            if p.topic_partition.topic == self.topic:
+                self._start_load(p)
+
+    def on_resignation(self, partition: int) -> None:
+        task = self._loads.pop(partition, None)
+        if task is not None:
+            task.cancel()
+        self.shard.unload_partition(partition)
+
+    def _start_load(self, partition: Partition) -> None:
+        pid = partition.topic_partition.partition
+        old = self._loads.pop(pid, None)
+        if old is not None:
+            old.cancel()
+        self.shard.begin_loading(pid)
+        task = asyncio.get_running_loop().create_task(self._load(partition, partition.leader_epoch))
+        self._loads[pid] = task
+        task.add_done_callback(lambda t: self._loads.pop(pid, None) if self._loads.get(pid) is t else None)
+
+    async def _load(self, partition: Partition, epoch: int) -> None:
+        pid = partition.topic_partition.partition
+        t0 = time.monotonic()
+        log_ = partition.log
+        assert log_ is not None
+        offset = log_.log_start_offset
+        try:
+            while partition.is_leader and partition.leader_epoch == epoch:
+                end = partition.high_watermark
+                if offset >= end:
+                    break
+                info = log_.read(offset, LOAD_CHUNK_BYTES, max_offset=end, min_one_message=True)
+                if info.records is None or info.records.length == 0:
+                    break
+                data = memoryview(info.records.read())
+                pairs = []
+                next_offset = offset
+                for batch in iter_batches(data):
+                    next_offset = batch.next_offset
+                    if batch.is_control or batch.last_offset < offset:
+                        continue
+                    for rec in batch.records():
+                        if rec.offset >= offset and rec.key is not None:
+                            pairs.append((rec.key, rec.value))
+                self.shard.load_partition(pid, pairs)
+                if next_offset <= offset:
+                    break
+                offset = next_offset
+                await asyncio.sleep(0)
+        except (CorruptRecordError, InvalidRecordError) as e:
+            log.error("%s: cannot load coordinator state at offset %d: %s", partition.topic_partition, offset, e)
+        if partition.is_leader and partition.leader_epoch == epoch:
+            self.shard.on_partition_loaded(pid)
+            log.debug("%s: coordinator state loaded up to offset %d in %.0f ms", partition.topic_partition, offset,
+                      (time.monotonic() - t0) * 1000)
+
+    async def wait_loaded(self, partition: int) -> None:
+        """Wait for a running load of `partition` to end (at once when none runs)."""
+        task = self._loads.get(partition)
+        if task is not None:
+            await asyncio.wait({task})
+
+    # ---- writes
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
+        now = int(time.time() * 1000)
+        batch = build_batch([(k, v, [], now) for k, v in records])
+        tp = TopicPartition(self.topic, partition)
+        result: Any = self.replica_manager.append_records(self.append_timeout_ms, -1,
+                                                          {tp: memoryview(bytearray(batch))},
+                                                          internal_topics_allowed=True)
+        if isinstance(result, asyncio.Future):
+            result = await result
+        r = result[tp]
+        if r.error != ErrorCode.NONE:
+            raise KafkaApiError(r.error, f"append to {tp} failed: {r.error_message or r.error.name}")
+        return r.last_offset
+
+    # ---- the topic
+    def ensure_topic(self, exists: bool, create: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        if exists or (self._creating is not None and not self._creating.done()):
+            return
+        task = asyncio.get_running_loop().create_task(create())
+        self._creating = task
+
+        def done(t: asyncio.Task) -> None:
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("creating %s failed: %r", self.topic, t.exception())
+
+        task.add_done_callback(done)
+
+    async def shutdown(self) -> None:
+        tasks = [*self._loads.values(), *([self._creating] if self._creating is not None else [])]
+        self._loads.clear()
+        self._creating = None
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
