@@ -13,8 +13,8 @@ Contract:
   no longer leader at the epoch the load began with.
 - Becoming follower, or `on_resignation(p)` (StopReplica), cancels a running load and calls
   `shard.unload_partition(p)`. A new leadership while a load runs cancels it and starts over.
-- Load tasks are kept: `wait_loaded(p)` awaits a running one (tests wait on it, not on time), `shutdown()`
-  cancels them and waits for them.
+- Tasks are kept until they end, cancelled loads too: `wait_loaded(p)` awaits the running load of p (tests
+  wait on it, not on time), `shutdown()` cancels every task and waits for them.
 - `append(p, records)` writes one batch of (key, value) records to partition p through the ReplicaManager
   with acks=all and internal topics allowed, so a write is acknowledged only once committed (high
   watermark), as Kafka's coordinators write; it raises KafkaApiError with the partition's error otherwise.
@@ -61,8 +61,14 @@ class CoordinatorRuntime:
         self.shard = shard
         self.replica_manager = replica_manager
         self.append_timeout_ms = append_timeout_ms
-        self._loads: dict[int, asyncio.Task] = {}
+        self._loads: dict[int, asyncio.Task] = {}  # the running load of each partition
+        self._tasks: set[asyncio.Task] = set()  # every task not finished yet, cancelled loads too
         self._creating: asyncio.Task | None = None
+
+    def _keep(self, task: asyncio.Task) -> asyncio.Task:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     # ---- ownership
     def on_leadership_change(self, new_leaders: list[Partition], new_followers: list[Partition]) -> None:
@@ -85,7 +91,7 @@ class CoordinatorRuntime:
         if old is not None:
             old.cancel()
         self.shard.begin_loading(pid)
-        task = asyncio.get_running_loop().create_task(self._load(partition, partition.leader_epoch))
+        task = self._keep(asyncio.get_running_loop().create_task(self._load(partition, partition.leader_epoch)))
         self._loads[pid] = task
         task.add_done_callback(lambda t: self._loads.pop(pid, None) if self._loads.get(pid) is t else None)
 
@@ -150,7 +156,7 @@ class CoordinatorRuntime:
     def ensure_topic(self, exists: bool, create: Callable[[], Coroutine[Any, Any, None]]) -> None:
         if exists or (self._creating is not None and not self._creating.done()):
             return
-        task = asyncio.get_running_loop().create_task(create())
+        task = self._keep(asyncio.get_running_loop().create_task(create()))
         self._creating = task
 
         def done(t: asyncio.Task) -> None:
@@ -160,7 +166,7 @@ class CoordinatorRuntime:
         task.add_done_callback(done)
 
     async def shutdown(self) -> None:
-        tasks = [*self._loads.values(), *([self._creating] if self._creating is not None else [])]
+        tasks = set(self._tasks)
         self._loads.clear()
         self._creating = None
         for task in tasks:

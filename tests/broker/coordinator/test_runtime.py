@@ -81,6 +81,19 @@ def runtime_for(shard: object) -> CoordinatorRuntime:
     return CoordinatorRuntime(TOPIC, shard, replica_manager=None, append_timeout_ms=1000)  # type: ignore[arg-type]
 
 
+async def loading(tmp_path: Path, batches: int) -> tuple[Partition, RecordingShard, CoordinatorRuntime]:
+    """A leader of `batches` one-record batches whose load has read its first chunk (LOAD_CHUNK_BYTES is
+    patched to one batch) and yielded to the test."""
+    p = leader_partition(tmp_path)
+    for i in range(batches):
+        append_records(p, 1, prefix=f"b{i}-")
+    shard = RecordingShard()
+    runtime = runtime_for(shard)
+    runtime.on_leadership_change([p], [])
+    await shard.chunk_loaded.wait()
+    return p, shard, runtime
+
+
 def test_becoming_leader_loads_the_committed_records_then_reports_the_partition_loaded(tmp_path: Path) -> None:
     async def scenario() -> None:
         p = leader_partition(tmp_path, partition=3)
@@ -120,13 +133,7 @@ def test_resignation_during_a_load_cancels_it_and_unloads(tmp_path: Path, monkey
     monkeypatch.setattr(runtime_module, "LOAD_CHUNK_BYTES", 64)  # one small batch per chunk
 
     async def scenario() -> None:
-        p = leader_partition(tmp_path)
-        for i in range(20):
-            append_records(p, 1, prefix=f"b{i}-")
-        shard = RecordingShard()
-        runtime = runtime_for(shard)
-        runtime.on_leadership_change([p], [])
-        await shard.chunk_loaded.wait()
+        p, shard, runtime = await loading(tmp_path, 20)
         p.make_follower(follower_state(2))
         runtime.on_leadership_change([], [p])
         await runtime.wait_loaded(0)
@@ -142,13 +149,7 @@ def test_a_load_stops_unfinished_when_leadership_moved_without_a_resignation(tmp
     monkeypatch.setattr(runtime_module, "LOAD_CHUNK_BYTES", 64)
 
     async def scenario() -> None:
-        p = leader_partition(tmp_path)
-        for i in range(10):
-            append_records(p, 1, prefix=f"b{i}-")
-        shard = RecordingShard()
-        runtime = runtime_for(shard)
-        runtime.on_leadership_change([p], [])
-        await shard.chunk_loaded.wait()
+        p, shard, runtime = await loading(tmp_path, 10)
         p.make_follower(follower_state(2))  # the runtime has not heard of it yet
         await runtime.wait_loaded(0)
         assert ("loaded", 0) not in shard.events and ("unload", 0) not in shard.events
@@ -160,13 +161,7 @@ def test_a_new_leadership_restarts_a_running_load(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(runtime_module, "LOAD_CHUNK_BYTES", 64)
 
     async def scenario() -> None:
-        p = leader_partition(tmp_path)
-        for i in range(10):
-            append_records(p, 1, prefix=f"b{i}-")
-        shard = RecordingShard()
-        runtime = runtime_for(shard)
-        runtime.on_leadership_change([p], [])
-        await shard.chunk_loaded.wait()
+        p, shard, runtime = await loading(tmp_path, 10)
         p.make_leader(PartitionState(leader=0, leader_epoch=2, isr=[0], replicas=[0]), NOW)
         runtime.on_leadership_change([p], [])
         await runtime.wait_loaded(0)
@@ -195,12 +190,7 @@ def test_shutdown_cancels_and_waits_for_loads_and_the_topic_creation(tmp_path: P
     monkeypatch.setattr(runtime_module, "LOAD_CHUNK_BYTES", 64)
 
     async def scenario() -> None:
-        p = leader_partition(tmp_path)
-        for i in range(10):
-            append_records(p, 1, prefix=f"b{i}-")
-        shard = RecordingShard()
-        runtime = runtime_for(shard)
-        runtime.on_leadership_change([p], [])
+        _, shard, runtime = await loading(tmp_path, 10)
         created: list[str] = []
         started, never = asyncio.Event(), asyncio.Event()
 
