@@ -31,6 +31,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         else:
             assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             err, msg = await controller.admin.create_partitions(t.name, t.count, assignment, request.validate_only,
-                                                          request.timeout_ms)
+                                                                request.timeout_ms)
         out.append(Resp.CreatePartitionsTopicResult(name=t.name, error_code=err, error_message=msg))
     return response_for(request, throttle_time_ms=0, results=out)

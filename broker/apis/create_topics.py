@@ -43,7 +43,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             {c.name: c.value for c in (t.configs or []) if c.value is not None}))
     validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
     results.update(await server.controller.admin.create_topics(specs, validate_only=validate_only,
-                                                         timeout_ms=request.timeout_ms))
+                                                               timeout_ms=request.timeout_ms))
     Resp = response_type(request)
     out = []
     for name in dict.fromkeys(t.name for t in request.topics):
