@@ -246,19 +246,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     temporary = args.data_dir is None
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="zookeeper-"))
-    server = start_zookeeper(data_dir, port=args.port, tick_time_ms=args.tick_time_ms)
-    print(f"zookeeper.connect={server.connect_string}", flush=True)
 
     def on_sigterm(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # run the finally below: the Java child must not outlive us
 
+    # Before the connect string is printed: a caller may stop us as soon as it has read it, and a SIGTERM
+    # that found the default action would leave ZooKeeper running without us.
     signal.signal(signal.SIGTERM, on_sigterm)
+    server: ZooKeeperServer | None = None
     try:
+        server = start_zookeeper(data_dir, port=args.port, tick_time_ms=args.tick_time_ms)
+        print(f"zookeeper.connect={server.connect_string}", flush=True)
         server.process.wait()
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
         if temporary:
             shutil.rmtree(data_dir, ignore_errors=True)
     return 0
