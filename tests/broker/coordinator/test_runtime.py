@@ -25,7 +25,7 @@ from broker.coordinator.group.schema import (
 from broker.coordinator.runtime import CoordinatorRuntime, Record
 from broker.partition import Partition, PartitionState
 from protocol.records import ControlRecordType, build_batch, build_control_batch
-from storage import Log, LogConfig, TopicPartition
+from storage import AppendOrigin, Log, LogConfig, TopicPartition
 
 TOPIC = "__internal"
 NOW = 1_000
@@ -63,8 +63,9 @@ def leader_partition(tmp_path: Path, partition: int = 0, topic: str = TOPIC, epo
 
 
 def append(p: Partition, batch: bytes) -> None:
+    """Written as a coordinator writes its internal topic (control batches included)."""
     assert p.log is not None
-    p.log.append_as_leader(bytearray(batch), p.leader_epoch, now_ms=NOW)
+    p.log.append_as_leader(bytearray(batch), p.leader_epoch, now_ms=NOW, origin=AppendOrigin.COORDINATOR)
     p.maybe_increment_leader_hw(NOW)
 
 
