@@ -1,8 +1,9 @@
 """`python -m broker [--config server.properties] [--override key=value ...]`
 
 Starts one broker. With no arguments: the embedded default (one node, PLAINTEXT://127.0.0.1:9092,
-data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration exits 1 with
-one line naming the key.
+data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration value exits 1 with
+one line naming the key and the value. Keys Kafka defines but this broker does not act on, and keys that
+are not Kafka's at all, are logged in (at most) two warning lines and the broker starts.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configuration error: {e}", file=sys.stderr)
         return 1
     log = logging.getLogger("broker")
-    for key in config.ignored_keys():
-        log.info("configuration key %s is accepted but has no effect in this broker", key)
+    for line in config.startup_warnings():
+        log.warning("%s", line)
     import uvloop
 
     return uvloop.run(serve(config))

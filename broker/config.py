@@ -1,165 +1,60 @@
-"""Broker configuration: Kafka's `server.properties` names, types and defaults.
+"""Broker configuration: Kafka's `server.properties` namespace, values and precedence.
 
 Contract:
 - `KafkaConfig.load(path, overrides)` reads a Java-properties file (``key=value`` or ``key: value``,
-  ``#``/``!`` comments, backslash line continuations) and then applies ``--override key=value`` pairs.
-- Every key must be one Kafka defines and we honour (`DEFINITIONS`); an unknown key or a value of the wrong
-  type/range raises `ConfigError` naming the key, so a typo fails at start-up instead of being ignored.
-  Kafka keys we accept but do not act on yet are listed in `ACCEPTED_IGNORED` (operators copy whole
-  Kafka files; refusing them would be hostile) and logged once at start-up.
-- Values are typed (int, long, bool, double, string, list, password). Lookups: `config["log.dirs"]` or the
-  typed helpers. `node.id` and `broker.id` are synonyms, as in Kafka.
-- Topic-level defaults for the storage layer come from `log_config()` (Kafka's mapping of broker
-  `log.*` keys onto topic keys).
+  ``#``/``!`` comments, backslash continuations), then applies ``--override key=value`` pairs.
+- Every key Kafka 3.x defines is accepted (`broker.config_keys`). A bad value of a known key raises
+  `ConfigError` with Kafka's message naming key and value; so do Kafka's cross-key requirements
+  ("requirement failed: ..."). Unknown keys are ignored; `startup_warnings()` gives at most two lines:
+  the keys that are not Kafka's at all (with a "did you mean" for near misses) and the Kafka keys
+  that have no effect on this broker (with why).
+- Three layers, Kafka's precedence: static (file and overrides, `originals`) < cluster-wide dynamic
+  (`dynamic_default`) < per-broker dynamic (`dynamic_broker`). A dynamic key replaces its synonyms from
+  lower layers (a dynamic log.retention.ms hides a static log.retention.hours), as Kafka's overrideProps.
+  `set_dynamic()` swaps a dynamic layer and returns the keys whose value changed.
+- Lookups: `config["key"]` is the effective typed value (int, float, bool, str, list or None).
+  Derived values as Kafka derives them: `broker_id`, `listeners`, `log_dirs`, `log_retention_ms`,
+  `log_roll_ms`, `log_flush_interval_ms`, `inter_broker_protocol_version`, and `topic_defaults()`
+  (Kafka's mapping of broker `log.*` keys onto topic keys, typed).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-LONG_MAX = 9223372036854775807
+from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, BrokerKey, broker_synonyms, listener_base_name
+from broker.config_support import OUR_KEYS, has_effect, is_plugin_key, no_effect_note
+from broker.config_types import (
+    LONG_MAX,
+    ConfigError,
+    InvalidValue,
+    to_string,
+)
+from broker.metadata_version import MetadataVersion
 
-
-class ConfigError(ValueError):
-    """A bad configuration key or value; the message names the key."""
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    name: str
-    type: str  # int | long | bool | double | string | list | password
-    default: Any
-    doc: str = ""
-    min: float | None = None
-    choices: tuple[str, ...] | None = None
-    dynamic: bool = False  # may be changed at runtime through AlterConfigs (broker-level)
-
-
-def _d(name: str, type_: str, default: Any, doc: str = "", *, min: float | None = None,
-       choices: tuple[str, ...] | None = None, dynamic: bool = False) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, min, choices, dynamic)
-
-
-DEFINITIONS: dict[str, ConfigDef] = {d.name: d for d in [
-    # --- server basics
-    _d("node.id", "int", -1, "broker id (synonym of broker.id)", min=-1),
-    _d("broker.id", "int", -1, "broker id", min=-1),
-    _d("listeners", "list", "PLAINTEXT://127.0.0.1:9092", "listeners this broker binds"),
-    _d("advertised.listeners", "list", None, "listeners advertised to clients (default: listeners)"),
-    _d("listener.security.protocol.map", "string",
-       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
-    _d("inter.broker.listener.name", "string", None),
-    _d("broker.rack", "string", None),
-    _d("log.dirs", "list", None, "log directories (default: log.dir)"),
-    _d("log.dir", "string", "./data"),
-    _d("cluster.id", "string", None, "cluster id for the embedded default (generated when absent)"),
-    # --- topics
-    _d("num.partitions", "int", 1, min=1, dynamic=True),
-    _d("default.replication.factor", "int", 1, min=1),
-    _d("min.insync.replicas", "int", 1, min=1, dynamic=True),
-    _d("auto.create.topics.enable", "bool", True),
-    _d("delete.topic.enable", "bool", True),
-    _d("unclean.leader.election.enable", "bool", False, dynamic=True),
-    _d("auto.leader.rebalance.enable", "bool", True),
-    _d("leader.imbalance.check.interval.seconds", "long", 300, min=1),
-    _d("leader.imbalance.per.broker.percentage", "int", 10, min=0),
-    # --- log
-    _d("log.segment.bytes", "int", 1073741824, min=14, dynamic=True),
-    _d("log.roll.ms", "long", None, dynamic=True),
-    _d("log.roll.hours", "int", 168, min=1, dynamic=True),
-    _d("log.retention.ms", "long", None, dynamic=True),
-    _d("log.retention.minutes", "int", None, dynamic=True),
-    _d("log.retention.hours", "int", 168, dynamic=True),
-    _d("log.retention.bytes", "long", -1, dynamic=True),
-    _d("log.retention.check.interval.ms", "long", 300000, min=1),
-    _d("log.index.size.max.bytes", "int", 10485760, min=4, dynamic=True),
-    _d("log.index.interval.bytes", "int", 4096, min=0, dynamic=True),
-    _d("log.flush.interval.messages", "long", LONG_MAX, min=1, dynamic=True),
-    _d("log.flush.interval.ms", "long", None, dynamic=True),
-    _d("log.flush.scheduler.interval.ms", "long", LONG_MAX),
-    _d("log.flush.offset.checkpoint.interval.ms", "int", 60000, min=0),
-    _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, min=0),
-    _d("log.segment.delete.delay.ms", "long", 60000, min=0, dynamic=True),
-    _d("log.cleanup.policy", "list", "delete", dynamic=True),
-    _d("log.cleaner.enable", "bool", True),
-    _d("log.cleaner.backoff.ms", "long", 15000, min=0),
-    _d("log.cleaner.delete.retention.ms", "long", 86400000, min=0, dynamic=True),
-    _d("log.cleaner.min.cleanable.ratio", "double", 0.5, min=0, dynamic=True),
-    _d("log.cleaner.min.compaction.lag.ms", "long", 0, min=0, dynamic=True),
-    _d("log.message.timestamp.type", "string", "CreateTime", choices=("CreateTime", "LogAppendTime"),
-       dynamic=True),
-    _d("log.preallocate", "bool", False, dynamic=True),
-    _d("num.recovery.threads.per.data.dir", "int", 2, min=1),
-    _d("message.max.bytes", "int", 1048588, min=0, dynamic=True),
-    _d("compression.type", "string", "producer",
-       choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), dynamic=True),
-    # --- network
-    _d("socket.request.max.bytes", "int", 104857600, min=1),
-    # -1 (the kernel's autotuning) rather than Kafka's 102400: see "Where we differ" in the README.
-    _d("socket.send.buffer.bytes", "int", -1),
-    _d("socket.receive.buffer.bytes", "int", -1),
-    _d("connections.max.idle.ms", "long", 600000),
-    _d("num.network.threads", "int", 3, min=1),
-    _d("num.io.threads", "int", 8, min=1),
-    _d("queued.max.requests", "int", 500, min=1),
-    _d("fetch.max.bytes", "int", 57671680, min=1024),
-    _d("max.connections", "int", 2147483647, min=0),
-    # --- groups and offsets
-    _d("offsets.topic.num.partitions", "int", 50, min=1),
-    _d("offsets.topic.replication.factor", "int", 3, min=1),
-    _d("offsets.topic.segment.bytes", "int", 104857600, min=1),
-    _d("offsets.retention.minutes", "int", 10080, min=1),
-    _d("offsets.retention.check.interval.ms", "long", 600000, min=1),
-    _d("offsets.commit.timeout.ms", "int", 5000, min=1),
-    _d("offsets.load.buffer.size", "int", 5242880, min=1),
-    _d("offset.metadata.max.bytes", "int", 4096),
-    _d("group.initial.rebalance.delay.ms", "int", 3000, min=0),
-    _d("group.min.session.timeout.ms", "int", 6000),
-    _d("group.max.session.timeout.ms", "int", 1800000),
-    _d("group.max.size", "int", 2147483647, min=1),
-    # --- transactions / producer ids
-    _d("transaction.state.log.num.partitions", "int", 50, min=1),
-    _d("transaction.state.log.replication.factor", "int", 3, min=1),
-    _d("transaction.state.log.min.isr", "int", 2, min=1),
-    _d("transactional.id.expiration.ms", "int", 604800000, min=1),
-    _d("producer.id.expiration.ms", "int", 86400000, min=1),
-    _d("max.incremental.fetch.session.cache.slots", "int", 1000, min=0),
-    # --- replication
-    _d("replica.lag.time.max.ms", "long", 30000),
-    _d("replica.fetch.max.bytes", "int", 1048576, min=0),
-    _d("replica.fetch.response.max.bytes", "int", 10485760, min=0),
-    _d("replica.fetch.wait.max.ms", "int", 500),
-    _d("replica.fetch.min.bytes", "int", 1),
-    _d("replica.fetch.backoff.ms", "int", 1000, min=0),
-    _d("replica.socket.timeout.ms", "int", 30000),
-    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, min=1),
-    _d("num.replica.fetchers", "int", 1, min=1),
-    _d("controller.socket.timeout.ms", "int", 30000),
-    _d("controlled.shutdown.enable", "bool", True),
-    _d("controlled.shutdown.max.retries", "int", 3),
-    _d("controlled.shutdown.retry.backoff.ms", "long", 5000),
-    # --- zookeeper
-    _d("zookeeper.connect", "string", None),
-    _d("zookeeper.session.timeout.ms", "int", 18000),
-    _d("zookeeper.connection.timeout.ms", "int", None),
-    # --- misc
-    _d("request.timeout.ms", "int", 30000),
-]}
-
-# Kafka keys that operators' files commonly carry and that we accept without acting on them.
-ACCEPTED_IGNORED = frozenset({
-    "num.network.threads", "num.io.threads",
-    "num.recovery.threads.per.data.dir", "queued.max.requests", "transaction.state.log.num.partitions",
-    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "log.flush.scheduler.interval.ms", "zookeeper.connection.timeout.ms", "inter.broker.listener.name",
-    "listener.security.protocol.map", "max.connections",
-})
+__all__ = ["ConfigError", "InvalidValue", "KafkaConfig", "Endpoint", "parse_listener", "parse_properties",
+           "LONG_MAX", "key_of"]
 
 _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+def key_of(name: str) -> BrokerKey | None:
+    """The definition of a broker key (Kafka's, or one of ours); per-listener keys resolve to their base."""
+    key = BROKER_KEYS.get(name) or OUR_KEYS.get(name)
+    if key is None:
+        base = listener_base_name(name)
+        if base is not None:
+            key = BROKER_KEYS.get(base)
+    return key
+
+
+def is_known(name: str) -> bool:
+    return key_of(name) is not None or is_plugin_key(name)
 
 
 @dataclass(frozen=True)
@@ -205,45 +100,37 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
-def _convert(d: ConfigDef, value: Any) -> Any:
-    if value is None:
-        return None
-    if d.type in ("int", "long"):
-        try:
-            v = int(str(value).strip())
-        except ValueError:
-            raise ConfigError(f"{d.name}: '{value}' is not an integer") from None
-        limit = 2**31 if d.type == "int" else 2**63
-        if not -limit <= v < limit:
-            raise ConfigError(f"{d.name}: {v} does not fit in a {d.type}")
-    elif d.type == "double":
-        try:
-            v = float(str(value).strip())
-        except ValueError:
-            raise ConfigError(f"{d.name}: '{value}' is not a number") from None
-    elif d.type == "bool":
-        s = str(value).strip().lower()
-        if s not in ("true", "false"):
-            raise ConfigError(f"{d.name}: '{value}' is not true or false")
-        v = s == "true"
-    elif d.type == "list":
-        v = [p.strip() for p in str(value).split(",") if p.strip()] if isinstance(value, str) else list(value)
-    else:
-        v = str(value)
-    if d.min is not None and isinstance(v, int | float) and not isinstance(v, bool) and v < d.min:
-        raise ConfigError(f"{d.name}: {v} is below the minimum {d.min:g}")
-    if d.choices is not None and v not in d.choices:
-        raise ConfigError(f"{d.name}: '{v}' is not one of {', '.join(d.choices)}")
-    return v
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return to_string(value, None) or ""
+
+
+def _overlay(props: dict[str, str], layer: Mapping[str, str]) -> None:
+    """Kafka's overrideProps: a key from a higher layer first removes its synonyms from the lower ones."""
+    for key, value in layer.items():
+        for synonym in broker_synonyms(key) if listener_base_name(key) is None else [key]:
+            props.pop(synonym, None)
+        props[key] = value
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"requirement failed: {message}")
 
 
 class KafkaConfig:
     def __init__(self, props: Mapping[str, Any] | None = None) -> None:
-        self.originals: dict[str, str] = {}
-        self._values: dict[str, Any] = {n: _convert(d, d.default) for n, d in DEFINITIONS.items()}
-        for key, value in (props or {}).items():
-            self.set(key, value)
-        self._validate()
+        static = {str(k): _as_text(v) for k, v in (props or {}).items()}
+        # Kafka treats node.id and broker.id as one setting: either fills the other.
+        if "node.id" in static and "broker.id" not in static:
+            static["broker.id"] = static["node.id"]
+        elif "broker.id" in static and "node.id" not in static:
+            static["node.id"] = static["broker.id"]
+        self.originals: dict[str, str] = static
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
+        self._values: dict[str, Any] = self._resolve(static, {}, {})
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> KafkaConfig:
@@ -260,25 +147,48 @@ class KafkaConfig:
             props[key.strip()] = value.strip()
         return cls(props)
 
-    def set(self, key: str, value: Any) -> None:
-        d = DEFINITIONS.get(key)
-        if d is None:
-            raise ConfigError(f"unknown configuration key '{key}'")
-        self._values[key] = _convert(d, value)
-        self.originals[key] = "" if value is None else str(value)
+    # ---- layers
+    @staticmethod
+    def merged(static: Mapping[str, str], dynamic_default: Mapping[str, str],
+               dynamic_broker: Mapping[str, str]) -> dict[str, str]:
+        props = dict(static)
+        _overlay(props, dynamic_default)
+        _overlay(props, dynamic_broker)
+        return props
 
-    def _validate(self) -> None:
-        node_id, broker_id = self._values["node.id"], self._values["broker.id"]
-        if node_id >= 0 and broker_id >= 0 and node_id != broker_id:
-            raise ConfigError(f"node.id ({node_id}) and broker.id ({broker_id}) disagree")
-        for ep in self.listeners:
-            if ep.listener not in ("PLAINTEXT",):
-                raise ConfigError(f"listeners: only PLAINTEXT listeners are supported, not {ep.listener}")
-        if not self.log_dirs:
-            raise ConfigError("log.dirs: no log directory given")
-        if self["min.insync.replicas"] > 32767:
-            raise ConfigError("min.insync.replicas: too large")
+    def _resolve(self, static: Mapping[str, str], dynamic_default: Mapping[str, str],
+                 dynamic_broker: Mapping[str, str]) -> dict[str, Any]:
+        props = self.merged(static, dynamic_default, dynamic_broker)
+        values: dict[str, Any] = {}
+        for name, key in (BROKER_KEYS | OUR_KEYS).items():
+            values[name] = key.parse(props[name]) if name in props else key.effective_default
+        for name, raw in props.items():  # per-listener overrides are checked against their base key's type
+            base = listener_base_name(name)
+            if base is not None and base in BROKER_KEYS:
+                BROKER_KEYS[base].parse(raw)
+        _check_requirements(values)
+        return values
 
+    def with_dynamic(self, dynamic_default: Mapping[str, str] | None = None,
+                     dynamic_broker: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The values the config would have with these dynamic layers (raises ConfigError)."""
+        return self._resolve(self.originals,
+                             self.dynamic_default if dynamic_default is None else dynamic_default,
+                             self.dynamic_broker if dynamic_broker is None else dynamic_broker)
+
+    def set_dynamic(self, dynamic_default: Mapping[str, str] | None = None,
+                    dynamic_broker: Mapping[str, str] | None = None) -> set[str]:
+        """Replace a dynamic layer (None keeps it); returns the keys whose effective value changed."""
+        values = self.with_dynamic(dynamic_default, dynamic_broker)
+        if dynamic_default is not None:
+            self.dynamic_default = dict(dynamic_default)
+        if dynamic_broker is not None:
+            self.dynamic_broker = dict(dynamic_broker)
+        changed = {k for k, v in values.items() if self._values.get(k) != v}
+        self._values = values
+        return changed
+
+    # ---- lookups
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
 
@@ -290,72 +200,194 @@ class KafkaConfig:
         return sorted(self._values.items())
 
     def is_default(self, key: str) -> bool:
-        return key not in self.originals
+        return not any(key in layer for layer in (self.originals, self.dynamic_default, self.dynamic_broker))
 
-    def ignored_keys(self) -> list[str]:
-        return sorted(k for k in self.originals if k in ACCEPTED_IGNORED)
+    def static_defaults(self) -> dict[str, str]:
+        """Every key's default as text, where it has one (Kafka's DEFAULT_CONFIG synonyms)."""
+        out = {}
+        for name, key in (BROKER_KEYS | OUR_KEYS).items():
+            text = to_string(key.effective_default, key.type)
+            if text is not None:
+                out[name] = text
+        return out
+
+    # ---- start-up report
+    def unknown_keys(self) -> list[str]:
+        return sorted(k for k in self.originals if not is_known(k))
+
+    def no_effect_keys(self) -> list[str]:
+        return sorted(k for k in self.originals if is_known(k) and not has_effect(k))
+
+    def startup_warnings(self) -> list[str]:
+        lines = []
+        unknown = self.unknown_keys()
+        if unknown:
+            names = list(BROKER_KEYS) + list(OUR_KEYS)
+            shown = []
+            for k in unknown:
+                close = difflib.get_close_matches(k, names, n=1, cutoff=0.8)
+                shown.append(f"'{k}' (did you mean '{close[0]}'?)" if close else f"'{k}'")
+            lines.append("These configurations were supplied but are not Kafka broker configurations, "
+                         "so they are ignored: " + ", ".join(shown))
+        by_note: dict[str, list[str]] = {}
+        for k in self.no_effect_keys():
+            by_note.setdefault(no_effect_note(k), []).append(k)
+        if by_note:
+            lines.append("These Kafka configurations have no effect on this broker: "
+                         + "; ".join(f"{', '.join(keys)} ({note})" for note, keys in by_note.items()))
+        return lines
 
     # ---- derived values, as Kafka derives them
     @property
     def broker_id(self) -> int:
-        bid = self._values["node.id"] if self._values["node.id"] >= 0 else self._values["broker.id"]
+        bid = self._values["broker.id"]
         return bid if bid >= 0 else 0
 
     @property
     def listeners(self) -> list[Endpoint]:
-        return [parse_listener(v) for v in self._values["listeners"]]
+        return [parse_listener(v) for v in _csv(self._values["listeners"])]
 
     @property
     def advertised_listeners(self) -> list[Endpoint]:
-        adv = self._values["advertised.listeners"]
+        adv = _csv(self._values["advertised.listeners"])
         if not adv:
             return self.listeners
         return [parse_listener(v, "advertised.listeners") for v in adv]
 
     @property
     def log_dirs(self) -> list[Path]:
-        dirs = self._values["log.dirs"] or [self._values["log.dir"]]
+        dirs = _csv(self._values["log.dirs"]) or _csv(self._values["log.dir"])
         return [Path(d) for d in dirs]
 
     @property
     def log_roll_ms(self) -> int:
-        v = self._values["log.roll.ms"]
-        return v if v is not None else self._values["log.roll.hours"] * 3600_000
+        return _log_roll_ms(self._values)
 
     @property
     def log_retention_ms(self) -> int:
-        if self._values["log.retention.ms"] is not None:
-            return self._values["log.retention.ms"]
-        if self._values["log.retention.minutes"] is not None:
-            return self._values["log.retention.minutes"] * 60_000
-        hours = self._values["log.retention.hours"]
-        return -1 if hours < 0 else hours * 3600_000
+        return _log_retention_ms(self._values)
 
     @property
     def log_flush_interval_ms(self) -> int:
         v = self._values["log.flush.interval.ms"]
-        return v if v is not None else LONG_MAX
+        return v if v is not None else self._values["log.flush.scheduler.interval.ms"]
 
-    def topic_defaults(self) -> dict[str, str]:
-        """Broker-level defaults under their topic-level names (what DescribeConfigs shows for a topic)."""
-        return {
-            "cleanup.policy": ",".join(self["log.cleanup.policy"]),
-            "compression.type": self["compression.type"],
-            "delete.retention.ms": str(self["log.cleaner.delete.retention.ms"]),
-            "file.delete.delay.ms": str(self["log.segment.delete.delay.ms"]),
-            "flush.messages": str(self["log.flush.interval.messages"]),
-            "flush.ms": str(self.log_flush_interval_ms),
-            "index.interval.bytes": str(self["log.index.interval.bytes"]),
-            "max.message.bytes": str(self["message.max.bytes"]),
-            "message.timestamp.type": self["log.message.timestamp.type"],
-            "min.cleanable.dirty.ratio": str(self["log.cleaner.min.cleanable.ratio"]),
-            "min.compaction.lag.ms": str(self["log.cleaner.min.compaction.lag.ms"]),
-            "min.insync.replicas": str(self["min.insync.replicas"]),
-            "preallocate": str(self["log.preallocate"]).lower(),
-            "retention.bytes": str(self["log.retention.bytes"]),
-            "retention.ms": str(self.log_retention_ms),
-            "segment.bytes": str(self["log.segment.bytes"]),
-            "segment.index.bytes": str(self["log.index.size.max.bytes"]),
-            "segment.ms": str(self.log_roll_ms),
-            "unclean.leader.election.enable": str(self["unclean.leader.election.enable"]).lower(),
-        }
+    @property
+    def inter_broker_protocol_version(self) -> MetadataVersion:
+        """`inter.broker.protocol.version`, ordered: compare with `>=` or MetadataVersion's predicates."""
+        return MetadataVersion.parse(self._values["inter.broker.protocol.version"])
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """The broker's defaults under their topic-level names, typed (Kafka's extractLogConfigMap)."""
+        v = self._values
+        out = {t.name: v[t.broker_synonym] for t in TOPIC_KEYS.values()
+               if t.broker_synonym is not None and t.broker_synonym in v}
+        out.update({
+            "segment.ms": self.log_roll_ms,
+            "segment.jitter.ms": v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None
+            else v["log.roll.jitter.hours"] * 3_600_000,
+            "flush.ms": self.log_flush_interval_ms,
+            "retention.ms": self.log_retention_ms,
+            # Ignored from inter.broker.protocol.version 3.0 on: topics see Kafka's fixed default.
+            "message.format.version": TOPIC_KEYS["message.format.version"].default
+            if self.inter_broker_protocol_version.is_at_least("3.0-IV1") else v["log.message.format.version"],
+        })
+        for t in TOPIC_KEYS.values():
+            out.setdefault(t.name, t.default)
+        return out
+
+
+def _csv(value: str | None) -> list[str]:
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+def _log_roll_ms(v: Mapping[str, Any]) -> int:
+    return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
+
+
+def _log_retention_ms(v: Mapping[str, Any]) -> int:
+    if v["log.retention.ms"] is not None:
+        ms = v["log.retention.ms"]
+    elif v["log.retention.minutes"] is not None:
+        ms = v["log.retention.minutes"] * 60_000
+    else:
+        ms = v["log.retention.hours"] * 3_600_000
+    return -1 if ms < 0 else ms
+
+
+def _check_requirements(v: Mapping[str, Any]) -> None:
+    """Kafka's cross-key checks (KafkaConfig.validateValues), for the ZooKeeper-mode broker we are."""
+    if v["node.id"] != v["broker.id"]:
+        raise ConfigError("You must set `node.id` to the same value as `broker.id`.")
+    _require(-1 <= v["broker.id"] <= v["reserved.broker.max.id"],
+             "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id")
+    _require(_log_roll_ms(v) >= 1, "log.roll.ms must be greater than or equal to 1")
+    jitter = v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"]
+    _require(jitter >= 0, "log.roll.jitter.ms must be greater than or equal to 0")
+    retention = _log_retention_ms(v)
+    _require(retention >= 1 or retention == -1,
+             "log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+    _require(bool(_csv(v["log.dirs"]) or _csv(v["log.dir"])),
+             "At least one log directory must be defined via log.dirs or log.dir.")
+    if v["log.cleaner.threads"] == 0:  # Kafka divides by it here and fails with Java's own message
+        raise ConfigError("/ by zero")
+    _require(v["log.cleaner.dedupe.buffer.size"] // v["log.cleaner.threads"] > 1024 * 1024,
+             "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
+    _require(v["replica.fetch.wait.max.ms"] <= v["replica.socket.timeout.ms"],
+             "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent unnecessary "
+             "socket timeouts")
+    _require(v["replica.fetch.wait.max.ms"] <= v["replica.lag.time.max.ms"],
+             "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms to prevent "
+             "frequent changes in ISR")
+    _require(-1 <= v["offsets.commit.required.acks"] <= v["offsets.topic.replication.factor"],
+             "offsets.commit.required.acks must be greater or equal -1 and less or equal to "
+             "offsets.topic.replication.factor")
+    _require(v["queued.max.request.bytes"] <= 0 or v["queued.max.request.bytes"] >= v["socket.request.max.bytes"],
+             "queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+    if v["max.connections.per.ip"] == 0:
+        _require(bool(v["max.connections.per.ip.overrides"]), "max.connections.per.ip can be set to zero only if "
+                 "max.connections.per.ip.overrides property is set.")
+    if v["connections.max.idle.ms"] >= 0:
+        delay, idle = v["connection.failed.authentication.delay.ms"], v["connections.max.idle.ms"]
+        _require(delay < idle, f"connection.failed.authentication.delay.ms={delay} should always be less than "
+                 f"connections.max.idle.ms={idle} to prevent failed authentication responses from timing out")
+    ibp = MetadataVersion.parse(v["inter.broker.protocol.version"])
+    if not ibp.is_at_least("3.0-IV1"):  # from 3.0 on Kafka ignores log.message.format.version
+        fmt = MetadataVersion.parse(v["log.message.format.version"])
+        _require(ibp.highest_record_version >= fmt.highest_record_version,
+                 f"log.message.format.version {v['log.message.format.version']} can only be used when "
+                 "inter.broker.protocol.version is set to a version that supports its record format")
+    for a, at_least_b, b in _GROUP_ORDER:
+        ok = v[a] >= v[b] if at_least_b else v[a] <= v[b]
+        _require(ok, f"{a} must be {'greater' if at_least_b else 'less'} than or equals to {b}")
+    _check_listeners(v)
+
+
+# KIP-848 group timing bounds: (a, True, b) requires a >= b, (a, False, b) requires a <= b.
+_GROUP_ORDER: list[tuple[str, bool, str]] = [
+    ("group.consumer.max.heartbeat.interval.ms", True, "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", True, "group.consumer.min.heartbeat.interval.ms"),
+    ("group.consumer.heartbeat.interval.ms", False, "group.consumer.max.heartbeat.interval.ms"),
+    ("group.consumer.max.session.timeout.ms", True, "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", True, "group.consumer.min.session.timeout.ms"),
+    ("group.consumer.session.timeout.ms", False, "group.consumer.max.session.timeout.ms"),
+]
+
+
+def _check_listeners(v: Mapping[str, Any]) -> None:
+    listeners = [parse_listener(x) for x in _csv(v["listeners"])]
+    advertised = [parse_listener(x, "advertised.listeners") for x in _csv(v["advertised.listeners"])] or listeners
+    for ep in listeners:
+        if ep.listener != "PLAINTEXT":
+            raise ConfigError(f"listeners: only PLAINTEXT listeners are supported, not {ep.listener}")
+    names = {ep.listener for ep in listeners}
+    adv_names = {ep.listener for ep in advertised}
+    _require(adv_names <= names, "advertised.listeners listener names must be equal to or a subset of the ones "
+             f"defined in listeners. Found {','.join(sorted(adv_names))}. The valid options based on the current "
+             f"configuration are {','.join(sorted(names))}")
+    inter = v["inter.broker.listener.name"] or v["security.inter.broker.protocol"]
+    _require(inter in adv_names, "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+             f"The valid options based on currently configured listeners are {','.join(sorted(adv_names))}")
+    if v["min.insync.replicas"] > 32767:
+        raise ConfigError("min.insync.replicas: too large")
+

@@ -1,35 +1,28 @@
 """Topic names and topic-level configuration (broker defaults + per-topic overrides), as Kafka has them.
 
 `TopicConfigs` answers "what is this topic's effective config": the broker's `log.*` defaults under their
-topic-level names, overridden by the topic's own settings (from CreateTopics, AlterConfigs or the
-metadata store). `validate()` rejects unknown keys and bad values with a message naming the key, the way
-CreateTopics/AlterConfigs report INVALID_CONFIG.
+topic-level names (following dynamic broker configs), overridden by the topic's own settings (from
+CreateTopics, AlterConfigs or the metadata store). `validate()` checks overrides as Kafka's
+LogConfig.validate does and raises ValueError with Kafka's message: "Unknown topic config name: x",
+"Invalid value y for configuration x: ...", the min/max compaction lag conflict, tiered storage being off.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Any
 
 from broker.config import KafkaConfig
+from broker.config_keys import TOPIC_KEYS
+from broker.config_types import ConfigError, to_string
 from storage import LogConfig
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-# Topic keys the broker (not storage) acts on, with their validation.
-_BROKER_TOPIC_KEYS = {
-    "min.insync.replicas": lambda v: int(v) >= 1,
-    "unclean.leader.election.enable": lambda v: v.lower() in ("true", "false"),
-    "compression.type": lambda v: v in ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-}
-
-# Config sources in DescribeConfigs (Kafka's ConfigSource ids).
-SOURCE_TOPIC = 1
-SOURCE_DYNAMIC_BROKER = 2
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
+# Topic keys the broker (not storage) acts on; storage ignores them.
+_BROKER_TOPIC_KEYS = frozenset({"min.insync.replicas", "unclean.leader.election.enable", "compression.type"})
 
 
 def valid_topic_name(name: str) -> bool:
@@ -49,13 +42,28 @@ def topic_name_error(name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: int
-    read_only: bool = False
-    sensitive: bool = False
+class InvalidConfiguration(ValueError):
+    """Kafka's InvalidConfigurationException: its message goes to the client as it is."""
+
+
+def parse_topic_configs(props: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Kafka's LogConfig.validate: names, then values, then the cross-key rules; returns the typed
+    effective values (defaults overlaid with `props`). Raises InvalidConfiguration, or ConfigError for a
+    bad value (Kafka's ConfigException, which AlterConfigs prefixes with the resource); both are ValueErrors."""
+    for name in props:
+        if name not in TOPIC_KEYS:
+            raise InvalidConfiguration(f"Unknown topic config name: {name}")
+    values = dict(defaults)
+    for name, raw in props.items():
+        values[name] = TOPIC_KEYS[name].parse(raw)  # InvalidValue (a ConfigError) names key and value
+    if values["min.compaction.lag.ms"] > values["max.compaction.lag.ms"]:
+        low, high = values["min.compaction.lag.ms"], values["max.compaction.lag.ms"]
+        raise InvalidConfiguration(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                                   f"max.compaction.lag.ms ({high})")
+    if values["remote.storage.enable"]:
+        raise ConfigError("Tiered Storage functionality is disabled in the broker. "
+                         "Topic cannot be configured with remote log storage.")
+    return values
 
 
 class TopicConfigs:
@@ -66,15 +74,16 @@ class TopicConfigs:
         self._default = self._default_log_config()
 
     def _default_log_config(self) -> LogConfig:
-        return LogConfig.from_topic_config(
-            {k: v for k, v in self.broker_config.topic_defaults().items()
-             if k not in _BROKER_TOPIC_KEYS and k != "unclean.leader.election.enable"},
-            LogConfig())
+        defaults = self.broker_config.topic_defaults()
+        storage_props = {k: to_string(v, TOPIC_KEYS[k].type) or "" for k, v in defaults.items()
+                         if k not in _BROKER_TOPIC_KEYS}
+        return LogConfig.from_topic_config(storage_props, LogConfig())
 
     def default_log_config(self) -> LogConfig:
         return self._default
 
     def reload_defaults(self) -> None:
+        """The broker's log defaults changed (a dynamic broker config): topics without overrides follow."""
         self._default = self._default_log_config()
         self._cache.clear()
 
@@ -91,20 +100,12 @@ class TopicConfigs:
         self._cache.pop(topic, None)
 
     def validate(self, props: Mapping[str, str]) -> None:
-        """Raise ValueError naming the first unknown key or bad value."""
-        storage_props = {}
-        for key, value in props.items():
-            check = _BROKER_TOPIC_KEYS.get(key)
-            if check is not None:
-                try:
-                    ok = check(str(value))
-                except ValueError:
-                    ok = False
-                if not ok:
-                    raise ValueError(f"Invalid value {value} for configuration {key}")
-            else:
-                storage_props[key] = value
-        LogConfig.from_topic_config(storage_props, self._default)
+        """Raise ValueError with Kafka's message for the first unknown key or bad value."""
+        parse_topic_configs(props, self.broker_config.topic_defaults())
+
+    def effective(self, topic: str) -> dict[str, Any]:
+        """Every topic key's typed value for `topic` (its overrides over the broker's defaults)."""
+        return parse_topic_configs(self.overrides(topic), self.broker_config.topic_defaults())
 
     def log_config(self, topic: str) -> LogConfig:
         cfg = self._cache.get(topic)
@@ -117,38 +118,3 @@ class TopicConfigs:
     def min_insync_replicas(self, topic: str) -> int:
         v = self.overrides(topic).get("min.insync.replicas")
         return int(v) if v is not None else self.broker_config["min.insync.replicas"]
-
-    def describe(self, topic: str) -> list[ConfigEntry]:
-        overrides = self.overrides(topic)
-        entries = []
-        for key, default in sorted(self.broker_config.topic_defaults().items()):
-            if key in overrides:
-                entries.append(ConfigEntry(key, overrides[key], SOURCE_TOPIC))
-            else:
-                broker_key = _BROKER_KEY_FOR_TOPIC_KEY.get(key)
-                static = broker_key is not None and not self.broker_config.is_default(broker_key)
-                entries.append(ConfigEntry(key, default, SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT))
-        return entries
-
-
-_BROKER_KEY_FOR_TOPIC_KEY = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "file.delete.delay.ms": "log.segment.delete.delay.ms",
-    "flush.messages": "log.flush.interval.messages",
-    "flush.ms": "log.flush.interval.ms",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
-    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
-    "min.insync.replicas": "min.insync.replicas",
-    "preallocate": "log.preallocate",
-    "retention.bytes": "log.retention.bytes",
-    "retention.ms": "log.retention.ms",
-    "segment.bytes": "log.segment.bytes",
-    "segment.index.bytes": "log.index.size.max.bytes",
-    "segment.ms": "log.roll.ms",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-}

@@ -5,8 +5,10 @@ factor (-1 = the broker's `num.partitions` / `default.replication.factor`) or a 
 (INVALID_REPLICA_ASSIGNMENT), configs validated (INVALID_CONFIG); replicas placed as Kafka's
 rack-unaware round robin. `validate_only` checks everything and creates nothing. The answer waits
 (up to `timeout_ms`) until the new partitions have leaders in this broker's metadata, else
-REQUEST_TIMED_OUT. v5+ returns partitions, replication factor and configs; v7 the topic id.
-Duplicate names in one request: INVALID_REQUEST for that name, as Kafka.
+REQUEST_TIMED_OUT. v5+ returns partitions, replication factor and configs (each with the source and
+sensitivity DescribeConfigs reports); v7 the topic id.
+Duplicate names in one request: INVALID_REQUEST for that name, as Kafka; a config with a null value:
+INVALID_CONFIG "Null value not supported for topic configs: a,b".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.config_describe import describe_topic
 from broker.controller import NewTopic, TopicResult
 from protocol.errors import ErrorCode
 
@@ -37,10 +40,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             results[t.name] = TopicResult(ErrorCode.INVALID_REQUEST,
                                           f"Create topics request from client contains duplicate topic {t.name}")
             continue
+        nulls = [c.name for c in (t.configs or []) if c.value is None]
+        if nulls and t.name not in server.metadata_cache.topics:
+            results[t.name] = TopicResult(ErrorCode.INVALID_CONFIG,
+                                          f"Null value not supported for topic configs: {','.join(nulls)}")
+            continue
         specs.append(NewTopic(
             t.name, t.num_partitions, t.replication_factor,
             {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])},
-            {c.name: c.value for c in (t.configs or []) if c.value is not None}))
+            {c.name: c.value for c in (t.configs or [])}))
     validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
     results.update(await server.controller.admin.create_topics(specs, validate_only=validate_only,
                                                                timeout_ms=request.timeout_ms))
@@ -55,12 +63,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                           replication_factor=r.replication_factor if ok else -1,
                           topic_id=r.topic_id or ZERO_UUID, topic_config_error_code=0)
             if ok:
-                merged = dict(server.topic_configs.broker_config.topic_defaults())
-                merged.update(r.configs)
                 fields["configs"] = [
                     Resp.CreatableTopicResult.CreatableTopicConfigs(
-                        name=k, value=v, read_only=False,
-                        config_source=1 if k in r.configs else 5, is_sensitive=False)
-                    for k, v in sorted(merged.items())]
+                        name=c.name, value=c.value, read_only=c.read_only, config_source=int(c.source),
+                        is_sensitive=c.sensitive)
+                    for c in describe_topic(server.config, r.configs)]
         out.append(Resp.CreatableTopicResult(**fields))
     return response_for(request, throttle_time_ms=0, topics=out)

@@ -1,13 +1,18 @@
-"""DescribeConfigs (key 32), versions 0–4.
+"""DescribeConfigs (key 32), versions 0–4, answered as Kafka 3.7's ConfigHelper answers.
 
-TOPIC resources (type 2), read from the metadata store: every topic-level config with its effective
-value and source (TOPIC_CONFIG for overrides, STATIC_BROKER_CONFIG when the broker's server.properties
-set the default, else DEFAULT_CONFIG), and synonyms (v1+) naming the broker key behind each default.
-BROKER resources (type 4, named by broker id): the broker's configuration, read-only
-(STATIC_BROKER_CONFIG / DEFAULT_CONFIG). `configuration_keys` filters. Unknown topic:
-UNKNOWN_TOPIC_OR_PARTITION; another broker's id or an unknown resource type: INVALID_REQUEST.
-v3+ config types are STRING unless known.
-Gaps: BROKER_LOGGER resources are answered INVALID_REQUEST; no documentation strings.
+TOPIC resources (type 2): an invalid name answers INVALID_TOPIC_EXCEPTION, a missing topic
+UNKNOWN_TOPIC_OR_PARTITION (no message); otherwise every topic key with its effective value, Kafka's
+`config_type`, `config_source` and synonyms (the override, then the broker keys behind it over the
+dynamic per-broker, dynamic cluster-wide, static and default layers; see broker/config_describe.py).
+The topic's overrides are read from the metadata store first (a broker that is not the controller may
+not have seen a new topic's config yet).
+BROKER resources (type 4): "<this broker's id>" lists every broker key and every supplied key; "" lists
+the cluster-wide dynamic defaults. A non-integer name: INVALID_REQUEST "Broker id must be an integer, but
+it is: x"; another broker's id: INVALID_REQUEST "Unexpected broker id, expected <id> or empty string, but
+received <x>". PASSWORD keys and unknown keys are sensitive (value null). `configuration_keys` filters;
+synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `include_documentation`.
+v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
+Gaps: BROKER_LOGGER (8) and CLIENT_METRICS (16) resources answer INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config import DEFINITIONS
-from broker.topics import _BROKER_KEY_FOR_TOPIC_KEY, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC
+from broker.config_describe import DescribedConfig, describe_broker, describe_topic
+from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 
 API_KEY = 32
@@ -26,64 +31,58 @@ MAX_VERSION = 4
 TOPIC = 2
 BROKER = 4
 
-_CONFIG_TYPES = {"bool": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7,
-                 "password": 9}
-
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
     v = request.API_VERSION
-    Resp = response_type(request)
-    Result = Resp.DescribeConfigsResult
+    Result = response_type(request).DescribeConfigsResult
     Entry = Result.DescribeConfigsResourceResult
     include_synonyms = v >= 1 and bool(request.include_synonyms)
+    include_docs = v >= 3 and bool(getattr(request, "include_documentation", False))
+
+    def entry(c: DescribedConfig) -> Any:
+        synonyms = [Entry.DescribeConfigsSynonym(name=s.name, value=s.value, source=int(s.source))
+                    for s in c.synonyms] if include_synonyms else []
+        return Entry(name=c.name, value=c.value, read_only=c.read_only, is_default=False,
+                     config_source=int(c.source), is_sensitive=c.sensitive, synonyms=synonyms,
+                     config_type=int(c.type), documentation=c.documentation)
+
     results = []
     for res in request.resources:
         keys = set(res.configuration_keys) if res.configuration_keys else None
-        entries = []
+        configs: list[DescribedConfig] = []
         error, message = ErrorCode.NONE, None
         if res.resource_type == TOPIC:
-            if res.resource_name not in server.metadata_cache.topics:
-                error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {res.resource_name} does not exist"
+            name_error = topic_name_error(res.resource_name)
+            if name_error is not None:
+                error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, name_error
+            elif res.resource_name not in server.metadata_cache.topics:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 await server.refresh_topic_config(res.resource_name)
-                for e in server.topic_configs.describe(res.resource_name):
-                    if keys is not None and e.name not in keys:
-                        continue
-                    synonyms = []
-                    if include_synonyms:
-                        if e.source == SOURCE_TOPIC:
-                            synonyms.append(Entry.DescribeConfigsSynonym(name=e.name, value=e.value,
-                                                                         source=SOURCE_TOPIC))
-                        broker_key = _BROKER_KEY_FOR_TOPIC_KEY.get(e.name)
-                        if broker_key is not None:
-                            bval = server.config.originals.get(broker_key)
-                            if bval is not None:
-                                synonyms.append(Entry.DescribeConfigsSynonym(name=broker_key, value=bval,
-                                                                             source=SOURCE_STATIC_BROKER))
-                    entries.append(Entry(name=e.name, value=e.value, read_only=False,
-                                         config_source=e.source, is_default=e.source == SOURCE_DEFAULT,
-                                         is_sensitive=False, synonyms=synonyms, config_type=2,
-                                         documentation=None))
+                configs = describe_topic(server.config, server.topic_configs.overrides(res.resource_name),
+                                         documentation=include_docs)
         elif res.resource_type == BROKER:
-            if res.resource_name not in ("", str(server.broker_id)):
-                error, message = ErrorCode.INVALID_REQUEST, f"Unexpected broker id {res.resource_name}"
-            else:
-                for name, value in server.config.items():
-                    if keys is not None and name not in keys:
-                        continue
-                    source = SOURCE_DEFAULT if server.config.is_default(name) else SOURCE_STATIC_BROKER
-                    text = None if value is None else (",".join(value) if isinstance(value, list)
-                                                        else str(value).lower() if isinstance(value, bool)
-                                                        else str(value))
-                    synonyms = [Entry.DescribeConfigsSynonym(name=name, value=text, source=source)] \
-                        if include_synonyms else []
-                    entries.append(Entry(name=name, value=text, read_only=True, config_source=source,
-                                         is_default=source == SOURCE_DEFAULT, is_sensitive=False,
-                                         synonyms=synonyms, config_type=_CONFIG_TYPES.get(DEFINITIONS[name].type, 2),
-                                         documentation=None))
+            error, message = _check_broker_name(res.resource_name, server.broker_id)
+            if error == ErrorCode.NONE:
+                configs = describe_broker(server.config, per_broker=res.resource_name != "",
+                                          documentation=include_docs)
         else:
-            error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}"
+            error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {res.resource_type}"
         results.append(Result(error_code=error, error_message=message, resource_type=res.resource_type,
-                              resource_name=res.resource_name, configs=entries))
+                              resource_name=res.resource_name,
+                              configs=[entry(c) for c in configs if keys is None or c.name in keys]))
     return response_for(request, throttle_time_ms=0, results=results)
+
+
+def _check_broker_name(name: str, broker_id: int) -> tuple[ErrorCode, str | None]:
+    if name == "":
+        return ErrorCode.NONE, None
+    try:
+        requested = int(name)
+    except ValueError:
+        return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+    if requested != broker_id:
+        return ErrorCode.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or empty string, "
+                                           f"but received {name}")
+    return ErrorCode.NONE, None

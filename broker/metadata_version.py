@@ -1,0 +1,104 @@
+"""Kafka's inter-broker protocol versions (`inter.broker.protocol.version`, `log.message.format.version`).
+
+Contract:
+- `MetadataVersion.parse(text)` accepts what Kafka's MetadataVersion.fromVersionString accepts: a full
+  version with its internal version ("3.7-IV4", "0.10.0-IV1"), a release ("3.7", "0.10.2", meaning the
+  release's newest production internal version), or a patch release ("3.7.1", "0.10.2.1": the patch
+  part is ignored). Anything else raises ValueError with Kafka's message.
+- Values are totally ordered by their position in Kafka's list, so code that picks inter-broker
+  request versions can write `ibp >= MetadataVersion.parse("2.7-IV2")` or `ibp.is_alter_partition_supported`.
+- `str(v)` is Kafka's canonical form ("3.7-IV4"); `v.release` the release ("3.7").
+The list is Kafka 3.9's (3.7.1's plus 3.8-IV0 and 3.9-IV0, whose releases 3.9 made production);
+`LATEST_PRODUCTION` is 3.7-IV4, the version this broker reports itself as (Kafka 3.7.1's default).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+# (release, internal version) in Kafka's order. Releases before 0.10.0 have no internal version.
+_VERSIONS: tuple[tuple[str, str], ...] = (
+    ("0.8.0", ""), ("0.8.1", ""), ("0.8.2", ""), ("0.9.0", ""),
+    ("0.10.0", "IV0"), ("0.10.0", "IV1"), ("0.10.1", "IV0"), ("0.10.1", "IV1"), ("0.10.1", "IV2"),
+    ("0.10.2", "IV0"), ("0.11.0", "IV0"), ("0.11.0", "IV1"), ("0.11.0", "IV2"),
+    ("1.0", "IV0"), ("1.1", "IV0"), ("2.0", "IV0"), ("2.0", "IV1"), ("2.1", "IV0"), ("2.1", "IV1"), ("2.1", "IV2"),
+    ("2.2", "IV0"), ("2.2", "IV1"), ("2.3", "IV0"), ("2.3", "IV1"), ("2.4", "IV0"), ("2.4", "IV1"), ("2.5", "IV0"),
+    ("2.6", "IV0"), ("2.7", "IV0"), ("2.7", "IV1"), ("2.7", "IV2"), ("2.8", "IV0"), ("2.8", "IV1"),
+    ("3.0", "IV0"), ("3.0", "IV1"), ("3.1", "IV0"), ("3.2", "IV0"), ("3.3", "IV0"), ("3.3", "IV1"), ("3.3", "IV2"),
+    ("3.3", "IV3"), ("3.4", "IV0"), ("3.5", "IV0"), ("3.5", "IV1"), ("3.5", "IV2"), ("3.6", "IV0"), ("3.6", "IV1"),
+    ("3.6", "IV2"), ("3.7", "IV0"), ("3.7", "IV1"), ("3.7", "IV2"), ("3.7", "IV3"), ("3.7", "IV4"),
+    ("3.8", "IV0"), ("3.9", "IV0"),
+)
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class MetadataVersion:
+    ordinal: int
+    release: str
+    sub_version: str
+
+    def __str__(self) -> str:
+        return f"{self.release}-{self.sub_version}" if self.sub_version else self.release
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, MetadataVersion):
+            return NotImplemented
+        return self.ordinal < other.ordinal
+
+    def is_at_least(self, other: MetadataVersion | str) -> bool:
+        return self >= (other if isinstance(other, MetadataVersion) else MetadataVersion.parse(other))
+
+    # The capabilities the inter-broker code chooses by (Kafka's MetadataVersion predicates).
+    @property
+    def is_truncation_on_fetch_supported(self) -> bool:
+        return self.is_at_least("2.7-IV1")
+
+    @property
+    def is_alter_partition_supported(self) -> bool:
+        return self.is_at_least("2.7-IV2")
+
+    @property
+    def is_topic_ids_supported(self) -> bool:
+        return self.is_at_least("2.8-IV0")
+
+    @property
+    def is_allocate_producer_ids_supported(self) -> bool:
+        return self.is_at_least("3.0-IV0")
+
+    @property
+    def is_leader_recovery_supported(self) -> bool:
+        return self.is_at_least("3.2-IV0")
+
+    @property
+    def highest_record_version(self) -> int:
+        """The newest record batch magic this version allows (log.message.format.version)."""
+        if self < _BY_NAME["0.10.0-IV0"]:
+            return 0
+        if self < _BY_NAME["0.11.0-IV0"]:
+            return 1
+        return 2
+
+    @staticmethod
+    def parse(text: str) -> MetadataVersion:
+        segments = text.split(".")
+        wanted = 3 if text.startswith("0.") else 2
+        key = text if wanted >= len(segments) else ".".join(segments[:wanted])
+        version = _BY_NAME.get(key)
+        if version is None:
+            raise ValueError(f"Version {text} is not a valid version")
+        return version
+
+    @staticmethod
+    def all() -> tuple[MetadataVersion, ...]:
+        return _ALL
+
+
+_ALL = tuple(MetadataVersion(i, release, sub) for i, (release, sub) in enumerate(_VERSIONS))
+_BY_NAME: dict[str, MetadataVersion] = {str(v): v for v in _ALL}
+# A bare release names its newest internal version.
+for _v in _ALL:
+    _BY_NAME[_v.release] = _v
+
+LATEST_PRODUCTION = _BY_NAME["3.7-IV4"]
