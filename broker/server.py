@@ -22,6 +22,7 @@ import concurrent.futures
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from struct import unpack_from
 from typing import Any, NamedTuple
 
@@ -30,6 +31,7 @@ from broker.apis.base import RequestContext
 from broker.config import KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
 from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
@@ -81,6 +83,7 @@ class KafkaServer:
         self._timers: list[asyncio.TimerHandle] = []
         self.io_executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-io")
         self.topic_configs = TopicConfigs(config)
+        self.dynamic_config = DynamicBrokerConfig(self)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
                                       topic_configs=self.topic_configs.overrides)
         self.metadata_cache = MetadataCache(self.broker_id, "")
@@ -130,6 +133,8 @@ class KafkaServer:
         self.endpoint = BrokerEndpoint(self.broker_id, host, port, self.config.get("broker.rack"))
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         self.controller = Controller.create(self)
+        # Dynamic broker configs (KIP-226) apply before anything serves: Kafka loads them at start-up too.
+        await self.dynamic_config.startup(self.controller.store)
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.replica_manager.isr_updater = self.update_isr
@@ -191,6 +196,7 @@ class KafkaServer:
         if self.fetcher_manager is not None:
             await self.fetcher_manager.shutdown()
         await self.replica_manager.stop_isr_updates()  # they write through the controller's store
+        self.dynamic_config.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()
@@ -214,9 +220,11 @@ class KafkaServer:
         fut.add_done_callback(done)
         return fut
 
-    def _every(self, interval_ms: int, fn: Any) -> None:
+    def _every(self, interval_ms: int | Callable[[], int], fn: Any) -> None:
+        """Run `fn` every `interval_ms` (a callable: re-read before each wait, for dynamic configs)."""
         assert self.loop is not None
-        if interval_ms <= 0 or interval_ms >= 2**62:
+        interval = interval_ms if callable(interval_ms) else lambda: interval_ms
+        if interval() <= 0 or interval() >= 2**62:
             return
 
         def tick() -> None:
@@ -226,9 +234,9 @@ class KafkaServer:
                 fn()
             except Exception:
                 log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
-            self._timers.append(self.loop.call_later(interval_ms / 1000, tick))  # type: ignore[union-attr]
+            self._timers.append(self.loop.call_later(max(interval(), 1) / 1000, tick))  # type: ignore[union-attr]
 
-        self._timers.append(self.loop.call_later(interval_ms / 1000, tick))
+        self._timers.append(self.loop.call_later(interval() / 1000, tick))
 
     def _schedule_housekeeping(self) -> None:
         cfg = self.config
@@ -243,7 +251,7 @@ class KafkaServer:
         # Deleted partitions and segments go once their file.delete.delay.ms has passed (checked each second).
         self._every(1000, self._remove_deleted_files)
         if cfg["log.cleaner.enable"]:
-            self._every(cfg["log.cleaner.backoff.ms"], self._clean_logs)
+            self._every(lambda: cfg["log.cleaner.backoff.ms"], self._clean_logs)
         if cfg.log_flush_interval_ms < 2**62:
             self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
 

@@ -80,8 +80,9 @@ def _ratio(s: str) -> float:
 
 
 def _policy(s: str) -> str:
+    # Empty is valid (Kafka 3.7): neither deleted by retention nor compacted.
     parts = sorted({p.strip() for p in s.split(",") if p.strip()})
-    if not parts or any(p not in ("compact", "delete") for p in parts):
+    if any(p not in ("compact", "delete") for p in parts):
         raise ValueError("must be a list of 'compact' and 'delete'")
     return ",".join(parts)
 

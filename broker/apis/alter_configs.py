@@ -1,10 +1,11 @@
 """AlterConfigs (key 33), versions 0–2 — the legacy, whole-set replacement.
 
-TOPIC resources: the topic's overrides become exactly the given set (validated first: INVALID_CONFIG
-naming the key), stored in the metadata store (Kafka: /config/topics/<topic> with a change
-notification) and applied to the topic's logs at once. `validate_only` checks without changing.
-Gaps: BROKER resources (dynamic broker configs) answer INVALID_REQUEST: broker configuration comes
-from server.properties and --override only.
+TOPIC resources: the topic's overrides become exactly the given set (validated first), stored in the
+metadata store (Kafka: /config/topics/<topic> with a change notification) and applied to the topic's
+logs at once. BROKER resources: the dynamic configs of this broker ("<id>") or of the cluster-wide
+default ("") become exactly the given set, persisted (/config/brokers/<entity>) and applied on every
+broker. `validate_only` checks without changing anything. Error codes and messages are Kafka's; see
+broker/config_admin.py.
 """
 
 from __future__ import annotations
@@ -12,26 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.config_admin import alter_resource, repeated_resources
 from protocol.errors import ErrorCode
 
 API_KEY = 33
 MIN_VERSION = 0
 MAX_VERSION = 2
 
-TOPIC = 2
-
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    controller = ctx.server.controller
-    assert controller is not None
     Resp = response_type(request)
+    repeated = repeated_resources(request.resources)
     out = []
     for res in request.resources:
-        if res.resource_type == TOPIC:
-            configs = {c.name: c.value for c in res.configs if c.value is not None}
-            err, msg = await controller.admin.alter_topic_configs(res.resource_name, configs, request.validate_only)
+        if (res.resource_type, res.resource_name) in repeated:
+            err, msg = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
         else:
-            err, msg = ErrorCode.INVALID_REQUEST, "only topic configs can be altered on this broker"
+            err, msg = await alter_resource(ctx.server, res, bool(request.validate_only), incremental=False)
         out.append(Resp.AlterConfigsResourceResponse(error_code=err, error_message=msg,
                                                      resource_type=res.resource_type,
                                                      resource_name=res.resource_name))

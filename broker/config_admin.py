@@ -1,0 +1,196 @@
+"""AlterConfigs and IncrementalAlterConfigs, resource by resource, as Kafka 3.7's ZooKeeper-mode broker does.
+
+Contract (Kafka's ConfigAdminManager preprocessing plus ZkAdminManager persistence, same error codes
+and messages):
+- A resource named twice in one request: INVALID_REQUEST "Each resource must appear at most once." for
+  both; a key named twice in one resource: INVALID_REQUEST "Error due to duplicate config keys"; a null
+  value (other than for DELETE): INVALID_REQUEST "Null value not supported for : a, b".
+- TOPIC: "" is INVALID_REQUEST "Default topic resources are not allowed."; the incremental operations apply
+  to the topic's stored overrides (APPEND/SUBTRACT only on list keys, starting from Kafka's topic default:
+  INVALID_CONFIG "Config value append is not allowed for config key: x"); a missing topic is
+  UNKNOWN_TOPIC_OR_PARTITION "The topic 't' does not exist."; then Kafka's validation: an unknown key or a
+  min/max compaction lag conflict INVALID_CONFIG with its own message, a bad value INVALID_CONFIG
+  "Invalid config value for resource ConfigResource(type=TOPIC, name='t'): Invalid value ...". An empty
+  list (cleanup.policy="") is valid, as in Kafka 3.7.
+- BROKER: "" is the cluster-wide default, "<this broker's id>" this broker ("Node id must be an integer,
+  but it is: x" / "Unexpected broker id, expected 0, but received 3": INVALID_REQUEST); validation failures
+  of dynamic broker configs answer INVALID_REQUEST with Kafka's message (broker/dynamic_config.py);
+  dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does).
+- Other resource types: INVALID_REQUEST.
+- APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
+from broker.config_types import LIST, ConfigError, to_string
+from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS"}
+
+Result = tuple[ErrorCode, str | None]
+OK: Result = (ErrorCode.NONE, None)
+
+
+class AdminError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None) -> None:
+        super().__init__(message)
+        self.result: Result = (code, message)
+
+
+def resource_string(resource_type: int, name: str) -> str:
+    return f"ConfigResource(type={_TYPE_NAMES.get(resource_type, 'UNKNOWN')}, name='{name}')"
+
+
+def repeated_resources(resources: Sequence[Any]) -> set[tuple[int, str]]:
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {k for k, n in counts.items() if n > 1}
+
+
+def check_entries(configs: Sequence[Any], incremental: bool) -> None:
+    """Duplicate keys and null values, checked before anything else."""
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None and not (incremental and c.config_operation == DELETE)]
+    if nulls:
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+    if incremental:
+        for c in configs:
+            if c.config_operation not in (SET, DELETE, APPEND, SUBTRACT):
+                raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {c.config_operation}")
+
+
+def apply_operations(configs: Sequence[Any], current: Mapping[str, str],
+                     list_default: Callable[[str], str | None]) -> dict[str, str]:
+    """Kafka's prepareIncrementalConfigs. `list_default(name)` is the key's default as text if it is a
+    LIST key, None if it is another type; unknown keys raise KeyError."""
+    props = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            props[c.name] = c.value
+        elif op == DELETE:
+            props.pop(c.name, None)
+        else:
+            try:
+                default = list_default(c.name)
+            except KeyError:
+                raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from None
+            if default is None:
+                verb = "append" if op == APPEND else "subtract"
+                raise AdminError(ErrorCode.INVALID_CONFIG,
+                                 f"Config value {verb} is not allowed for config key: {c.name}")
+            old_text = props.get(c.name, default)
+            given = c.value.split(",")
+            if op == APPEND:
+                old = old_text.split(",") if old_text else []
+                props[c.name] = ",".join(old + [v for v in given if v not in old])
+            else:
+                remaining = old_text.split(",")
+                for v in given:  # a multiset difference, as Scala's diff
+                    if v in remaining:
+                        remaining.remove(v)
+                props[c.name] = ",".join(remaining)
+    return props
+
+
+def topic_list_default(name: str) -> str | None:
+    key = TOPIC_KEYS[name]
+    return (to_string(key.default, LIST) or "") if key.type == LIST else None
+
+
+def broker_list_default(name: str) -> str | None:
+    key = BROKER_KEYS.get(name)
+    if key is None or key.dynamic_only:
+        raise KeyError(name)
+    return (to_string(key.default, LIST) or "") if key.type == LIST else None
+
+
+def broker_entity(name: str, broker_id: int) -> str:
+    if name == "":
+        return DEFAULT_ENTITY
+    if not re.fullmatch(r"[+-]?[0-9]+", name):
+        raise AdminError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
+    if int(name) != broker_id:
+        raise AdminError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id}, but received {name}")
+    return name
+
+
+async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], validate_only: bool,
+                      incremental: bool) -> Result:
+    try:
+        check_entries(configs, incremental)
+        if topic == "":
+            raise AdminError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        exists = topic in server.metadata_cache.topics
+        if incremental:
+            if exists:
+                await server.refresh_topic_config(topic)
+            props = apply_operations(configs, server.topic_configs.overrides(topic) if exists else {},
+                                     topic_list_default)
+        else:
+            props = {c.name: c.value for c in configs}
+        if not exists:
+            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+        try:
+            server.topic_configs.validate(props)
+        except ConfigError as e:
+            raise AdminError(ErrorCode.INVALID_CONFIG,
+                             f"Invalid config value for resource {resource_string(TOPIC, topic)}: {e}") from None
+        except ValueError as e:
+            raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    except AdminError as e:
+        return e.result
+    if validate_only:
+        return OK
+    assert server.controller is not None
+    return await server.controller.admin.alter_topic_configs(topic, props, validate_only)
+
+
+async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], validate_only: bool,
+                       incremental: bool) -> Result:
+    dynamic = server.dynamic_config
+    try:
+        check_entries(configs, incremental)
+        entity = broker_entity(name, server.broker_id)
+        if incremental:
+            props = apply_operations(configs, await dynamic.persisted(entity), broker_list_default)
+        else:
+            props = {c.name: c.value for c in configs}
+        try:
+            await dynamic.alter(entity, props, validate_only)
+        except NotPersistable as e:
+            raise AdminError(ErrorCode.INVALID_CONFIG,
+                             f"Invalid config value for resource {resource_string(BROKER, name)}: {e}") from None
+        except ConfigError as e:
+            raise AdminError(ErrorCode.INVALID_REQUEST, str(e)) from None
+    except AdminError as e:
+        return e.result
+    return OK
+
+
+async def alter_resource(server: KafkaServer, res: Any, validate_only: bool, incremental: bool) -> Result:
+    if res.resource_type == TOPIC:
+        return await alter_topic(server, res.resource_name, res.configs, validate_only, incremental)
+    if res.resource_type == BROKER:
+        return await alter_broker(server, res.resource_name, res.configs, validate_only, incremental)
+    try:
+        check_entries(res.configs, incremental)
+    except AdminError as e:
+        return e.result
+    if res.resource_type == 16:
+        return (ErrorCode.INVALID_REQUEST,
+                "AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
+    return ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}"

@@ -1,0 +1,116 @@
+"""Dynamic broker configs in the metadata store, in Kafka's ZooKeeper layout.
+
+Contract:
+- `/config/brokers/<broker id>` (per-broker) and `/config/brokers/<default>` (cluster-wide) hold
+  ``{"version":1,"config":{"key":"value",...}}``, as Kafka's AdminZkClient writes them; every write is
+  followed by a ``/config/changes/config_change_<seq>`` notification ``{"version":2,"entity_path":
+  "brokers/<entity>"}``, so Kafka brokers sharing the ZooKeeper apply it too, and so do ours.
+- `read(entity)` / `write(entity, props)` are blocking (call them off the event loop); `write` replaces
+  the entity's whole set, as Kafka's changeBrokerConfig does.
+- `watch(callback)`: `callback(entity)` through `dispatch` for each new broker-config notification
+  (entity is "<default>" or a broker id as text). Notifications already present when watching starts
+  are skipped (the caller reads the current state after starting the watch); older ones are purged by
+  the store's topic-config watcher, as Kafka purges them.
+Works on any engine of broker/metadata (ZooKeeper or the local file): it uses the store's znode tree.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from broker.metadata import znodes
+from broker.metadata.types import MetadataError, NoNodeError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENTITY = "<default>"
+CONFIG_BROKERS = "/config/brokers"
+
+
+def entity_path(entity: str) -> str:
+    return f"{CONFIG_BROKERS}/{entity}"
+
+
+class BrokerConfigStore:
+    def __init__(self, store: Any, dispatch: Callable[[Callable[[], None]], None]) -> None:
+        # The store's znode tree: both engines (ZooKeeper, local file) implement the same tree.
+        self._tree = store._tree
+        self._dispatch = dispatch
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-config-changes")
+        self._closed = False
+
+    def read(self, entity: str) -> dict[str, str]:
+        node = self._tree.get(entity_path(entity))
+        return {} if node is None else znodes.decode_topic_config(entity_path(entity), node[0])
+
+    def write(self, entity: str, props: Mapping[str, str]) -> None:
+        path = entity_path(entity)
+        data = znodes.encode_topic_config(props)  # the same {"version":1,"config":{...}} as topic configs
+        try:
+            self._tree.set(path, data)
+        except NoNodeError:
+            self._tree.create(path, data, makepath=True)
+        self._tree.create(f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
+                          znodes.encode_config_change(f"brokers/{entity}"), sequential=True)
+
+    def watch(self, callback: Callable[[str], None]) -> None:
+        last_seen: int | None = None  # None until the first call: what exists then is not new
+
+        def process(children: list[str]) -> None:
+            nonlocal last_seen
+            sequences = sorted((seq, child) for child in children if (seq := _sequence(child)) is not None)
+            if last_seen is None:
+                last_seen = sequences[-1][0] if sequences else -1
+                return
+            entities: list[str] = []
+            for seq, child in sequences:
+                if seq <= last_seen:
+                    continue
+                last_seen = seq
+                node = self._tree.get(f"{znodes.CONFIG_CHANGES}/{child}")
+                if node is None:
+                    continue
+                try:
+                    kind, _, entity = znodes.decode_config_change(node[0]).partition("/")
+                except MetadataError:
+                    continue  # the store's own watcher logs unreadable notifications
+                if kind == "brokers" and entity and entity not in entities:
+                    entities.append(entity)
+            for entity in entities:
+                self._deliver(callback, entity)
+
+        def on_children(children: list[str]) -> None:
+            if not self._closed:
+                self._worker.submit(_logged(process), list(children))
+
+        self._tree.watch_children(znodes.CONFIG_CHANGES, on_children)
+
+    def _deliver(self, callback: Callable[[str], None], entity: str) -> None:
+        try:
+            self._dispatch(lambda: _logged(callback)(entity))
+        except RuntimeError:
+            pass  # the event loop is closed: the broker is shutting down
+
+    def close(self) -> None:
+        self._closed = True
+        self._worker.shutdown(wait=False)
+
+
+def _sequence(child: str) -> int | None:
+    if not child.startswith(znodes.CONFIG_CHANGE_PREFIX):
+        return None
+    digits = child[len(znodes.CONFIG_CHANGE_PREFIX):]
+    return int(digits) if digits.isdigit() else None
+
+
+def _logged(fn: Callable[..., Any]) -> Callable[..., None]:
+    def run(*args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("broker config change handling failed")
+
+    return run
