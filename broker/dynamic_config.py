@@ -250,9 +250,7 @@ class DynamicBrokerConfig:
             server = self.server
             server.topic_configs.reload_defaults()
             server.log_manager.default_config = server.topic_configs.default_log_config()
-            for topic in sorted({tp.topic for tp in server.replica_manager.partitions}):
-                server.on_topic_config_change(topic)
-
+            server.refresh_log_configs()
 
 def _what(entity: str) -> str:
     return "the cluster default" if entity == DEFAULT_ENTITY else f"broker {entity}"

@@ -142,6 +142,8 @@ class KafkaServer:
         # controller hands out during its start-up: it must be listening before that.
         self._start_group_coordinator()
         await self.controller.startup()
+        # Logs were opened before the topics' overrides and the dynamic broker configs were read.
+        self.refresh_log_configs()
         self.metadata_cache.cluster_id = self.controller.cluster_id
         self.socket_server.start()
         await self._wait_for_metadata()
@@ -455,6 +457,17 @@ class KafkaServer:
                 log.warning("topic %s has an invalid stored config: %s", topic, e)
                 return
             self.on_topic_config_change(topic)
+
+    def refresh_log_configs(self) -> None:
+        """Every open log and hosted partition takes its topic's current config (overrides over the
+        broker's defaults, which dynamic broker configs may have changed)."""
+        for lg in self.log_manager.all_logs():
+            try:
+                lg.update_config(self.topic_configs.log_config(lg.topic_partition.topic))
+            except ValueError as e:
+                log.warning("%s: cannot apply the topic's config: %s", lg.topic_partition, e)
+        for tp, partition in self.replica_manager.partitions.items():
+            partition.min_insync_replicas = self.topic_configs.min_insync_replicas(tp.topic)
 
     def on_topic_config_change(self, topic: str) -> None:
         cfg = self.topic_configs.log_config(topic)
