@@ -53,6 +53,12 @@ def resource_string(resource_type: int, name: str) -> str:
     return f"ConfigResource(type={_TYPE_NAMES.get(resource_type, 'UNKNOWN')}, name='{name}')"
 
 
+def invalid_config(resource_type: int, name: str, error: Exception) -> AdminError:
+    """Kafka's answer to a ConfigException while altering: INVALID_CONFIG naming the resource."""
+    return AdminError(ErrorCode.INVALID_CONFIG,
+                      f"Invalid config value for resource {resource_string(resource_type, name)}: {error}")
+
+
 def repeated_resources(resources: Sequence[Any]) -> set[tuple[int, str]]:
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     return {k for k, n in counts.items() if n > 1}
@@ -147,8 +153,7 @@ async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], v
         try:
             server.topic_configs.validate(props)
         except ConfigError as e:
-            raise AdminError(ErrorCode.INVALID_CONFIG,
-                             f"Invalid config value for resource {resource_string(TOPIC, topic)}: {e}") from None
+            raise invalid_config(TOPIC, topic, e) from None
         except ValueError as e:
             raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
     except AdminError as e:
@@ -172,8 +177,7 @@ async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], v
         try:
             await dynamic.alter(entity, props, validate_only)
         except NotPersistable as e:
-            raise AdminError(ErrorCode.INVALID_CONFIG,
-                             f"Invalid config value for resource {resource_string(BROKER, name)}: {e}") from None
+            raise invalid_config(BROKER, name, e) from None
         except ConfigError as e:
             raise AdminError(ErrorCode.INVALID_REQUEST, str(e)) from None
     except AdminError as e:

@@ -8,10 +8,9 @@ Contract:
   "Where we differ"). `internal` keys are accepted but not listed by DescribeConfigs unless set.
 - `TOPIC_KEYS` holds Kafka's topic-level keys with their broker synonyms, in Kafka's precedence order
   (e.g. retention.ms <- log.retention.ms, log.retention.minutes, log.retention.hours).
-- `IMPLEMENTED` names the broker keys that act here as they act in Kafka. Every other known key is
-  accepted and has no effect; `no_effect_note(key)` says why (or what we do instead). Another module that
-  starts honouring a key adds it to `IMPLEMENTED`.
-- `OUR_KEYS` are this broker's own additions (not Kafka keys).
+- `broker_synonyms(key)`: the broker keys that set the same value, in Kafka's precedence order;
+  `listener_base_name(key)`: the key a `listener.name.<l>.<key>` override stands for.
+Which keys act on this broker, and why the others do not, is broker/config_support.py.
 The facts (names, types, defaults, modes) are Kafka's; the table and its wording are ours.
 """
 
@@ -45,7 +44,7 @@ from broker.config_types import (
     between,
     list_of,
     one_of,
-    parse_value,
+    parse_checked,
 )
 
 
@@ -78,10 +77,7 @@ class BrokerKey:
         return self.ours if self.ours is not None else self.default
 
     def parse(self, raw: Any) -> Any:
-        value = parse_value(self.name, self.type, raw)
-        if self.validator is not None and value is not None:
-            self.validator(self.name, value)
-        return value
+        return parse_checked(self.name, self.type, self.validator, raw)
 
 
 def _k(name: str, type_: ConfigType, default: Any, validator: Validator | None = None, *,
@@ -456,10 +452,7 @@ class TopicKey:
         return self.synonyms[0][0] if self.synonyms else None
 
     def parse(self, raw: Any) -> Any:
-        value = parse_value(self.name, self.type, raw)
-        if self.validator is not None and value is not None:
-            self.validator(self.name, value)
-        return value
+        return parse_checked(self.name, self.type, self.validator, raw)
 
 
 def _t(name: str, type_: ConfigType, default: Any, validator: Validator | None = None,

@@ -49,7 +49,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "controlled.shutdown.retry.backoff.ms",
 })
 
-# This broker's own keys (Kafka has no such key): name -> (type, default, documentation).
+# This broker's own keys (Kafka has no such key).
 OUR_KEYS: dict[str, BrokerKey] = {
     "cluster.id": BrokerKey("cluster.id", STRING, None),
 }

@@ -109,6 +109,14 @@ def parse_value(name: str, type_: ConfigType, raw: Any) -> Any:
     return text  # STRING, PASSWORD, CLASS (we cannot load Java classes: any name is accepted)
 
 
+def parse_checked(name: str, type_: ConfigType, validator: Callable[[str, Any], None] | None, raw: Any) -> Any:
+    """`parse_value`, then the key's validator on a present value (Kafka's ConfigDef.parseValue)."""
+    value = parse_value(name, type_, raw)
+    if validator is not None and value is not None:
+        validator(name, value)
+    return value
+
+
 def java_double(d: float) -> str:
     """Java's Double.toString: plain decimal between 1e-3 and 1e7, else d.dddE<exp>."""
     if math.isnan(d):
