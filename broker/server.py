@@ -461,13 +461,11 @@ class KafkaServer:
     def refresh_log_configs(self) -> None:
         """Every open log and hosted partition takes its topic's current config (overrides over the
         broker's defaults, which dynamic broker configs may have changed)."""
-        for lg in self.log_manager.all_logs():
-            try:
-                lg.update_config(self.topic_configs.log_config(lg.topic_partition.topic))
-            except ValueError as e:
-                log.warning("%s: cannot apply the topic's config: %s", lg.topic_partition, e)
+        for lg in self.log_manager.all_logs():  # also those no partition hosts yet (before LeaderAndIsr)
+            lg.update_config(self.topic_configs.log_config(lg.topic_partition.topic))
         for tp, partition in self.replica_manager.partitions.items():
-            partition.min_insync_replicas = self.topic_configs.min_insync_replicas(tp.topic)
+            partition.update_config(self.topic_configs.log_config(tp.topic),
+                                    self.topic_configs.min_insync_replicas(tp.topic))
 
     def on_topic_config_change(self, topic: str) -> None:
         cfg = self.topic_configs.log_config(topic)
