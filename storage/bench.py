@@ -4,9 +4,11 @@ Prints (1) append throughput of 1 MiB record batches through ``Log.append_as_lea
 its CRC32C pass, offset assignment, the write) against the raw work of any validating append, a CRC32C
 pass plus a sequential ``os.write`` of the same bytes to a file in the same directory, in the same run
 (target >= 80%; the ratio to the bare ``os.write`` is printed too),
-and (2) the cost of a read-slice lookup ``Log.read(offset, max_bytes)`` at random offsets of a multi-segment
-log, best of 5 passes (target <= 20 us). Neither path fsyncs (Kafka's default flush policy relies on the page cache).
-Bounded: ``--batches`` appends (default 256 MiB) and ``--lookups`` reads.
+(2) the per-append cost of small batches (one 100-byte record, plain and idempotent, best of 5 passes: the
+Python work each produce pays, which the 1 MiB rounds hide), and (3) the cost of a read-slice lookup
+``Log.read(offset, max_bytes)`` at random offsets of a multi-segment log, best of 5 passes (target <= 20 us).
+No path fsyncs (Kafka's default flush policy relies on the page cache). Bounded: ``--batches`` appends
+(default 256 MiB), ``--small`` one-record appends per pass and ``--lookups`` reads.
 """
 
 from __future__ import annotations
@@ -98,6 +100,29 @@ def bench_append(dir: Path, batches: int, rounds: int) -> tuple[float, float, fl
             statistics.median(write_ratios))
 
 
+def bench_small_appends(dir: Path, appends: int) -> tuple[float, float]:
+    """Microseconds per ``Log.append_as_leader`` of a one-record batch: (plain, idempotent), best of 5 passes."""
+    results = []
+    for idempotent in (False, True):
+        best = float("inf")
+        for n in range(5):
+            lg = Log.open(dir / f"small-{int(idempotent)}-{n}", LogConfig(segment_bytes=64 * MiB))
+            if idempotent:
+                batches = [bytearray(build_batch([(None, bytes(100), [], 0)], producer_id=7, producer_epoch=0,
+                                                 base_sequence=i)) for i in range(appends)]
+            else:
+                batches = [make_batch(100) for _ in range(appends)]
+            append = lg.append_as_leader
+            t0 = time.perf_counter()
+            for b in batches:
+                append(b, 0, now_ms=0)
+            best = min(best, (time.perf_counter() - t0) / appends * 1e6)
+            lg.close_handles()
+            shutil.rmtree(lg.dir)
+        results.append(best)
+    return results[0], results[1]
+
+
 def bench_lookup(dir: Path, lookups: int) -> tuple[float, float, int, int]:
     cfg = LogConfig(segment_bytes=8 * MiB)
     lg = Log.open(dir / "lookup-0", cfg)
@@ -131,6 +156,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=256, help="1 MiB batches per append round")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--lookups", type=int, default=20_000)
+    parser.add_argument("--small", type=int, default=20_000, help="one-record appends per small-batch pass")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="storage-bench-", dir=args.dir))
     try:
@@ -140,6 +166,8 @@ def main() -> None:
             f"{write_ratio:6.1%} of raw os.write, {ratio:6.1%} of raw CRC32C + os.write, median per pair "
             f"(target >= 80% of the latter) {'OK' if ratio >= 0.8 else 'MISS'}"
         )
+        plain_us, idempotent_us = bench_small_appends(scratch, args.small)
+        print(f"append one-record batches: plain {plain_us:6.2f} us | idempotent {idempotent_us:6.2f} us per append")
         fetch_us, one_us, n_segments, leo = bench_lookup(scratch, args.lookups)
         print(
             f"read-slice lookup ({leo} offsets, {n_segments} segments): "
