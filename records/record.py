@@ -29,6 +29,7 @@ from records.header import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     CRC_AT,
+    DELETE_HORIZON_MASK,
     HEADER_STRUCT,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
@@ -226,9 +227,6 @@ def _encode_record(
 RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]
 
 
-RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]
-
-
 def build_batch(
     records: Sequence[RecordInput],
     *,
@@ -245,6 +243,7 @@ def build_batch(
     offset_deltas: Sequence[int] | None = None,
     last_offset_delta: int | None = None,
     base_timestamp: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Build one v2 batch from ``(key, value, headers, timestamp)`` tuples.
 
@@ -254,8 +253,11 @@ def build_batch(
     ``max_timestamp`` defaults to the largest record timestamp (Kafka puts the log append time there for
     LOG_APPEND_TIME batches; pass it). An empty ``records`` gives a header-only batch (Kafka's
     ``writeEmptyHeader``: no compressed payload even with a codec) whose timestamps are ``base_timestamp``
-    (-1 by default).
+    (-1 by default). ``delete_horizon_ms`` (KIP-534, the cleaner's) sets the delete-horizon attribute and
+    becomes the base timestamp, record timestamps staying deltas from it.
     """
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
     if offset_deltas is not None and len(offset_deltas) != len(records):
         raise ValueError("offset_deltas must have one entry per record")
     body = bytearray()
@@ -283,6 +285,8 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
     out = bytearray(BATCH_HEADER_SIZE)
     HEADER_STRUCT.pack_into(
         out,

@@ -6,8 +6,9 @@ Contract:
   ``log.replace_segments(new, old)`` (the Log's crash-safe ``.cleaned`` -> ``.swap`` -> live protocol), then
   records the first dirty offset in the log dir's ``cleaner-offset-checkpoint`` (Kafka's format).
 - Cleanable range: ``[log_start_offset, first_uncleanable)`` where first_uncleanable is the smallest of the
-  active segment's base offset, the first offset of a still-open transaction (the last stable offset) and the
-  base offset of the first segment younger than ``min.compaction.lag.ms``, rounded down to a segment boundary.
+  active segment's base offset, the log's last stable offset (``Log.last_stable_offset``: never past an open
+  transaction nor the high watermark) and the base offset of the first segment younger than
+  ``min.compaction.lag.ms``, rounded down to a segment boundary.
   The dirty part starts at the checkpointed offset. Nothing happens when the dirty ratio (dirty bytes over
   cleanable bytes) is below ``min.cleanable.dirty.ratio``.
 - The offset map (key -> last offset) is built over the dirty part; every cleanable segment (clean and
@@ -19,22 +20,28 @@ Contract:
   last sequence survives), producer id/epoch/base sequence, partition leader epoch, timestamp type and
   compression. A batch left without records is dropped, except that an idempotent producer's last batch is
   kept as an empty batch (Kafka's RETAIN_EMPTY) so its sequence state survives compaction.
-- Transactions: records of aborted transactions are removed (their data batches, found from the ABORT markers
-  in the log); control batches (markers) are always kept; open transactions are never cleaned.
-Known gaps (Kafka does these, we do not): the KIP-534 delete horizon in batch headers (we use segment mtimes
-as pre-2.8 Kafka did), removing transaction markers once their data is gone, max.compaction.lag.ms, the
-cleaner's I/O throttle, and coordination with retention/truncation (the broker must not run those on a log
-while it is being cleaned; Kafka's LogCleanerManager pauses cleaning for them).
+- Transactions (Kafka's CleanedTransactionMetadata): the aborted transactions come from the segments'
+  transaction indexes; their data batches are removed whatever their keys. A marker (control batch) stays
+  while any batch of its transaction is still in the log; once none is, the marker is rewritten with a
+  KIP-534 delete horizon (``now + delete.retention.ms`` in the header's base timestamp, attribute bit 6) and
+  removed by a later clean after that horizon, except the one batch that carries a producer's state (its
+  last data batch, or its last marker when it has no data left), which stays as a header-only batch. Each
+  cleaned segment gets a transaction index listing the aborted transactions whose data it still holds.
+Known gaps (Kafka does these, we do not): the delete horizon for tombstones (tombstones expire by segment
+mtimes as pre-2.8 Kafka did), max.compaction.lag.ms, the cleaner's I/O throttle, and coordination with
+retention/truncation (the broker must not run those on a log while it is being cleaned; Kafka's
+LogCleanerManager pauses cleaning for them).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +49,7 @@ from records import BatchHeader, Record, RecordBatch, TimestampType, build_batch
 from storage.checkpoints import OffsetCheckpointFile
 from storage.file_records import iter_file_entries
 from storage.segment import LogSegment
+from storage.transaction_index import AbortedTxn, TransactionIndex
 from storage.values import TopicPartition
 
 if TYPE_CHECKING:
@@ -81,15 +89,6 @@ class CleanerStats:
         return self.skipped is None
 
 
-@dataclass
-class _LogScan:
-    """Transaction and producer facts from one header walk of the whole log."""
-
-    aborted_batches: set[int] = field(default_factory=set)  # base offsets of aborted data batches
-    first_unstable_offset: int | None = None  # first offset of the earliest still-open transaction
-    last_batch_of_producer: dict[int, int] = field(default_factory=dict)  # producer id -> last data offset
-
-
 class CleanerError(Exception):
     """The log changed under the cleaner (segments removed or truncated) or a segment is unreadable."""
 
@@ -115,29 +114,62 @@ def _last_modified_ms(seg: LogSegment) -> int:
     return int(os.stat(seg.log_path).st_mtime * 1000)
 
 
-def scan_transactions(segments: list[LogSegment]) -> _LogScan:
-    """Aborted data batches, the first unstable offset and each producer's last data batch."""
-    scan = _LogScan()
-    pending: dict[int, list[int]] = {}  # producer id -> base offsets of its open transaction's batches
-    for seg in segments:
-        for header, batch in segment_batches(seg):
-            pid = header.producer_id
-            if header.is_control:
-                if pid < 0:
-                    continue
-                first = next(RecordBatch(batch).records(), None)
-                kind = control_record_type(first.key) if first is not None else None
-                batches = pending.pop(pid, [])
-                if kind == 0:  # ABORT
-                    scan.aborted_batches.update(batches)
-                continue
-            if pid >= 0:
-                scan.last_batch_of_producer[pid] = header.last_offset
-                if header.is_transactional:
-                    pending.setdefault(pid, []).append(header.base_offset)
-    if pending:
-        scan.first_unstable_offset = min(offsets[0] for offsets in pending.values())
-    return scan
+class CleanedTransactionMetadata:
+    """The transactions the cleaner walks through, in offset order (Kafka's CleanedTransactionMetadata):
+    which data batches belong to aborted transactions, and when a marker may go. ``add_aborted_transactions``
+    feeds it the index entries of the range about to be read; ``cleaned_index`` receives the aborted
+    transactions whose data the cleaned segment still holds."""
+
+    def __init__(self) -> None:
+        self._ongoing_committed: set[int] = set()  # producers whose committed data was seen since its marker
+        self._ongoing_aborted: dict[int, list] = {}  # producer id -> [AbortedTxn, data of it seen]
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []  # heap by first offset
+        self._seq = 0
+        self.cleaned_index: TransactionIndex | None = None
+
+    def add_aborted_transactions(self, txns: list[AbortedTxn]) -> None:
+        for txn in txns:
+            self._seq += 1
+            heapq.heappush(self._aborted, (txn.first_offset, self._seq, txn))
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0][0] <= offset:
+            txn = heapq.heappop(self._aborted)[2]
+            self._ongoing_aborted.setdefault(txn.producer_id, [txn, False])
+
+    def on_control_batch_read(self, header: BatchHeader, batch: memoryview) -> bool:
+        """A marker; True when no data of its transaction is left (the marker may go, after its horizon)."""
+        self._consume_aborted_up_to(header.last_offset)
+        first = next(RecordBatch(batch).records(), None)
+        if first is None:
+            return True  # already emptied by an earlier clean
+        kind = control_record_type(first.key)
+        pid = header.producer_id
+        if kind == 0:  # ABORT
+            txn = self._ongoing_aborted.pop(pid, None)
+            if txn is not None and txn[1]:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(txn[0])
+                return False
+            return True
+        if kind == 1:  # COMMIT
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def on_batch_read(self, header: BatchHeader) -> bool:
+        """A data batch; True when it belongs to an aborted transaction."""
+        self._consume_aborted_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        txn = self._ongoing_aborted.get(header.producer_id)
+        if txn is not None:
+            txn[1] = True
+            return True
+        self._ongoing_committed.add(header.producer_id)
+        return False
 
 
 def filter_batch(
@@ -149,14 +181,41 @@ def filter_batch(
     aborted: bool,
     retain_empty: bool,
     stats: CleanerStats,
+    marker_horizon_ms: int | None = None,
 ) -> bytes | None:
-    """The bytes to keep for one batch: the original, a re-encoded subset, an empty batch, or None."""
+    """The bytes to keep for one batch: the original, a re-encoded subset, an empty batch, or None.
+
+    ``aborted`` drops every record (aborted data, or a marker past its delete horizon); a control batch is
+    otherwise kept whole, rewritten with ``marker_horizon_ms`` as its delete horizon when given and it has
+    none yet (its transaction's data is gone)."""
     view = RecordBatch(batch)
     if not view.is_valid():
         # Recovery validated these bytes once; a mismatch now means the file changed under us. Never copy it.
         raise CleanerError(f"CRC mismatch in the batch at offset {header.base_offset}")
     if header.is_control:
-        return bytes(batch)
+        if header.records_count == 0:  # emptied by an earlier clean
+            return bytes(batch) if retain_empty else None
+        if aborted:
+            return _empty_batch(header) if retain_empty else None
+        if marker_horizon_ms is None or header.has_delete_horizon:
+            return bytes(batch)
+        records = list(view.records())
+        return build_batch(
+            [(r.key, r.value, r.headers, r.timestamp) for r in records],
+            base_offset=header.base_offset,
+            offset_deltas=[r.offset - header.base_offset for r in records],
+            last_offset_delta=header.last_offset_delta,
+            delete_horizon_ms=marker_horizon_ms,
+            max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
+            timestamp_type=header.timestamp_type,
+            compression=header.compression,
+            partition_leader_epoch=header.partition_leader_epoch,
+            is_transactional=header.is_transactional,
+            is_control=True,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+        )
     records = list(view.records())
     stats.records_read += len(records)
     kept: list[Record] = []
@@ -172,19 +231,20 @@ def filter_batch(
         else:
             kept.append(r)
     stats.records_retained += len(kept)
+    if not kept:
+        # Kafka's DELETE_EMPTY, or RETAIN_EMPTY for the batch that carries a producer's state
+        if not records and retain_empty:
+            return bytes(batch)
+        return _empty_batch(header) if retain_empty else None
     if len(kept) == len(records):
         return bytes(batch)
-    if not kept and not retain_empty:
-        return None
     # Kafka's shape: base offset, last offset delta (the producer's sequence range), producer fields,
-    # partition leader epoch, timestamp type and codec stay; an emptied batch keeps only its header
-    # (writeEmptyHeader), both timestamps set to the original max timestamp.
+    # partition leader epoch, timestamp type and codec stay.
     return build_batch(
         [(r.key, r.value, r.headers, r.timestamp) for r in kept],
         base_offset=header.base_offset,
         offset_deltas=[r.offset - header.base_offset for r in kept],
         last_offset_delta=header.last_offset_delta,
-        base_timestamp=None if kept else header.max_timestamp,
         max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
         timestamp_type=header.timestamp_type,
         compression=header.compression,
@@ -194,6 +254,37 @@ def filter_batch(
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
     )
+
+
+def _empty_batch(header: BatchHeader) -> bytes:
+    """Kafka's writeEmptyHeader: the batch's offsets, producer fields and flags without records, both
+    timestamps set to its max timestamp (a producer's state survives in it)."""
+    return build_batch(
+        [],
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.max_timestamp,
+        timestamp_type=header.timestamp_type,
+        compression=header.compression,
+        partition_leader_epoch=header.partition_leader_epoch,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+    )
+
+
+def _retains_producer_state(header: BatchHeader, last_records: dict[int, tuple[int, int]]) -> bool:
+    """Kafka's isBatchLastRecordOfProducer: the batch holding an active producer's last data offset, or,
+    for a producer without data left, its marker of the current epoch."""
+    last = last_records.get(header.producer_id)
+    if header.producer_id < 0 or last is None:
+        return False
+    last_data_offset, epoch = last
+    if last_data_offset >= 0:
+        return header.last_offset == last_data_offset
+    return header.is_control and header.producer_epoch == epoch
 
 
 def _group_segments(segments: list[LogSegment], max_size: int, max_index_size: int) -> list[list[LogSegment]]:
@@ -348,12 +439,9 @@ class LogCleaner:
             return
         first_dirty = self.first_dirty_offset(log)
         stats.first_dirty_offset = first_dirty
-        scan = scan_transactions(segments[:-1])
-        # Open transactions may also reach into the active segment; only the non-active part matters here
-        # because the active segment is never cleaned.
-        limit = segments[-1].base_offset
-        if scan.first_unstable_offset is not None:
-            limit = min(limit, scan.first_unstable_offset)
+        # Never past the last stable offset: an open transaction's outcome (and what the HW has not reached)
+        # is not known yet. The active segment is never cleaned.
+        limit = min(segments[-1].base_offset, log.last_stable_offset)
         if config.min_compaction_lag_ms > 0:
             for seg in segments[:-1]:
                 if seg.largest_timestamp() > now_ms - config.min_compaction_lag_ms:
@@ -373,33 +461,40 @@ class LogCleaner:
             stats.skipped = f"dirty ratio {stats.dirty_ratio:.3f} < min.cleanable.dirty.ratio"
             return
 
-        offset_map, end_offset = self._build_offset_map(
-            log.topic_partition, dirty, segments, first_dirty, scan, stats)
+        offset_map, end_offset = self._build_offset_map(log, dirty, segments, first_dirty, stats)
         stats.map_entries = len(offset_map)
         stats.end_offset = end_offset
         to_clean = [seg for seg in cleanable if seg.base_offset < end_offset]
-        drop_before_ms = now_ms - config.delete_retention_ms
+        txns = CleanedTransactionMetadata()  # carried from group to group, as Kafka does
+        last_records = log.producer_state.last_records_of_active_producers()
         for group in _group_segments(to_clean, config.segment_bytes, config.segment_index_bytes):
-            self._clean_group(log, group, offset_map, scan, drop_before_ms, stats)
+            self._clean_group(log, group, segments, offset_map, txns, last_records, now_ms, stats)
         self.update_checkpoint(log.dir.parent, log.topic_partition, end_offset)
 
     def _build_offset_map(
         self,
-        tp: TopicPartition,
+        log: Log,
         dirty: list[LogSegment],
         segments: list[LogSegment],
         first_dirty: int,
-        scan: _LogScan,
         stats: CleanerStats,
     ) -> tuple[dict[bytes, int], int]:
+        """key -> latest offset over the dirty segments, without aborted data or markers."""
+        tp = log.topic_partition
+        end = segments[segments.index(dirty[-1]) + 1].base_offset
+        txns = CleanedTransactionMetadata()
+        txns.add_aborted_transactions(log.collect_aborted_transactions(first_dirty, end))
         offset_map: dict[bytes, int] = {}
         end_offset = first_dirty
         for seg in dirty:
             for header, batch in segment_batches(seg):
                 self._check_abort(tp)
-                if header.is_control or header.base_offset in scan.aborted_batches:
-                    continue
                 if header.last_offset < first_dirty:
+                    continue
+                if header.is_control:
+                    txns.on_control_batch_read(header, batch)
+                    continue
+                if txns.on_batch_read(header):
                     continue
                 for r in RecordBatch(batch).records():
                     if r.key is not None and r.offset >= first_dirty:
@@ -415,30 +510,44 @@ class LogCleaner:
         self,
         log: Log,
         group: list[LogSegment],
+        segments: list[LogSegment],
         offset_map: dict[bytes, int],
-        scan: _LogScan,
-        drop_before_ms: int,
+        txns: CleanedTransactionMetadata,
+        last_records: dict[int, tuple[int, int]],
+        now_ms: int,
         stats: CleanerStats,
     ) -> None:
+        config = log.config
+        drop_before_ms = now_ms - config.delete_retention_ms
         base = group[0].base_offset
-        for suffix in (".log", ".index", ".timeindex"):
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
             (log.dir / f"{base:020d}{suffix}{CLEANED_SUFFIX}").unlink(missing_ok=True)
-        cleaned = LogSegment.open(log.dir, base, log.config, file_suffix=CLEANED_SUFFIX)
+        cleaned = LogSegment.open(log.dir, base, config, file_suffix=CLEANED_SUFFIX)
+        txns.cleaned_index = cleaned.txn_index
         try:
             newest_mtime = 0
             for seg in group:
                 modified = _last_modified_ms(seg)
                 newest_mtime = max(newest_mtime, modified)
                 drop_tombstones = modified <= drop_before_ms
+                # the whole segment's aborted transactions: the cleaned index must list those still in it
+                i = segments.index(seg)
+                upper = segments[i + 1].base_offset if i + 1 < len(segments) else seg.next_offset
+                txns.add_aborted_transactions(log.collect_aborted_transactions(seg.base_offset, upper))
                 out = bytearray()
                 for header, batch in segment_batches(seg):
                     self._check_abort(log.topic_partition)
-                    last_of_producer = scan.last_batch_of_producer.get(header.producer_id)
+                    if header.is_control:
+                        # a marker whose transaction has no data left may go once its delete horizon passed
+                        data_gone = txns.on_control_batch_read(header, batch)
+                        discard = data_gone and header.has_delete_horizon and header.base_timestamp <= now_ms
+                    else:
+                        data_gone = False
+                        discard = txns.on_batch_read(header)
                     kept = filter_batch(
-                        header, batch, offset_map, drop_tombstones=drop_tombstones,
-                        aborted=header.base_offset in scan.aborted_batches,
-                        retain_empty=header.producer_id >= 0 and last_of_producer == header.last_offset,
-                        stats=stats,
+                        header, batch, offset_map, drop_tombstones=drop_tombstones, aborted=discard,
+                        retain_empty=_retains_producer_state(header, last_records), stats=stats,
+                        marker_horizon_ms=now_ms + config.delete_retention_ms if data_gone else None,
                     )
                     if kept is not None:
                         out += kept
@@ -457,4 +566,6 @@ class LogCleaner:
         except BaseException:
             cleaned.delete_files()
             raise
+        finally:
+            txns.cleaned_index = None
         log.replace_segments([cleaned], group)

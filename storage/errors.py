@@ -86,3 +86,18 @@ class KafkaStorageError(StorageError):
     """An I/O failure (ENOSPC, EIO, ...); the log rolled back the partial write (KAFKA_STORAGE_ERROR)."""
 
     kafka_error = "KAFKA_STORAGE_ERROR"
+
+
+class InvalidTxnStateError(StorageError):
+    """A producer's batch that contradicts its transaction state: a non-transactional batch while its
+    transaction is open, or a transactional batch the coordinator has not verified (KIP-890) (Kafka's
+    InvalidTxnStateException, INVALID_TXN_STATE)."""
+
+    kafka_error = "INVALID_TXN_STATE"
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """A transaction marker from a coordinator epoch older than one already seen for that producer (Kafka's
+    TransactionCoordinatorFencedException, TRANSACTION_COORDINATOR_FENCED)."""
+
+    kafka_error = "TRANSACTION_COORDINATOR_FENCED"

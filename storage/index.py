@@ -217,6 +217,16 @@ class OffsetIndex(_MmapIndex):
             return self.base_offset, 0
         return self.base_offset + rel[slot], pos[slot]
 
+    def fetch_upper_bound(self, target_position: int) -> tuple[int, int] | None:
+        """(offset, position) of the smallest entry with position >= target, None when there is none."""
+        if not self.entries:
+            return None
+        rel, pos = self._columns()
+        slot = bisect.bisect_left(pos, target_position)
+        if slot >= len(pos):
+            return None
+        return self.base_offset + rel[slot], pos[slot]
+
     def append(self, offset: int, position: int) -> None:
         if self.entries and offset <= self.last_offset:
             raise InvalidRecordError(

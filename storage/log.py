@@ -2,16 +2,24 @@
 
 Contract: offsets are dense and increase across segments ordered by base offset; ``log_start_offset`` <=
 every readable offset < ``log_end_offset``. Leader appends get offsets assigned in place (baseOffset and
-partitionLeaderEpoch are outside the CRC) and pass idempotent-producer checks; follower appends keep the
-leader's offsets and must start at or after the log end offset. Reads return ``FileSlice``s of whole batches
-(never spanning two segments) for ``sendfile``. Every method is synchronous and called from one thread,
-except ``flush``, which may run in a worker thread while appends continue (a lock guards the segment list
-and the recovery point). ``Log.open`` loads and recovers the directory through ``storage.log_loader``
-(Kafka's LogLoader); a leader append is checked once, and its offsets assigned, by
-``storage.log_validator`` (Kafka's LogValidator). Whole segments leave the log by being renamed
-``.deleted`` and removed ``file_delete_delay_ms`` later (``delete_expired_files``), as Kafka does.
-"""
+partitionLeaderEpoch are outside the CRC) and pass the producer checks; follower appends keep the leader's
+offsets and must start at or after the log end offset. Reads return ``FileSlice``s of whole batches (never
+spanning two segments) for ``sendfile``; a read_committed read also collects the aborted transactions of
+the range from the segments' ``.txnindex`` (``include_aborted_transactions``).
 
+Every method is synchronous and called from one thread, except ``flush``, which may run in a worker thread
+while appends continue (a lock guards the segment list and the recovery point). ``Log.open`` loads and
+recovers the directory through ``storage.log_loader`` (Kafka's LogLoader); a leader append is checked once,
+and its offsets assigned, by ``storage.log_validator`` (Kafka's LogValidator).
+
+Transactions (Kafka's UnifiedLog): every append (leader, follower, recovery) passes the producer state
+(``storage.producer_append``); an end marker completes its producer's transaction, and an abort is indexed
+in the active segment's ``.txnindex`` with the LSO of that moment. Control batches come only from
+``AppendOrigin.COORDINATOR`` (the validator refuses them from clients). The high watermark the partition
+reports, the first unstable and last stable offsets and the KIP-890 guards live in
+``storage.log_transactions``; retention, the log start offset and delayed deletion of ``.deleted`` segments
+(``file_delete_delay_ms``, as Kafka) in ``storage.log_retention``.
+"""
 from __future__ import annotations
 
 import bisect
@@ -34,9 +42,12 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from storage.log_loader import DELETED_SUFFIX, SWAP_SUFFIX, LogLoader, rebuild_producer_state
+from storage.log_loader import SWAP_SUFFIX, LogLoader, rebuild_producer_state
+from storage.log_retention import LogRetention
+from storage.log_transactions import LogTransactions
 from storage.log_validator import AppendOrigin, validate_and_assign_offsets
-from storage.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+from storage.producer_append import analyze_producer_state, apply_producer_state
+from storage.producer_state import ProducerStateManager, VerificationGuard
 from storage.segment import LogSegment, parse_batches
 from storage.values import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TopicPartition
 
@@ -51,7 +62,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Log:
+class Log(LogTransactions, LogRetention):
     def __init__(self, dir: Path, config: LogConfig, topic_partition: TopicPartition) -> None:
         self.dir = Path(dir)
         self.config = config
@@ -62,7 +73,10 @@ class Log:
         self.recovery_point = 0
         self.topic_id: uuid.UUID | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(None)
-        self.producer_state = ProducerStateManager(self.dir)
+        self.producer_state = ProducerStateManager(self.dir, topic_partition)
+        self._high_watermark: int | None = None  # reported by the partition; None: no partition yet
+        # Kafka's firstUnstableOffsetMetadata: placed in the log when a read needs its position
+        self._first_unstable: LogOffsetMetadata | None = None
         self.last_flush_ms = _now_ms()
         self._lock = threading.RLock()
         self._pending_deletes: list[LogSegment] = []
@@ -125,12 +139,15 @@ class Log:
         now_ms: int,
         log_append_time: int | None = None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guard: VerificationGuard | None = None,
     ) -> LogAppendInfo:
-        """Validate (``storage.log_validator``), assign offsets in place, check the idempotent producer's
-        state and append; raises the typed errors of ``storage.errors``. Topics with
+        """Validate (``storage.log_validator``), assign offsets in place, check the producers' idempotent and
+        transactional state and append; raises the typed errors of ``storage.errors``. Topics with
         ``message.timestamp.type=LogAppendTime`` get ``now_ms`` as log append time unless
         ``log_append_time`` is given. A duplicate of a producer's recent batch is not written: the result
-        carries the original offsets and ``duplicate=True``."""
+        carries the original offsets and ``duplicate=True``. Transaction markers (control batches) need
+        ``origin=AppendOrigin.COORDINATOR``; ``verification_guard`` is the KIP-890 guard of a verified
+        transactional produce (``maybe_start_transaction_verification``)."""
         buf = records
         if isinstance(buf, memoryview) and buf.readonly or isinstance(buf, bytes):
             buf = bytearray(buf)
@@ -145,38 +162,33 @@ class Log:
             origin=origin,
             log_append_time=log_append_time,
         )
-        pending: dict[int, ProducerStateEntry] = {}
+        updated = completed = duplicate = None
         for _, h in assigned:
-            if not h.has_producer_id or h.is_control:
-                continue
-            checked = self.producer_state.validate_append(h, pending)
-            if isinstance(checked, BatchMetadata):
-                if len(assigned) != 1:
-                    raise DuplicateSequenceError(
-                        f"{self.topic_partition}: duplicate batch of producer {h.producer_id} among several"
-                    )
-                return LogAppendInfo(
-                    checked.first_offset,
-                    checked.last_offset,
-                    checked.timestamp,
-                    checked.last_offset,
-                    -1,
-                    self.log_start_offset,
-                    h.records_count,
-                    0,
-                    duplicate=True,
+            if h[9] >= 0:  # a producer id: only then is there producer state to check (Kafka's hasProducerId)
+                updated, completed, duplicate = analyze_producer_state(
+                    self.producer_state, buf, assigned, origin, verification_guard)
+                break
+        if duplicate is not None:
+            if len(assigned) != 1:
+                raise DuplicateSequenceError(
+                    f"{self.topic_partition}: duplicate batch of producer {assigned[0][1].producer_id} among several"
                 )
-            pending[h.producer_id] = checked
+            return LogAppendInfo(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                duplicate.timestamp,
+                duplicate.last_offset,
+                -1,
+                self.log_start_offset,
+                assigned[0][1].records_count,
+                0,
+                duplicate=True,
+            )
         info = self._append(buf, assigned, now_ms, log_append_time)
-        for _, h in assigned:
-            if h.has_producer_id and not h.is_control:
-                entry = pending[h.producer_id]
-                entry.add_batch(h.producer_epoch, h, h.base_offset)
-            elif h.has_producer_id:
-                self.producer_state.replay(h)
-        for entry in pending.values():
-            self.producer_state.update(entry)
-        self.producer_state.map_end_offset = self.log_end_offset
+        if updated is not None:
+            self._apply_producer_state(updated, completed)  # type: ignore[arg-type]
+        else:
+            self.producer_state.map_end_offset = self.log_end_offset
         latest = self.leader_epoch_cache.latest_epoch()
         if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -200,12 +212,34 @@ class Log:
                     f"{self.topic_partition}: follower append at offset {h.base_offset} below {expected}"
                 )
             expected = h.next_offset
+        updated = completed = None
+        for _, h in batches:
+            if h[9] >= 0:
+                updated, completed, _ = analyze_producer_state(self.producer_state, records, batches,
+                                                               AppendOrigin.REPLICATION)
+                break
         info = self._append(records, batches, _now_ms(), None)
+        if updated is not None:
+            self._apply_producer_state(updated, completed)  # type: ignore[arg-type]
+        else:
+            self.producer_state.map_end_offset = self.log_end_offset
         for _, h in batches:
             if h.partition_leader_epoch >= 0:
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-            self.producer_state.replay(h)
         return info
+
+    def _apply_producer_state(self, updated: dict, completed: list) -> None:
+        """After the bytes are written (Kafka's append): producers, aborts into the active segment's txn
+        index, the first unstable offset. Without producer ids or transactions this is two cheap checks."""
+        ps = self.producer_state
+        if completed:
+            apply_producer_state(ps, self.active_segment.txn_index, updated, completed)
+        else:
+            for info in updated.values():
+                ps.update(info)
+        ps.map_end_offset = self.log_end_offset
+        if ps.has_transactions or self._first_unstable is not None:
+            self._update_first_unstable_offset()
 
     def _check_sizes(self, batches: list[tuple[int, BatchHeader]]) -> None:
         for _, h in batches:
@@ -280,16 +314,23 @@ class Log:
         *,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        include_aborted_transactions: bool = False,
     ) -> FetchDataInfo:
+        """Whole batches from ``start_offset`` up to ``max_offset`` (exclusive; None: the log end). With
+        ``include_aborted_transactions`` (read_committed) the result lists the aborted transactions that
+        overlap what was read (Kafka's addAbortedTransactions), an empty list when nothing was."""
         leo = self.log_end_offset
         if start_offset < self.log_start_offset or start_offset > leo:
             raise OffsetOutOfRangeError(
                 f"{self.topic_partition}: offset {start_offset} outside [{self.log_start_offset}, {leo}]"
             )
+        aborted = [] if include_aborted_transactions else None
         if start_offset == leo:
-            return FetchDataInfo(start_offset, None, fetch_offset_metadata=self.log_end_offset_metadata)
+            return FetchDataInfo(start_offset, None, fetch_offset_metadata=self.log_end_offset_metadata,
+                                 aborted_transactions=aborted)
         if max_offset is not None and start_offset >= max_offset:
-            return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset))
+            return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset),
+                                 aborted_transactions=aborted)
         segments = self.segments
         i = max(0, bisect.bisect_right(segments, start_offset, key=lambda s: s.base_offset) - 1)
         for seg in segments[i:]:
@@ -301,8 +342,11 @@ class Log:
             records, incomplete = res
             metadata = LogOffsetMetadata(start_offset, seg.base_offset, records.position) if records is not None \
                 else LogOffsetMetadata(start_offset)
-            return FetchDataInfo(start_offset, records, incomplete, metadata)
-        return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset))
+            if include_aborted_transactions and records is not None:
+                aborted = self._aborted_transactions_of_read(start_offset, seg, records.position, records.length)
+            return FetchDataInfo(start_offset, records, incomplete, metadata, aborted)
+        return FetchDataInfo(start_offset, None, fetch_offset_metadata=LogOffsetMetadata(start_offset),
+                             aborted_transactions=aborted)
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
@@ -370,6 +414,7 @@ class Log:
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         rebuild_producer_state(self)
+        self._update_first_unstable_offset()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating fully, restarting at %d", self.topic_partition, offset)
@@ -380,118 +425,7 @@ class Log:
             self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear_and_flush()
         self.producer_state.truncate_fully(offset)
-
-    # ==== log start offset, retention, deletion ========================================================
-    def maybe_increment_log_start_offset(self, offset: int) -> bool:
-        if offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"{self.topic_partition}: log start offset {offset} > log end offset {self.log_end_offset}"
-            )
-        if offset <= self.log_start_offset:
-            return False
-        self.log_start_offset = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
-        self._delete_segments_below_start(_now_ms())
-        return True
-
-    def _delete_segments_below_start(self, now_ms: int) -> int:
-        return self._delete_old_segments(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
-            None,
-            now_ms,
-            "log start offset",
-        )
-
-    def delete_retention_segments(self, now_ms: int, *, high_watermark: int | None = None) -> int:
-        """Kafka's deleteOldSegments: retention.ms, retention.bytes (delete policy only) and log start offset.
-
-        Only segments wholly below ``high_watermark`` (default: the log end offset) are deleted."""
-        deleted = 0
-        cfg = self.config
-        if cfg.delete_enabled and cfg.retention_ms >= 0:
-            deleted += self._delete_old_segments(
-                lambda seg, nxt: now_ms - seg.largest_timestamp() > cfg.retention_ms,
-                high_watermark,
-                now_ms,
-                f"retention.ms {cfg.retention_ms}",
-            )
-        if cfg.delete_enabled and cfg.retention_bytes >= 0:
-            diff = self.size_in_bytes() - cfg.retention_bytes
-
-            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                nonlocal diff
-                if diff - seg.size >= 0:
-                    diff -= seg.size
-                    return True
-                return False
-
-            deleted += self._delete_old_segments(
-                over_size, high_watermark, now_ms, f"retention.bytes {cfg.retention_bytes}"
-            )
-        deleted += self._delete_segments_below_start(now_ms)
-        return deleted
-
-    def _delete_old_segments(
-        self,
-        predicate,
-        high_watermark: int | None,
-        now_ms: int,  # noqa: ANN001
-        reason: str,
-    ) -> int:
-        upper_limit = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
-        doomed: list[LogSegment] = []
-        segs = list(self.segments)
-        for i, seg in enumerate(segs):
-            nxt = segs[i + 1] if i + 1 < len(segs) else None
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            if nxt is None and seg.size == 0:
-                break
-            if upper <= upper_limit and predicate(seg, nxt):
-                doomed.append(seg)
-            else:
-                break
-        if not doomed:
-            return 0
-        with self._lock:
-            if len(doomed) == len(self.segments):
-                self._roll(self.log_end_offset, now_ms)
-            log.info(
-                "%s: deleting %d segment(s) by %s: %s",
-                self.topic_partition,
-                len(doomed),
-                reason,
-                [s.base_offset for s in doomed],
-            )
-            self._schedule_deletion(doomed, now_ms)
-            self.segments = [s for s in self.segments if s not in doomed]
-            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-            self.recovery_point = max(self.recovery_point, self.log_start_offset)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        self.producer_state.delete_snapshots_before(self.log_start_offset)
-        return len(doomed)
-
-    def _schedule_deletion(self, doomed: list[LogSegment], now_ms: int) -> None:
-        for seg in doomed:
-            seg.change_file_suffixes("", DELETED_SUFFIX)
-            seg.deleted_at_ms = now_ms
-            self._pending_deletes.append(seg)
-
-    def take_expired_deletes(self, now_ms: int) -> list[LogSegment]:
-        """Segments renamed to .deleted at least file.delete.delay.ms ago, forgotten by this log: the caller
-        calls their `delete_files` (from any thread: nothing here refers to them any more)."""
-        delay = self.config.file_delete_delay_ms
-        due: list[LogSegment] = []
-        waiting: list[LogSegment] = []
-        with self._lock:  # the cleaner's thread schedules deletions too (replace_segments)
-            for seg in self._pending_deletes:
-                expired = seg.deleted_at_ms is not None and now_ms - seg.deleted_at_ms >= delay
-                (due if expired else waiting).append(seg)
-            self._pending_deletes = waiting
-        return due
-
-    def delete_expired_files(self, now_ms: int) -> None:
-        for seg in self.take_expired_deletes(now_ms):
-            seg.delete_files()
+        self._first_unstable = None
 
     # ==== flushing ========================================================================================
     def flush(self, up_to_offset: int | None = None) -> None:

@@ -9,13 +9,18 @@ Kafka's order:
    empty segment at the log start offset;
 4. recovery: unless the last shutdown was clean, every segment from the one holding the recovery point on
    (and any segment whose indexes failed their sanity check) is re-validated batch by batch (CRC32C, offsets,
-   sizes), its indexes are rebuilt, and a torn or corrupt tail is truncated, later segments deleted, with one
-   warning line naming file, offset and reason;
+   sizes), its indexes are rebuilt — the transaction index by replaying the segment into the producer state
+   as of its base offset (the newest snapshot at or below it plus the batches in between), so aborts whose
+   transaction began in an earlier segment are indexed again — and a torn or corrupt tail is truncated,
+   later segments deleted, with one warning line naming file, offset and reason; a snapshot is taken at the
+   end of each recovered segment (Kafka's recoverSegment);
 5. log end offset, log start offset (the checkpoint, or the first segment's base), the leader-epoch cache
    (loaded, then truncated to the log's range; an unreadable checkpoint is replaced by an empty one), the
    recovery point; a log start offset beyond the end restarts the log there (Kafka does the same);
-6. producer state: the newest snapshot at or below the log end offset, then the batch headers after it
-   (``rebuild_producer_state``, which truncation uses too).
+6. producer state: the newest snapshot at or below the log end offset, then the batches after it
+   (``rebuild_producer_state``, which truncation uses too): open transactions come back from the snapshot's
+   ``current_txn_first_offset`` and the replay, completed ones wait as unreplicated until the partition
+   reports its high watermark.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from typing import TYPE_CHECKING
 from records import BatchHeader
 from storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from storage.errors import CorruptLogError
+from storage.producer_append import load_producers
+from storage.producer_state import ProducerStateManager
 from storage.segment import LOG_SUFFIX, LogSegment
+from storage.transaction_index import TXN_INDEX_SUFFIX
 
 if TYPE_CHECKING:
     from storage.log import Log
@@ -84,6 +92,7 @@ class LogLoader:
         lg.leader_epoch_cache.truncate_from_start(lg.log_start_offset)
         lg.recovery_point = min(max(self.recovery_point, lg.recovery_point), lg.log_end_offset)
         rebuild_producer_state(lg)
+        lg._update_first_unstable_offset()
 
     def _remove_temporary_files(self) -> None:
         for p in self.dir.iterdir():
@@ -104,7 +113,7 @@ class LogLoader:
                 other = parse_base_offset(q.name, LOG_SUFFIX)
                 if other is not None and base <= other < max(end, base + 1):
                     log.info("swap %s replaces %s", p.name, q.name)
-                    for ext in (LOG_SUFFIX, ".index", ".timeindex"):
+                    for ext in (LOG_SUFFIX, ".index", ".timeindex", TXN_INDEX_SUFFIX):
                         (self.dir / f"{other:020d}{ext}").unlink(missing_ok=True)
             swap.change_file_suffixes(SWAP_SUFFIX, "")
             swap.on_become_inactive()
@@ -119,7 +128,7 @@ class LogLoader:
             if base is not None:
                 bases.add(base)
         for p in self.dir.iterdir():
-            for ext in (".index", ".timeindex"):
+            for ext in (".index", ".timeindex", TXN_INDEX_SUFFIX):
                 base = parse_base_offset(p.name, ext)
                 if base is not None and base not in bases:
                     log.info("removing orphan index %s", p)
@@ -136,9 +145,13 @@ class LogLoader:
                 0, bisect.bisect_right(segments, self.recovery_point, key=lambda s: s.base_offset) - 1
             )
         i = 0
+        state: ProducerStateManager | None = None  # the producer state at the next segment to recover
         while i < len(segments):
             seg = segments[i]
             if i >= first_unflushed or seg.needs_recovery:
+                if state is None or state.map_end_offset != seg.base_offset:
+                    state = ProducerStateManager(self.dir, tp)
+                    load_producer_state(state, segments[:i], self.log_start_offset, seg.base_offset)
                 if seg.needs_recovery:
                     # after a crash the unflushed segments' indexes are expected to be stale: say so quietly
                     log.log(
@@ -148,8 +161,11 @@ class LogLoader:
                         seg.log_path,
                         seg.index_problem,
                     )
-                result = seg.recover(on_batch=None)
+                result = seg.recover(producer_state=state)
                 seg.needs_recovery = False
+                state.map_end_offset = seg.next_offset
+                if seg.next_offset > seg.base_offset:
+                    state.take_snapshot()
                 if result.truncated_bytes:
                     log.warning(
                         "%s: truncated %d bytes of %s at offset %s (position %d): %s",
@@ -184,22 +200,32 @@ class LogLoader:
 
 def rebuild_producer_state(lg: Log) -> None:
     """Kafka's rebuildProducerState: the newest snapshot at or below the log end offset, then replay the
-    batch headers from there (never below the log start offset)."""
-    ps = lg.producer_state
-    ps.delete_snapshots_after(lg.log_end_offset)
-    start = ps.load_latest_snapshot(lg.log_end_offset)
-    start = lg.log_start_offset if start is None else max(start, lg.log_start_offset)
-    ps.map_end_offset = max(ps.map_end_offset, start)
-    for h in _headers_from(lg.segments, start):
-        ps.replay(h)
-    ps.map_end_offset = lg.log_end_offset
+    batches from there (never below the log start offset)."""
+    lg.producer_state.delete_snapshots_after(lg.log_end_offset)
+    load_producer_state(lg.producer_state, lg.segments, lg.log_start_offset, lg.log_end_offset)
 
 
-def _headers_from(segments: list[LogSegment], offset: int) -> Iterator[BatchHeader]:
-    i = max(0, bisect.bisect_right(segments, offset, key=lambda s: s.base_offset) - 1)
+def load_producer_state(state: ProducerStateManager, segments: list[LogSegment], log_start_offset: int,
+                        end_offset: int) -> None:
+    """``state`` as of ``end_offset``: the newest readable snapshot at or below it, then the batches of
+    ``segments`` from there up to ``end_offset`` (data batches by header, end markers read whole)."""
+    start = state.load_latest_snapshot(end_offset)
+    start = log_start_offset if start is None else max(start, log_start_offset)
+    state.map_end_offset = max(state.map_end_offset, start)
+    load_producers(state, _batches_between(segments, start, end_offset))
+    state.map_end_offset = end_offset
+
+
+def _batches_between(segments: list[LogSegment], start: int, end: int
+                     ) -> Iterator[tuple[BatchHeader, memoryview | None]]:
+    i = max(0, bisect.bisect_right(segments, start, key=lambda s: s.base_offset) - 1)
     for seg in segments[i:]:
-        found = seg.translate_offset(offset)
+        if seg.base_offset >= end:
+            return
+        found = seg.translate_offset(start)
         if found is None:
             continue
-        for _, h in seg.batches_from(found[0]):
-            yield h
+        for pos, h in seg.batches_from(found[0]):
+            if h.base_offset >= end:
+                return
+            yield h, memoryview(seg.read_batch(pos, h.size)) if h.is_control else None

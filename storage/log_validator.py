@@ -37,10 +37,14 @@ __all__ = ["AppendOrigin", "validate_and_assign_offsets"]
 
 
 class AppendOrigin(Enum):
-    """Who wrote an append (Kafka's AppendOrigin); only a client's batches get the client rules."""
+    """Who wrote an append (Kafka's AppendOrigin). Only a client's batches get the client rules here (no
+    control batches, base offset 0, ...); the producer state checks clients fully, the coordinator's writes
+    (group metadata, transaction markers) by epochs only, and replication (follower appends, recovery) not
+    at all."""
 
     CLIENT = "client"  # a producer's Produce request
     COORDINATOR = "coordinator"  # the broker's own writes: group metadata, transaction markers
+    REPLICATION = "replication"  # batches already written by a leader: follower appends and recovery
 
 
 def validate_and_assign_offsets(

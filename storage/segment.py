@@ -1,4 +1,4 @@
-"""One log segment: ``<base_offset:020d>.log`` plus its ``.index`` and ``.timeindex``.
+"""One log segment: ``<base_offset:020d>.log`` plus its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 Contract: the ``.log`` file holds v2 record batches back to back exactly as appended (offsets already
 assigned). ``append`` writes whole batches at the end and adds an index entry (last offset of the batch ->
@@ -6,9 +6,13 @@ its position) whenever more than ``index_interval_bytes`` were written since the
 index entry when the max timestamp grows. A failed write is rolled back by truncating the file to its previous
 size (``KafkaStorageError``). ``read`` returns a ``FileSlice`` of whole batches starting with the batch that
 contains the start offset. ``recover`` re-validates every batch (size, magic, CRC32C, monotonic offsets),
-rebuilds both indexes and truncates a torn or corrupt tail, reporting what it cut. Files may carry a suffix
-(``.cleaned``, ``.swap``, ``.deleted``) during the cleaner's swap protocol and deletion. Headers are parsed by
-the shared codec (``records``); ``read_header`` / ``parse_batches`` turn its errors into ``CorruptLogError``.
+rebuilds the offset and time indexes and, given the producer state as of the segment's base offset, the
+transaction index (the aborted transactions whose markers the segment holds, ``storage.transaction_index``),
+and truncates a torn or corrupt tail, reporting what it cut. The transaction index follows the segment
+through truncation, renames and deletion; its file exists only once a transaction was aborted here. Files
+may carry a suffix (``.cleaned``, ``.swap``, ``.deleted``) during the cleaner's swap protocol and deletion.
+Headers are parsed by the shared codec (``records``); ``read_header`` / ``parse_batches`` turn its errors
+into ``CorruptLogError``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from records.header import COMPRESSION_MASK, MAX_TIMESTAMP_AT, TIMESTAMP_TYPE_MA
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError, CorruptLogError, KafkaStorageError
 from storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from storage.producer_append import replay_batch
+from storage.producer_state import ProducerStateManager
+from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex, TxnIndexSearchResult
 from storage.values import FileSlice
 
 log = logging.getLogger(__name__)
@@ -108,6 +115,8 @@ class LogSegment:
             base_offset,
             config.segment_index_bytes,
         )
+        self.txn_index = TransactionIndex(
+            base_offset, self.dir / segment_file_name(base_offset, TXN_INDEX_SUFFIX + file_suffix))
         self.created_ms = (
             int(os.fstat(self.fd).st_mtime * 1000) if existed else (now_ms if now_ms is not None else _now_ms())
         )
@@ -146,6 +155,7 @@ class LogSegment:
         try:
             seg.offset_index.sanity_check(seg.size)
             seg.time_index.sanity_check()
+            seg.txn_index.sanity_check()
             seg._load_tail()
         except CorruptLogError as e:
             seg.needs_recovery = True
@@ -317,6 +327,19 @@ class LogSegment:
             end = max(end, cursor)
         return FileSlice(self.fd, pos, end - pos, str(self.log_path)), False
 
+    def read_batch(self, position: int, size: int) -> bytes:
+        """The bytes of the batch at ``position`` (control batches for the producer state, tools)."""
+        return os.pread(self.fd, size, position)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """Kafka's fetchUpperBoundOffset: the offset of the first index entry at or past the end of a fetch
+        (the entry's batch lies after everything fetched), None when the index has none."""
+        found = self.offset_index.fetch_upper_bound(start_position + fetch_size)
+        return None if found is None else found[0]
+
     def batches_from(self, position: int = 0) -> list[tuple[int, BatchHeader]]:
         """Headers of every batch from ``position`` to the end (header walk, no CRC)."""
         out = []
@@ -349,10 +372,15 @@ class LogSegment:
         return None
 
     # -- recovery and truncation -----------------------------------------------------------------------
-    def recover(self, max_message_size: int = INT32_MAX, on_batch=None) -> RecoveryResult:  # noqa: ANN001
-        """Validate every batch, rebuild both indexes, truncate an invalid tail."""
+    def recover(self, max_message_size: int = INT32_MAX,
+                producer_state: ProducerStateManager | None = None) -> RecoveryResult:
+        """Validate every batch, rebuild the indexes, truncate an invalid tail. ``producer_state`` (as of the
+        segment's base offset) takes each batch and rebuilds the transaction index (Kafka's recover); without
+        it the transaction index is left as it is (a cleaner's ``.swap`` segment brings its own)."""
         self.offset_index.reset()
         self.time_index.reset()
+        if producer_state is not None:
+            self.txn_index.reset()
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset
         self.next_offset = self.base_offset
@@ -387,8 +415,8 @@ class LogSegment:
             if len(data) < h.size or not crc_is_valid(data, 0, h.size):
                 reason = "CRC32C mismatch"
                 break
-            if on_batch is not None:
-                on_batch(h)
+            if producer_state is not None:
+                replay_batch(producer_state, self.txn_index, memoryview(data), h)
             if self._bytes_since_last_index_entry > self.index_interval_bytes and self._index_has_room():
                 self.offset_index.append(h.last_offset, pos)
                 self._track(h)
@@ -417,6 +445,7 @@ class LogSegment:
         cut = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - cut
         os.ftruncate(self.fd, cut)
         self.size = cut
@@ -465,6 +494,7 @@ class LogSegment:
                 raise KafkaStorageError(f"fsync of {self.log_path} failed: {e}") from e
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.on_become_inactive()
@@ -473,12 +503,13 @@ class LogSegment:
     def close_handles(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename .log/.index/.timeindex from ``old_suffix`` to ``new_suffix`` (e.g. "" -> ".deleted")."""
+        """Rename the segment's files from ``old_suffix`` to ``new_suffix`` (e.g. "" -> ".deleted")."""
 
         def renamed(p: Path) -> Path:
             name = p.name
@@ -494,12 +525,14 @@ class LogSegment:
                 idx.rename_to(renamed(idx.path))
             else:
                 idx.path = renamed(idx.path)
+        self.txn_index.rename_to(renamed(self.txn_index.path))
         self.file_suffix = new_suffix
 
     def delete_files(self) -> None:
         self.close_handles()
         for p in (self.log_path, self.offset_index.path, self.time_index.path):
             p.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def read_all(self) -> bytes:
         """Copy of the whole .log file (tests and tools)."""

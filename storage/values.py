@@ -102,3 +102,5 @@ class FetchDataInfo:
     first_entry_incomplete: bool = False
     # Where fetch_offset sits; message-offset-only when the read did not have to find it (Log.read).
     fetch_offset_metadata: LogOffsetMetadata | None = None
+    # read_committed reads: storage.transaction_index.AbortedTxn entries overlapping the range (None otherwise)
+    aborted_transactions: list | None = None

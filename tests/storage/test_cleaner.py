@@ -226,14 +226,17 @@ def test_aborted_transaction_records_removed_markers_kept(tmp_path: Path) -> Non
                                producer_id=pid, producer_epoch=0, base_sequence=offset)
 
     log = open_log(tmp_path)
+    log.update_high_watermark(0)  # as the partition does when it takes the log
     log.append_as_follower(memoryview(encode_batch([Record(0, T0, b"k", b"committed")], base_offset=0)))
     log.append_as_follower(memoryview(txn(1, 5, b"k", b"aborted")))
     log.append_as_follower(memoryview(marker(2, 5, 0)))  # ABORT
     log.append_as_follower(memoryview(txn(3, 6, b"j", b"open")))  # still open: cleaning stops before it
     log.roll()
     log.append_as_follower(memoryview(marker(4, 6, 1)))
+    log.update_high_watermark(4)  # the COMMIT is not replicated yet: the LSO stays at the transaction's start
     stats = LogCleaner().clean(log, now_ms())
-    assert not stats.cleaned  # the first unstable offset (3) is inside the only non-active segment
+    assert not stats.cleaned  # the last stable offset (3) is inside the only non-active segment
+    log.update_high_watermark(5)
     log.roll()
     stats = LogCleaner().clean(log, now_ms())
     assert stats.cleaned and stats.aborted_removed == 1

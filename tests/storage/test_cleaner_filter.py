@@ -1,4 +1,5 @@
-"""The cleaner's per-batch rules (filter_batch) and its segment-level scans, on real bytes and segments."""
+"""The cleaner's per-batch rules (filter_batch), its transaction tracking and its segment-level helpers, on real
+bytes and segments."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from records import BATCH_HEADER_SIZE, Compression, Record, RecordBatch, TimestampType, crc_is_valid, parse_header
-from storage.cleaner import CleanerStats, _group_segments, filter_batch, scan_transactions, segment_batches
+from storage.cleaner import CleanedTransactionMetadata, CleanerStats, _group_segments, filter_batch, segment_batches
 from storage.config import LogConfig
 from storage.segment import LogSegment
 
@@ -116,23 +117,60 @@ def _segment(tmp_path: Path, base: int, batches: list[bytes]) -> LogSegment:
     return seg
 
 
-def test_scan_transactions_finds_aborted_open_and_last_producer_batches(tmp_path: Path) -> None:
-    def txn(base: int, pid: int, kind: int | None = None) -> bytes:
-        if kind is None:
-            return batch(base, [(b"k", b"v")], is_transactional=True, producer_id=pid, producer_epoch=0,
-                         base_sequence=base)
-        return encode_batch([Record(base, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))],
-                               base_offset=base, is_transactional=True, is_control=True, producer_id=pid,
-                               producer_epoch=0)
+def _txn(base: int, pid: int, kind: int | None = None) -> bytes:
+    if kind is None:
+        return batch(base, [(b"k", b"v")], is_transactional=True, producer_id=pid, producer_epoch=0,
+                     base_sequence=base)
+    return encode_batch([Record(base, T0, struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0))],
+                        base_offset=base, is_transactional=True, is_control=True, producer_id=pid, producer_epoch=0)
 
-    seg0 = _segment(tmp_path, 0, [txn(0, 1), txn(1, 2), txn(2, 1, kind=0), txn(3, 2, kind=1)])
-    seg1 = _segment(tmp_path, 4, [txn(4, 1), batch(5, [(b"x", b"y")], producer_id=7, producer_epoch=0,
-                                                  base_sequence=0)])
-    scan = scan_transactions([seg0, seg1])
-    assert scan.aborted_batches == {0}
-    assert scan.first_unstable_offset == 4
-    assert scan.last_batch_of_producer == {1: 4, 2: 1, 7: 5}
-    assert [h.base_offset for h, _ in segment_batches(seg0)] == [0, 1, 2, 3]
+
+def test_cleaned_transaction_metadata_follows_kafkas_marker_rules(tmp_path: Path) -> None:
+    """Data of an aborted transaction (known from the index) is discardable; its ABORT marker stays while any
+    of that data was seen, and goes into the cleaned index then; a COMMIT marker whose data was seen stays;
+    markers of transactions with no data seen may go."""
+    from storage.transaction_index import AbortedTxn, TransactionIndex
+
+    seg = _segment(tmp_path, 0, [_txn(0, 1), _txn(1, 2), _txn(2, 1, kind=0), _txn(3, 2, kind=1),
+                                 _txn(4, 3, kind=0), _txn(5, 4, kind=1)])
+    txns = CleanedTransactionMetadata()
+    aborted = AbortedTxn(1, 0, 2, 1)
+    txns.add_aborted_transactions([aborted, AbortedTxn(3, 4, 4, 5)])
+    index = TransactionIndex(0, tmp_path / "cleaned.txnindex")
+    txns.cleaned_index = index
+    seen = []
+    for header, raw in segment_batches(seg):
+        if header.is_control:
+            seen.append(("marker", header.base_offset, txns.on_control_batch_read(header, raw)))
+        else:
+            seen.append(("data", header.base_offset, txns.on_batch_read(header)))
+    assert seen == [("data", 0, True), ("data", 1, False), ("marker", 2, False), ("marker", 3, False),
+                    ("marker", 4, True), ("marker", 5, True)]
+    assert index.all_aborted_txns() == [aborted]
+
+
+def test_markers_get_a_delete_horizon_then_go_and_a_producers_last_stays_empty() -> None:
+    marker = _txn(7, 3, kind=1)
+    out, _ = run_filter(marker, {})
+    assert out == marker  # data still in the log: kept as it is
+    stats = CleanerStats()
+    h = parse_header(marker)
+    stamped = filter_batch(h, memoryview(marker), {}, drop_tombstones=False, aborted=False, retain_empty=False,
+                           stats=stats, marker_horizon_ms=T0 + 99)
+    sh = parse_header(stamped)
+    assert sh.has_delete_horizon and sh.base_timestamp == T0 + 99 and sh.is_control and crc_is_valid(stamped, 0,
+                                                                                                        len(stamped))
+    assert [(r.offset, r.timestamp, r.key) for r in RecordBatch(stamped).records()] == \
+        [(r.offset, r.timestamp, r.key) for r in RecordBatch(marker).records()]
+    assert filter_batch(sh, memoryview(stamped), {}, drop_tombstones=False, aborted=True, retain_empty=False,
+                        stats=stats) is None
+    empty = filter_batch(sh, memoryview(stamped), {}, drop_tombstones=False, aborted=True, retain_empty=True,
+                         stats=stats)
+    eh = parse_header(empty)
+    assert (eh.base_offset, eh.records_count, eh.is_control, eh.producer_id) == (7, 0, True, 3)
+    # an emptied batch no longer carrying a producer's state goes at the next clean
+    assert filter_batch(eh, memoryview(empty), {}, drop_tombstones=False, aborted=False, retain_empty=False,
+                        stats=stats, marker_horizon_ms=T0) is None
 
 
 def test_group_segments_by_size(tmp_path: Path) -> None:
