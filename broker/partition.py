@@ -19,6 +19,13 @@ new LEO, a restart of the log sets it to the new start.
 min.insync.replicas: an acks=all append is refused (NOT_ENOUGH_REPLICAS) while the committed ISR is
 smaller, and answered NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below it before the HW got there.
 
+The last stable offset (Kafka's lastStableOffset): the log's first unstable offset (the first offset of
+the earliest transaction still open or whose marker is not below the HW) when it is below the HW, else the
+HW; never above the HW. Every HW move is reported to the log (`Log.update_high_watermark`, in
+`_set_high_watermark`, the one place the HW changes), leader and follower alike, so completed transactions
+stop holding the LSO back once replicated. read_committed fetches read up to the LSO with the aborted
+transactions of the range; ListOffsets for read_committed answers from the LSO.
+
 ISR changes (Kafka's PendingExpandIsr / PendingShrinkIsr): the leader proposes a new ISR through
 `isr_updater` (the metadata store, with a version check) and, while the proposal is in flight, counts
 the *maximal* ISR (committed ∪ proposed) for the HW and the committed one for `min.insync.replicas`.
@@ -37,6 +44,7 @@ from dataclasses import dataclass, field
 from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
 from storage import (
+    AppendOrigin,
     FetchDataInfo,
     KafkaStorageError,
     Log,
@@ -46,6 +54,7 @@ from storage import (
     OffsetOutOfRangeError,
     StorageError,
     TopicPartition,
+    VerificationGuard,
 )
 
 log = logging.getLogger("broker.partition")
@@ -174,6 +183,13 @@ class Partition:
         return self._high_watermark
 
     @property
+    def last_stable_offset(self) -> int:
+        """The log's first unstable offset when it is below the HW, else the HW (Kafka's lastStableOffset)."""
+        hw = self._high_watermark
+        first = self.log.first_unstable_offset if self.log is not None else None
+        return first if first is not None and first < hw else hw
+
+    @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset if self.log is not None else 0
 
@@ -201,6 +217,8 @@ class Partition:
     def _set_high_watermark(self, offset: int) -> None:
         self._high_watermark = offset
         self._high_watermark_metadata = None
+        if self.log is not None:
+            self.log.update_high_watermark(offset)
 
     # ---- role
     def make_leader(self, state: PartitionState, now_ms: int) -> bool:
@@ -399,8 +417,12 @@ class Partition:
         return False, ErrorCode.NONE
 
     # ---- appends
-    def append_records_to_leader(self, records: memoryview, required_acks: int, now_ms: int) -> LeaderAppendResult:
-        """Kafka's appendRecordsToLeader: min.insync.replicas, then the append, then maybe a new HW."""
+    def append_records_to_leader(self, records: memoryview, required_acks: int, now_ms: int, *,
+                                 origin: AppendOrigin = AppendOrigin.CLIENT,
+                                 verification_guard: VerificationGuard | None = None) -> LeaderAppendResult:
+        """Kafka's appendRecordsToLeader: min.insync.replicas, then the append, then maybe a new HW.
+        Transaction markers (control batches) come with `origin=AppendOrigin.COORDINATOR`; a KIP-890
+        verified transactional produce with its `verification_guard` (`Log.maybe_start_transaction_verification`)."""
         if self.log is None or not self.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
         log_ = self.log
@@ -410,7 +432,8 @@ class Partition:
                                 f"{tp}: ISR {self.isr} is below min.insync.replicas {self.min_insync_replicas}")
         try:
             # Storage validates the batches (Kafka's LogValidator), stamps LogAppendTime and assigns offsets.
-            info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms)
+            info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms, origin=origin,
+                                         verification_guard=verification_guard)
         except StorageError as e:
             if isinstance(e, KafkaStorageError):
                 log.error("%s: append failed: %s", tp, e)
@@ -429,8 +452,9 @@ class Partition:
                       min_one_message: bool, *, replica_id: int = -1, last_fetched_epoch: int = -1,
                       follower_log_start_offset: int = -1, now_ms: int = 0,
                       update_fetch_state: bool = True) -> LogReadResult:
-        """Kafka's fetchRecords: read for a consumer (up to the HW) or a follower (up to the LEO); a follower's
-        fetch then updates its state here (ISR, HW) unless its log diverges from ours."""
+        """Kafka's fetchRecords: read for a consumer (up to the HW, or for read_committed up to the LSO with the
+        aborted transactions of what was read) or a follower (up to the LEO); a follower's fetch then updates
+        its state here (ISR, HW) unless its log diverges from ours. Every answer carries the LSO."""
         log_ = self._local_log(current_leader_epoch)
         replica = None
         if replica_id >= 0:
@@ -441,23 +465,27 @@ class Partition:
                                     else ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                     f"{self.topic_partition}: broker {replica_id} is not a replica")
         hw = self._high_watermark
+        lso = self.last_stable_offset
         leo = log_.log_end_offset
         if replica is not None and last_fetched_epoch >= 0:
             # KIP-320 / KIP-392: tell a follower where its log diverges instead of serving data.
             diverging = self.diverging_epoch(last_fetched_epoch, fetch_offset)
             if diverging is not None:
-                return LogReadResult(None, hw, hw, log_.log_start_offset, leo, diverging_epoch=diverging)
-        max_offset = None if isolation == FETCH_LOG_END else hw
+                return LogReadResult(None, hw, lso, log_.log_start_offset, leo, diverging_epoch=diverging)
+        read_committed = isolation == FETCH_TXN_COMMITTED
+        max_offset = None if isolation == FETCH_LOG_END else lso if read_committed else hw
         try:
-            info = log_.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message)
+            info = log_.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message,
+                             include_aborted_transactions=read_committed)
         except OffsetOutOfRangeError as e:
             raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{self.topic_partition}: {e}") from None
-        result = LogReadResult(info, hw, hw, log_.log_start_offset, leo)
+        result = LogReadResult(info, hw, lso, log_.log_start_offset, leo)
         if replica is not None and update_fetch_state:
             replica.update_fetch_state(fetch_offset, follower_log_start_offset, now_ms, leo)
             self.maybe_expand_isr(replica)
             if self.maybe_increment_leader_hw(now_ms):
-                result.high_watermark = result.last_stable_offset = self._high_watermark
+                result.high_watermark = self._high_watermark
+                result.last_stable_offset = self.last_stable_offset
                 result.high_watermark_moved = True
         return result
 
@@ -471,11 +499,16 @@ class Partition:
         return None
 
     def end_offset_metadata(self, current_leader_epoch: int, isolation: int) -> LogOffsetMetadata:
-        """Where a fetch of this isolation may read up to, with its place in the log (Kafka's
-        fetchOffsetSnapshot); KafkaApiError when we no longer lead or the epoch is fenced/unknown."""
+        """Where a fetch of this isolation may read up to (the LEO, the HW, or for read_committed the LSO), with
+        its place in the log (Kafka's fetchOffsetSnapshot); KafkaApiError when we no longer lead or the epoch
+        is fenced/unknown."""
         log_ = self._local_log(current_leader_epoch)
         if isolation == FETCH_LOG_END:
             return log_.log_end_offset_metadata
+        if isolation == FETCH_TXN_COMMITTED:
+            first = log_.first_unstable_offset
+            if first is not None and first < self._high_watermark:
+                return log_.first_unstable_offset_metadata()  # type: ignore[return-value]
         return self.high_watermark_metadata()
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
@@ -493,16 +526,20 @@ class Partition:
         log_ = self._local_log(current_leader_epoch, fetch_only_from_leader)
         return log_.leader_epoch_cache.end_offset_for(leader_epoch, log_.log_end_offset)
 
-    def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, *, from_replica: bool
-                                   ) -> tuple[int, int, int]:
+    def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, *, from_replica: bool,
+                                   read_committed: bool = False) -> tuple[int, int, int]:
         """ListOffsets on the leader: (offset, timestamp, leader epoch of that offset), (-1, -1, -1) for none.
-        Consumers see up to the HW (also the last stable offset here: no open transactions), replicas the LEO."""
+        Replicas see up to the LEO, read_uncommitted consumers up to the HW, read_committed ones up to the LSO
+        (Kafka's lastFetchableOffset: the latest offset, and the bound of timestamp lookups)."""
         log_ = self._local_log(current_leader_epoch)
-        last_fetchable = log_.log_end_offset if from_replica else self._high_watermark
+        if from_replica:
+            last_fetchable = log_.log_end_offset
+        else:
+            last_fetchable = self.last_stable_offset if read_committed else self._high_watermark
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             offset, found_ts = log_.log_start_offset, -1
         elif timestamp == LATEST_TIMESTAMP:
-            offset, found_ts = last_fetchable, -1
+            return last_fetchable, -1, self.leader_epoch  # Kafka answers the current leader epoch here
         elif timestamp == LATEST_TIERED_TIMESTAMP:
             return -1, -1, -1  # no tiered storage: nothing is remote (Kafka answers -1 then)
         elif timestamp == MAX_TIMESTAMP:

@@ -5,10 +5,13 @@ NOT_LEADER_OR_FOLLOWER for a partition the metadata knows but this broker does n
 UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
 - `append_records` refuses client writes to internal topics, appends to each leader here
   (`Partition.append_records_to_leader`: min.insync.replicas, the append, the HW) and, for acks=all, parks
-  a `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`).
-- `fetch_messages` reads each partition (`Partition.fetch_records`: consumers up to the HW, followers up
-  to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch` until
-  `min_bytes` are there (or `max_wait_ms`). A parked fetch completes by comparing log positions, never by
+  a `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`). `origin` says
+  who writes (Kafka's AppendOrigin): clients, or the coordinators (group metadata, transaction markers,
+  which only `AppendOrigin.COORDINATOR` may write); KIP-890 verification guards ride along per partition.
+- `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
+  HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
+  followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
+  until `min_bytes` are there (or `max_wait_ms`). A parked fetch completes by comparing log positions, never by
   reading: Kafka's DelayedFetch cases (see `DelayedFetch.try_complete`).
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
@@ -35,12 +38,15 @@ from broker.partition import (
 from broker.purgatory import DelayedOperation, Purgatory
 from protocol.errors import ErrorCode
 from storage import (
+    AbortedTxn,
+    AppendOrigin,
     KafkaStorageError,
     LogConfig,
     LogManager,
     LogOffsetMetadata,
     StorageError,
     TopicPartition,
+    VerificationGuard,
 )
 
 log = logging.getLogger("broker.replica_manager")
@@ -131,6 +137,7 @@ class FetchPartitionData:
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch) for NOT_LEADER/FENCED hints
     preferred_read_replica: int = -1
     fetch_offset_metadata: LogOffsetMetadata | None = None  # where the fetch offset sits (for DelayedFetch)
+    aborted_transactions: list[AbortedTxn] | None = None  # read_committed: those overlapping the records
 
     @property
     def size(self) -> int:
@@ -337,12 +344,17 @@ class ReplicaManager:
 
     # ---- produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
-                       *, internal_topics_allowed: bool = False
+                       *, internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
+                       verification_guards: dict[TopicPartition, VerificationGuard] | None = None
                        ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
+        """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
+        `internal_topics_allowed=True`, acks=-1."""
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
         for tp, records in entries.items():
-            results[tp] = self._append_to_local_log(tp, records, required_acks, now, internal_topics_allowed)
+            guard = verification_guards.get(tp) if verification_guards else None
+            results[tp] = self._append_to_local_log(tp, records, required_acks, now, internal_topics_allowed,
+                                                    origin, guard)
         if required_acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         future = asyncio.get_running_loop().create_future()
@@ -352,12 +364,14 @@ class ReplicaManager:
         return future
 
     def _append_to_local_log(self, tp: TopicPartition, records: memoryview, required_acks: int, now: int,
-                             internal_topics_allowed: bool) -> ProducePartitionResult:
+                             internal_topics_allowed: bool, origin: AppendOrigin = AppendOrigin.CLIENT,
+                             verification_guard: VerificationGuard | None = None) -> ProducePartitionResult:
         try:
             if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
                 raise KafkaApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{tp}: internal topic")
             partition = self.get_partition_or_error(tp)
-            appended = partition.append_records_to_leader(records, required_acks, now)
+            appended = partition.append_records_to_leader(records, required_acks, now, origin=origin,
+                                                          verification_guard=verification_guard)
         except KafkaApiError as e:
             if e.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                 log.warning("produce to %s rejected: %s: %s", tp, e.code.name, e)
@@ -429,6 +443,7 @@ class ReplicaManager:
                 ErrorCode.NONE, result.high_watermark, result.last_stable_offset, result.log_start_offset,
                 read.records if read is not None else None, diverging_epoch=result.diverging_epoch,
                 fetch_offset_metadata=read.fetch_offset_metadata if read is not None else None,
+                aborted_transactions=read.aborted_transactions if read is not None else None,
             ), result.high_watermark_moved
         except KafkaApiError as e:
             found = self.partitions.get(tp)

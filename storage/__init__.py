@@ -16,24 +16,28 @@ from storage.errors import (
     DuplicateSequenceError,
     InvalidProducerEpochError,
     InvalidRecordError,
+    InvalidTxnStateError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     StorageError,
+    TransactionCoordinatorFencedError,
 )
 from storage.index import OffsetIndex, TimeIndex
 from storage.log import Log
 from storage.log_manager import LogManager
 from storage.log_validator import AppendOrigin
-from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.producer_state import ProducerStateEntry, ProducerStateManager, VerificationGuard
 from storage.segment import LogSegment
+from storage.transaction_index import AbortedTxn, TransactionIndex
 from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, LogOffsetMetadata, TopicPartition
 
 __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "AbortedTxn",
     "AppendOrigin",
     "BatchHeader",
     "CorruptIndexError",
@@ -44,6 +48,7 @@ __all__ = [
     "FileSlice",
     "InvalidProducerEpochError",
     "InvalidRecordError",
+    "InvalidTxnStateError",
     "KafkaStorageError",
     "LeaderEpochCheckpointFile",
     "LeaderEpochFileCache",
@@ -65,4 +70,7 @@ __all__ = [
     "StorageError",
     "TimeIndex",
     "TopicPartition",
+    "TransactionCoordinatorFencedError",
+    "TransactionIndex",
+    "VerificationGuard",
 ]

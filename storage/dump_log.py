@@ -43,6 +43,7 @@ from storage.checkpoints import (
 )
 from storage.errors import StorageError
 from storage.file_records import DEFAULT_MAX_ENTRY_BYTES, iter_file_entries
+from storage.producer_state import decrement_sequence
 
 
 class CheckpointFormatError(Exception):
@@ -54,8 +55,8 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # Kafka's --max-message-size default
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
-                      5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+# Kafka 3.7's ControlRecordType; any other type id is UNKNOWN there
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -197,14 +198,6 @@ class DumpProblems:
     def any(self) -> bool:
         return any((self.index_mismatches, self.non_consecutive, self.time_index_mismatches,
                     self.time_index_out_of_order, self.time_index_not_found))
-
-
-def _bool(b: bool) -> str:
-    return "true" if b else "false"
-
-
-def _text(b: bytes) -> str:
-    return b.decode("utf-8", errors="replace")
 
 
 def _bool(b: bool) -> str:
@@ -391,13 +384,15 @@ def dump_producer_snapshot(path: Path, out: TextIO) -> None:
         raise CheckpointFormatError(f"{path}: entry count {n} does not match the file size")
     for i in range(n):
         e = ProducerSnapshotEntry.parse(data[10 + i * entry_size : 10 + (i + 1) * entry_size])
+        # Kafka prints the entry's OptionalLong and, when the entry kept a batch (last offset >= 0), that batch
+        txn_first = e.current_txn_first_offset
         line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch}"
                 f" coordinatorEpoch: {e.coordinator_epoch}"
-                f" currentTxnFirstOffset: {e.current_txn_first_offset}"
-                f" lastTimestamp: {e.timestamp}")
-        if e.last_sequence >= 0:
-            first_seq = max(0, e.last_sequence - e.offset_delta)
-            line += (f" firstSequence: {first_seq} lastSequence: {e.last_sequence}"
+                f" currentTxnFirstOffset: {f'OptionalLong[{txn_first}]' if txn_first >= 0 else 'OptionalLong.empty'}"
+                f" lastTimestamp: {e.timestamp} ")
+        if e.last_offset >= 0:
+            first_seq = decrement_sequence(e.last_sequence, e.offset_delta) if e.last_sequence >= 0 else -1
+            line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence}"
                      f" lastOffset: {e.last_offset}"
                      f" offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
         out.write(line + "\n")

@@ -1,7 +1,8 @@
 """Fetch (key 1), versions 0–17.
 
 Consumers (replica_id -1) read from partition leaders up to the high watermark (read_uncommitted) or the
-last stable offset (read_committed; equal to the HW here, as no transactions are open); followers
+last stable offset (read_committed, v4+: with the aborted transactions that overlap the records returned,
+so the client drops their records; every v4+ answer carries the LSO); followers
 (replica_id >= 0, or ReplicaState from v15) read up to the log end offset, and their fetch offset
 updates the leader's view of them (ISR, HW). Data leaves as file slices that the server `sendfile`s:
 nothing is copied or decoded, except for v0–v3 clients whose batches are down-converted to magic 0/1.
@@ -10,7 +11,7 @@ partition's max bytes are soft limits: the first batch is always returned whole 
 Incremental fetch sessions (KIP-227, v7+), topic ids (v13+, UNKNOWN_TOPIC_ID), diverging epochs for
 followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the leader's
 endpoint in node_endpoints (v16+, as Kafka: not below, though the field exists from v12).
-Gaps: no fetch from follower (KIP-392: preferred_read_replica is always -1), no aborted transactions.
+Gaps: no fetch from follower (KIP-392: preferred_read_replica is always -1).
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
         fields: dict[str, Any] = dict(
             partition_index=tp.partition, error_code=data.error, high_watermark=data.high_watermark,
             last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
-            aborted_transactions=None if v >= 4 else [], preferred_read_replica=-1,
+            aborted_transactions=_aborted(PartData, data.aborted_transactions) if v >= 4 else [],
+            preferred_read_replica=-1,
             records=_records(v, data))
         if data.diverging_epoch is not None:
             fields["diverging_epoch"] = PartData.EpochEndOffset(epoch=data.diverging_epoch[0],
@@ -179,6 +181,14 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
     extra = {"node_endpoints": [node_endpoints[n] for n in sorted(node_endpoints)]} if v >= 16 else {}
     return response_for(request, throttle_time_ms=0, error_code=0,
                         session_id=session.session_id if session is not None else 0, responses=topics, **extra)
+
+
+def _aborted(PartData: Any, aborted: list | None) -> list | None:
+    """Kafka's AbortedTransaction entries (producer id, first offset); null for read_uncommitted."""
+    if aborted is None:
+        return None
+    return [PartData.AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+            for txn in aborted]
 
 
 def _records(version: int, data: FetchPartitionData) -> Any:

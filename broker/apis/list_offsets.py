@@ -1,10 +1,11 @@
 """ListOffsets (key 2), versions 0–9.
 
 Per partition, on its leader: EARLIEST (-2) the log start offset; LATEST (-1) the high watermark for
-read_uncommitted consumers, the last stable offset for read_committed, the log end offset for replicas;
-MAX_TIMESTAMP (-3, v7+) the offset and timestamp of the record with the largest timestamp; EARLIEST_LOCAL
-(-4, v8+) the log start offset (no tiered storage); a timestamp: the first offset whose batch max
-timestamp is at or after it (time index), or -1 when none below the high watermark. Each answer carries
+read_uncommitted consumers, the last stable offset for read_committed (isolation_level 1, v2+), the log end
+offset for replicas; MAX_TIMESTAMP (-3, v7+) the offset and timestamp of the record with the largest
+timestamp; EARLIEST_LOCAL (-4, v8+) the log start offset (no tiered storage); a timestamp: the first offset
+whose batch max timestamp is at or after it (time index). MAX_TIMESTAMP and timestamp lookups answer -1 when
+what they find is not below the same bound as LATEST (Kafka's lastFetchableOffset). Each answer carries
 the leader epoch of that offset (v4+). v0 answers with the old list-of-offsets layout.
 The lookup is the partition's (`Partition.fetch_offset_for_timestamp`).
 Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH.
@@ -30,6 +31,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     TopicResp = Resp.ListOffsetsTopicResponse
     PartResp = TopicResp.ListOffsetsPartitionResponse
     replica_id = request.replica_id
+    read_committed = v >= 2 and request.isolation_level == 1
     topics = []
     for topic in request.topics:
         parts = []
@@ -37,7 +39,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             tp = TopicPartition(topic.name, p.partition_index)
             try:
                 offset, timestamp, epoch = rm.get_partition_or_error(tp).fetch_offset_for_timestamp(
-                    p.timestamp, p.current_leader_epoch if v >= 4 else -1, from_replica=replica_id >= 0)
+                    p.timestamp, p.current_leader_epoch if v >= 4 else -1, from_replica=replica_id >= 0,
+                    read_committed=read_committed)
                 if v == 0:
                     parts.append(PartResp(partition_index=tp.partition, error_code=0,
                                           old_style_offsets=[offset] if offset >= 0 else []))

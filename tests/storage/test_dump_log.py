@@ -228,8 +228,9 @@ def test_producer_snapshot_and_txn_index(tmp_path: Path) -> None:
                                                   last_stable_offset=10)))
     rc, out, err = run_dump([snap, txn])
     assert rc == 0, err
-    assert ("producerId: 42 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: -1 lastTimestamp: "
-            f"{T0} firstSequence: 5 lastSequence: 9 lastOffset: 99 offsetDelta: 4 timestamp: {T0}") in out
+    assert ("producerId: 42 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
+            f"lastTimestamp: {T0} firstSequence: 5 lastSequence: 9 lastOffset: 99 offsetDelta: 4 timestamp: {T0}"
+            ) in out
     assert "version: 0 producerId: 42 firstOffset: 10 lastOffset: 20 lastStableOffset: 10" in out
     raw = bytearray(snap.read_bytes())
     raw[-1] ^= 1
@@ -283,7 +284,7 @@ def test_dump_a_partition_dir_written_by_storage_log(tmp_path: Path) -> None:
     assert "epoch: 3 startOffset: 0\n" in out  # leader-epoch-checkpoint
     assert f"(uuid: {topic_id})" in out  # partition.metadata
     # The producer-state snapshot written at the roll to offset 4 parses as Kafka's format (CRC checked).
-    assert "producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: -1" in out
+    assert "producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty" in out
     assert "firstSequence: 2 lastSequence: 3 lastOffset: 3 offsetDelta: 1" in out
 
 
@@ -298,3 +299,28 @@ def test_fuzz_any_file_bytes_dump_without_crashing(tmp_path: Path, data: bytes, 
     for opts in ({"print_data_log": True}, {"verify_index_only": True}, {"index_sanity_check": True}):
         rc, _out, _err = run_dump([target], **opts)
         assert rc in (0, 1)
+
+
+def test_a_transactional_log_dumps_markers_txnindex_and_open_transactions(tmp_path: Path) -> None:
+    """What Kafka's DumpLogSegments prints for a log our broker wrote with transactions: end markers in
+    deep iteration, the .txnindex entries, and the snapshot's open transaction as an OptionalLong."""
+    from storage import AppendOrigin, Log, LogConfig
+
+    from .txn_support import marker, txn_batch
+
+    log = Log.open(tmp_path / "orders-0", LogConfig())
+    log.append_as_leader(txn_batch(1, 0, 2), 0, now_ms=1)  # 0-1
+    log.append_as_leader(marker(1, commit=False, coordinator_epoch=2), 0, now_ms=1,
+                         origin=AppendOrigin.COORDINATOR)  # 2
+    log.append_as_leader(txn_batch(1, 2), 0, now_ms=1)  # 3: open
+    log.close()
+    rc, out, err = run_dump([tmp_path / "orders-0"], deep_iteration=True)
+    assert rc == 0, err
+    assert "baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 1 producerEpoch: 0" \
+        in out
+    assert "isTransactional: true isControl: true" in out
+    assert "| offset: 2 CreateTime: " in out and " endTxnMarker: ABORT coordinatorEpoch: 2\n" in out
+    assert "Dumping " + str(tmp_path / "orders-0" / "00000000000000000000.txnindex") in out
+    assert "version: 0 producerId: 1 firstOffset: 0 lastOffset: 2 lastStableOffset: 3\n" in out
+    assert ("producerId: 1 producerEpoch: 0 coordinatorEpoch: 2 currentTxnFirstOffset: OptionalLong[3] "
+            "lastTimestamp: ") in out
