@@ -10,10 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, Partition, PartitionState
+from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED, Partition, PartitionState
 from broker.replica_manager import FetchParams, FetchPartitionData, PartitionFetchInfo, ReplicaManager
 from protocol.errors import ErrorCode
-from storage import LogConfig
+from storage import AppendOrigin, LogConfig
+from tests.storage.txn_support import idempotent_batch, marker, txn_batch
 
 from .replication import TP, follow, lead, records, replica_manager
 
@@ -214,5 +215,33 @@ def test_expiry_answers_with_what_is_there(tmp_path: Path) -> None:
         assert parked(pending)
         data = (await pending)[0][1]
         assert data.error == ErrorCode.NONE and data.size > 0 and data.high_watermark == 2
+
+    asyncio.run(scenario())
+
+
+def test_read_committed_waits_on_the_last_stable_offset(tmp_path: Path) -> None:
+    """Kafka's DelayedFetch for TXN_COMMITTED measures up to the LSO: data appended after an open transaction
+    moves the HW (a read_uncommitted fetch completes) but not the LSO; the transaction's marker does."""
+
+    async def scenario() -> None:
+        rm, partition = leader(tmp_path)
+        assert rm.append_records(1000, 1, {TP: memoryview(txn_batch(7, 0))})[TP].error == ErrorCode.NONE
+        assert (partition.last_stable_offset, partition.high_watermark) == (0, 1)
+        committed = rm.fetch_messages(
+            FetchParams(replica_id=-1, max_wait_ms=WAIT_MS, min_bytes=1, max_bytes=1 << 20,
+                        isolation=FETCH_TXN_COMMITTED),
+            [(TP, PartitionFetchInfo(0, 1 << 20, current_leader_epoch=1))])
+        uncommitted = consumer_fetch(rm, 1)
+        assert parked(committed) and parked(uncommitted)
+        assert rm.append_records(1000, 1, {TP: memoryview(idempotent_batch(8, 0))})[TP].error == ErrorCode.NONE
+        assert answer(uncommitted).high_watermark == 2
+        assert parked(committed) and partition.last_stable_offset == 0
+        result = rm.append_records(1000, -1, {TP: memoryview(marker(7, commit=False))},
+                                   origin=AppendOrigin.COORDINATOR)
+        assert isinstance(result, dict) and result[TP].error == ErrorCode.NONE
+        data = answer(committed)
+        assert (data.last_stable_offset, data.high_watermark) == (3, 3)
+        assert [(t.producer_id, t.first_offset) for t in data.aborted_transactions] == [(7, 0)]
+        rm.shutdown()
 
     asyncio.run(scenario())

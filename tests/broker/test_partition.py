@@ -1,4 +1,4 @@
-"""Partition rules without sockets: the high watermark, ISR expansion and shrink, leader epochs.
+"""Partition rules without sockets: the high watermark, ISR expansion and shrink, leader epochs, the LSO.
 
 A real `storage.Log` in a temporary directory; the ISR updater is an in-memory stand-in for the metadata
 store (a version-checked write), which is all `Partition` asks of it.
@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from broker.errors import KafkaApiError
-from broker.partition import Partition, PartitionState
+from broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition, PartitionState
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from storage import Log, LogConfig, TopicPartition
+from storage import AppendOrigin, Log, LogConfig, TopicPartition
+from tests.storage.txn_support import T0, idempotent_batch, marker, txn_batch
 
 TP = TopicPartition("t", 0)
 LAG_MS = 1000
@@ -211,3 +212,26 @@ def test_follower_dropped_from_isr_by_the_controller_stops_holding_the_hw(tmp_pa
     lead(p, 1004, isr=[0, 1], epoch=2)
     p.update_follower_fetch_state(1, 15, 0, 1005)
     assert p.high_watermark == 15  # not held at 12 until replica.lag.time.max.ms passes
+
+
+def test_last_stable_offset_bounds_read_committed_list_offsets(tmp_path: Path) -> None:
+    """Kafka's fetchOffsetForTimestamp: read_committed answers LATEST with the LSO and finds MAX_TIMESTAMP and
+    timestamps only below it; EARLIEST is the log start either way. The LSO never passes the HW."""
+    p = make_partition(tmp_path)
+    lead(p, 5000, isr=[0])
+    p.append_records_to_leader(memoryview(idempotent_batch(1, 0, 2)), 1, 5000)  # 0-1, timestamps T0, T0+1
+    p.append_records_to_leader(memoryview(txn_batch(2, 50, 2)), 1, 5000)  # 2-3, timestamps T0+50, T0+51: open
+    assert (p.last_stable_offset, p.high_watermark) == (2, 4)
+    for read_committed, latest, max_ts, at_50 in ((True, 2, (-1, -1, -1), (-1, -1, -1)),
+                                                  (False, 4, (3, T0 + 51, 1), (2, T0 + 50, 1))):
+        def lookup(ts: int, rc: bool = read_committed) -> tuple[int, int, int]:
+            return p.fetch_offset_for_timestamp(ts, -1, from_replica=False, read_committed=rc)
+
+        assert lookup(LATEST_TIMESTAMP) == (latest, -1, 1)
+        assert lookup(EARLIEST_TIMESTAMP)[0] == 0
+        assert lookup(MAX_TIMESTAMP) == max_ts
+        assert lookup(T0 + 50) == at_50
+        assert lookup(T0 + 1) == (1, T0 + 1, 1)
+    assert p.fetch_offset_for_timestamp(LATEST_TIMESTAMP, -1, from_replica=True)[0] == 4
+    p.append_records_to_leader(memoryview(marker(2, commit=True)), 1, 5000, origin=AppendOrigin.COORDINATOR)
+    assert p.last_stable_offset == p.high_watermark == 5
