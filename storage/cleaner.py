@@ -196,26 +196,10 @@ def filter_batch(
         if header.records_count == 0:  # emptied by an earlier clean
             return bytes(batch) if retain_empty else None
         if aborted:
-            return _empty_batch(header) if retain_empty else None
+            return _retained_batch(header, []) if retain_empty else None
         if marker_horizon_ms is None or header.has_delete_horizon:
             return bytes(batch)
-        records = list(view.records())
-        return build_batch(
-            [(r.key, r.value, r.headers, r.timestamp) for r in records],
-            base_offset=header.base_offset,
-            offset_deltas=[r.offset - header.base_offset for r in records],
-            last_offset_delta=header.last_offset_delta,
-            delete_horizon_ms=marker_horizon_ms,
-            max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
-            timestamp_type=header.timestamp_type,
-            compression=header.compression,
-            partition_leader_epoch=header.partition_leader_epoch,
-            is_transactional=header.is_transactional,
-            is_control=True,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-        )
+        return _retained_batch(header, list(view.records()), delete_horizon_ms=marker_horizon_ms)
     records = list(view.records())
     stats.records_read += len(records)
     kept: list[Record] = []
@@ -235,35 +219,25 @@ def filter_batch(
         # Kafka's DELETE_EMPTY, or RETAIN_EMPTY for the batch that carries a producer's state
         if not records and retain_empty:
             return bytes(batch)
-        return _empty_batch(header) if retain_empty else None
+        return _retained_batch(header, []) if retain_empty else None
     if len(kept) == len(records):
         return bytes(batch)
-    # Kafka's shape: base offset, last offset delta (the producer's sequence range), producer fields,
-    # partition leader epoch, timestamp type and codec stay.
+    return _retained_batch(header, kept)
+
+
+def _retained_batch(header: BatchHeader, records: list[Record], *, delete_horizon_ms: int | None = None) -> bytes:
+    """``records`` of a batch re-encoded in Kafka's shape (buildRetainedRecordsInto): base offset, last offset
+    delta (the producer's sequence range), producer fields, flags, partition leader epoch, timestamp type and
+    codec stay. Without records it is Kafka's writeEmptyHeader (both timestamps the batch's max timestamp: a
+    producer's state survives in it); ``delete_horizon_ms`` stamps a KIP-534 delete horizon."""
     return build_batch(
-        [(r.key, r.value, r.headers, r.timestamp) for r in kept],
+        [(r.key, r.value, r.headers, r.timestamp) for r in records],
         base_offset=header.base_offset,
-        offset_deltas=[r.offset - header.base_offset for r in kept],
+        offset_deltas=[r.offset - header.base_offset for r in records],
         last_offset_delta=header.last_offset_delta,
+        base_timestamp=None if records else header.max_timestamp,
+        delete_horizon_ms=delete_horizon_ms,
         max_timestamp=header.max_timestamp if header.timestamp_type == TimestampType.LOG_APPEND_TIME else None,
-        timestamp_type=header.timestamp_type,
-        compression=header.compression,
-        partition_leader_epoch=header.partition_leader_epoch,
-        is_transactional=header.is_transactional,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-    )
-
-
-def _empty_batch(header: BatchHeader) -> bytes:
-    """Kafka's writeEmptyHeader: the batch's offsets, producer fields and flags without records, both
-    timestamps set to its max timestamp (a producer's state survives in it)."""
-    return build_batch(
-        [],
-        base_offset=header.base_offset,
-        last_offset_delta=header.last_offset_delta,
-        base_timestamp=header.max_timestamp,
         timestamp_type=header.timestamp_type,
         compression=header.compression,
         partition_leader_epoch=header.partition_leader_epoch,
