@@ -297,9 +297,21 @@ class Partition:
         return self.log
 
     # ---- high watermark
+    @property
+    def effective_min_isr(self) -> int:
+        """min.insync.replicas, capped at the replication factor (a topic may ask for more than it has)."""
+        return min(self.min_insync_replicas, len(self.remote_replicas) + 1)
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr) < self.effective_min_isr
+
     def maybe_increment_leader_hw(self, now_ms: int) -> bool:
-        """Advance the HW to the smallest LEO among the leader and the replicas that count. True if it moved."""
-        if self.log is None or not self.is_leader:
+        """Advance the HW to the smallest LEO among the leader and the replicas that count. True if it moved.
+
+        Not while the ISR is below the effective min.insync.replicas (Kafka 3.7+, KAFKA-15583): an acks=1
+        write to such a partition stays invisible to consumers until enough replicas hold it again."""
+        if self.log is None or not self.is_leader or self.is_under_min_isr:
             return False
         new_hw = self.log.log_end_offset
         maximal = self.maximal_isr
@@ -411,7 +423,8 @@ class Partition:
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self._high_watermark >= required_offset:
-            if len(self.isr) >= self.min_insync_replicas:
+            # The ISR may have shrunk after the append was parked: the write is in, with too few copies.
+            if len(self.maximal_isr) >= self.effective_min_isr:
                 return True, ErrorCode.NONE
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return False, ErrorCode.NONE
@@ -427,9 +440,9 @@ class Partition:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
         log_ = self.log
         tp = self.topic_partition
-        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+        if required_acks == -1 and self.is_under_min_isr:
             raise KafkaApiError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                f"{tp}: ISR {self.isr} is below min.insync.replicas {self.min_insync_replicas}")
+                                f"{tp}: ISR {self.isr} is below min.insync.replicas {self.effective_min_isr}")
         try:
             # Storage validates the batches (Kafka's LogValidator), stamps LogAppendTime and assigns offsets.
             info = log_.append_as_leader(records, self.leader_epoch, now_ms=now_ms, origin=origin,

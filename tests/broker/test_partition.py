@@ -218,6 +218,7 @@ def test_last_stable_offset_bounds_read_committed_list_offsets(tmp_path: Path) -
     """Kafka's fetchOffsetForTimestamp: read_committed answers LATEST with the LSO and finds MAX_TIMESTAMP and
     timestamps only below it; EARLIEST is the log start either way. The LSO never passes the HW."""
     p = make_partition(tmp_path)
+    p.min_insync_replicas = 1  # the leader alone may move the HW
     lead(p, 5000, isr=[0])
     p.append_records_to_leader(memoryview(idempotent_batch(1, 0, 2)), 1, 5000)  # 0-1, timestamps T0, T0+1
     p.append_records_to_leader(memoryview(txn_batch(2, 50, 2)), 1, 5000)  # 2-3, timestamps T0+50, T0+51: open
@@ -235,3 +236,30 @@ def test_last_stable_offset_bounds_read_committed_list_offsets(tmp_path: Path) -
     assert p.fetch_offset_for_timestamp(LATEST_TIMESTAMP, -1, from_replica=True)[0] == 4
     p.append_records_to_leader(memoryview(marker(2, commit=True)), 1, 5000, origin=AppendOrigin.COORDINATOR)
     assert p.last_stable_offset == p.high_watermark == 5
+
+
+def test_high_watermark_holds_while_the_isr_is_below_min_insync_replicas(tmp_path: Path) -> None:
+    """Kafka 3.7+ (KAFKA-15583): an acks=1 write to a partition whose ISR is below the effective
+    min.insync.replicas stays invisible to consumers until enough replicas hold it again."""
+    p = make_partition(tmp_path)  # min.insync.replicas=2, replicas [0, 1, 2]
+    lead(p, 1000, isr=[0])
+    append(p, 3, 1000)
+    assert p.is_under_min_isr and p.high_watermark == 0
+    # Replica 1 holds the records but is not in the ISR yet; replica 2 is past the lag: without the rule the
+    # leader would move the HW to 3 here.
+    p.update_follower_fetch_state(1, 3, 0, 1000 + LAG_MS + 1)
+    assert p.high_watermark == 0
+    lead(p, 1000 + LAG_MS + 2, isr=[0, 1], epoch=2)  # back in the ISR: two copies, the HW moves
+    p.update_follower_fetch_state(1, 3, 0, 1000 + LAG_MS + 3)
+    assert not p.is_under_min_isr and p.high_watermark == 3
+
+
+def test_min_insync_replicas_above_the_replication_factor_counts_as_the_replication_factor(tmp_path: Path) -> None:
+    p = make_partition(tmp_path)
+    p.min_insync_replicas = 5
+    lead(p, 1000, isr=[0, 1, 2])
+    assert p.effective_min_isr == 3 and not p.is_under_min_isr
+    append(p, 2, 1000)
+    for rid in (1, 2):
+        p.update_follower_fetch_state(rid, 2, 0, 1001)
+    assert p.high_watermark == 2
