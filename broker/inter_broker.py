@@ -47,8 +47,8 @@ class BrokerConnection:
 
     async def _connect(self) -> None:
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         except (OSError, TimeoutError) as e:
             raise BrokerUnavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None
         self._versions = {}
@@ -85,8 +85,12 @@ class BrokerConnection:
         try:
             self._writer.write(len(frame).to_bytes(4, "big") + frame)
             await self._writer.drain()
-            size = int.from_bytes(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s), "big")
-            body = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that arrives as
+            # the read completes, and a fetcher or controller channel cancelled at shutdown then ran on forever.
+            async with asyncio.timeout(self.timeout_s):
+                size = int.from_bytes(await self._reader.readexactly(4), "big")
+            async with asyncio.timeout(self.timeout_s):
+                body = await self._reader.readexactly(size)
         except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
             self.close()
             raise BrokerUnavailable(f"request to {self.host}:{self.port} failed: {e or type(e).__name__}") from None

@@ -161,7 +161,8 @@ class KafkaServer:
         so that a broker the controller cannot reach still starts (and says why)."""
         timeout_s = self.config["zookeeper.session.timeout.ms"] / 1000
         try:
-            await asyncio.wait_for(self.metadata_ready.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):  # not wait_for: it can swallow a cancellation on 3.11
+                await self.metadata_ready.wait()
         except TimeoutError:
             log.warning("no UpdateMetadata from the controller within %.0f s; serving clients without it",
                         timeout_s)

@@ -164,7 +164,8 @@ class AdminManager:
             metadata_changed = self.controller.channels.metadata_changed
             metadata_changed.clear()
             try:
-                await asyncio.wait_for(metadata_changed.wait(), min(remaining, 0.1))
+                async with asyncio.timeout(min(remaining, 0.1)):  # not wait_for: see inter_broker
+                    await metadata_changed.wait()
             except TimeoutError:
                 pass
         return True

@@ -137,7 +137,8 @@ class RemoteChannel:
         if self._last is None or self._last.done():
             return True
         try:
-            await asyncio.wait_for(asyncio.shield(self._last), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancellation on 3.11
+                await asyncio.shield(self._last)
         except TimeoutError:
             return False
         except Exception:

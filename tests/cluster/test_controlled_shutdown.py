@@ -62,7 +62,8 @@ def test_sigterm_moves_leadership_first(tmp_path: Path) -> None:
         thread.start()
         wait_until(lambda: all(len(v) > 300 for v in acked.values()), 20, "writes to every partition")
 
-        assert cluster.brokers[victim].stop() == 0
+        rc = cluster.brokers[victim].stop()
+        assert rc == 0, f"exit code {rc}; broker {victim}'s log ends:\n{cluster.brokers[victim].log_tail(60)}"
         # Right at exit: the partitions it led have other leaders, and it is in no ISR.
         for p in range(PARTITIONS):
             st = zk.partition_state(TOPIC, p)
