@@ -6,7 +6,8 @@ and one directory per partition. ``startup`` locks the dirs, removes ``*-delete`
 DeleteTopics, reads the checkpoints and opens every log, skipping the recovery scan when the clean-shutdown
 marker ``.kafka_cleanshutdown`` exists (then removes the marker so a crash is detected next time). A damaged
 partition is recovered (truncated), never fatal. ``shutdown`` closes all logs, writes the checkpoints and the
-marker. New partitions go to the log dir holding the fewest partitions. Not thread-safe: the broker's event
+marker. New partitions go to the log dir holding the fewest partitions, unless one was preferred for them
+(``set_preferred_dir``). Not thread-safe: the broker's event
 loop calls it, except ``flush_dirty_logs`` which may run in a worker thread.
 """
 
@@ -56,6 +57,8 @@ class LogManager:
         self._lock_fds: list[int] = []
         # Logs renamed to *-delete, with the time (ms) their directory is due for removal.
         self._deleted_logs: list[tuple[Log, int]] = []
+        # Where a partition not hosted yet is to be created (AlterReplicaLogDirs before its LeaderAndIsr).
+        self._preferred_dir: dict[TopicPartition, Path] = {}
 
     # ---- startup ------------------------------------------------------------------------------------
     def config_for(self, topic: str) -> LogConfig:
@@ -148,6 +151,18 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
 
+    def dir_of(self, tp: TopicPartition) -> Path | None:
+        """The log dir (as configured) holding the partition's log."""
+        return self._dir_of.get(tp)
+
+    def log_dir_named(self, path: str) -> Path | None:
+        """The configured log dir whose absolute path is `path` (Kafka compares absolute paths)."""
+        return next((d for d in self.log_dirs if str(d.absolute()) == path), None)
+
+    def set_preferred_dir(self, tp: TopicPartition, log_dir: Path) -> None:
+        """Create the partition's log in `log_dir` when it is created (Kafka's maybeUpdatePreferredLogDir)."""
+        self._preferred_dir[tp] = log_dir
+
     def get_or_create_log(
         self, tp: TopicPartition, config: LogConfig | None = None, topic_id: uuid.UUID | None = None
     ) -> Log:
@@ -159,7 +174,7 @@ class LogManager:
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] = counts.get(d, 0) + 1
-        target = min(self.log_dirs, key=lambda d: counts[d])
+        target = self._preferred_dir.pop(tp, None) or min(self.log_dirs, key=lambda d: counts[d])
         lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id, had_clean_shutdown=True)
         self._logs[tp] = lg
         self._dir_of[tp] = target

@@ -14,6 +14,8 @@ from types import ModuleType
 
 from broker.apis import (
     alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -24,6 +26,7 @@ from broker.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     heartbeat,
@@ -34,6 +37,7 @@ from broker.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -75,9 +79,13 @@ HANDLER_MODULES: list[ModuleType] = [
     offset_for_leader_epoch,
     describe_configs,
     alter_configs,
+    alter_replica_log_dirs,
+    describe_log_dirs,
     create_partitions,
     delete_groups,
     incremental_alter_configs,
+    alter_partition_reassignments,
+    list_partition_reassignments,
     offset_delete,
     describe_cluster,
 ]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import AdminManager
@@ -186,6 +186,20 @@ class Controller:
         """An admin request marked these topics for deletion: when active, delete them now."""
         if self.active:
             await self.enqueue(lambda: self.topic_deletion.delete_topics(set(names)))
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+                                            ) -> dict[TopicPartition, tuple[ErrorCode, str | None]] | None:
+        """AlterPartitionReassignments on the active controller; None when this broker is not it."""
+        async def alter() -> dict[TopicPartition, tuple[ErrorCode, str | None]] | None:
+            return await self.reassignment.alter_from_api(reassignments) if self.active else None
+        return await self.enqueue(alter)
+
+    async def list_partition_reassignments(self, tps: Sequence[TopicPartition] | None
+                                           ) -> dict[TopicPartition, tuple[tuple[int, ...], ...]] | None:
+        """ListPartitionReassignments on the active controller; None when this broker is not it."""
+        async def ongoing() -> dict[TopicPartition, tuple[tuple[int, ...], ...]] | None:
+            return self.reassignment.ongoing(tps) if self.active else None
+        return await self.enqueue(ongoing)
 
     # ------------------------------------------------------------------ controlled shutdown
     async def controlled_shutdown(self) -> None:

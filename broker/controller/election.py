@@ -126,6 +126,17 @@ def new_partition_state(assignment: Sequence[int], live: Collection[int], contro
     return LeaderAndIsr(leader, 0, live_replicas, controller_epoch)
 
 
+def drop_from_isr(state: LeaderAndIsr, dropped: Collection[int], replicas: Sequence[int], live: Collection[int],
+                  controller_epoch: int) -> LeaderAndIsr:
+    """The state under a new leader epoch without `dropped` in the ISR (a leader among them gives way to the
+    first of `replicas` live and in the remaining ISR; the ISR keeps its last member rather than go empty)."""
+    new_isr = tuple(r for r in state.isr if r not in dropped) or state.isr[:1]
+    leader = state.leader
+    if leader in dropped:
+        leader = reassignment_leader(replicas, new_isr, live)
+    return LeaderAndIsr(leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch)
+
+
 def bump_leader_epoch(state: LeaderAndIsr, controller_epoch: int) -> LeaderAndIsr:
     """Same leader and ISR under a new leader epoch (a reassignment's new replicas must hear it)."""
     return LeaderAndIsr(state.leader, state.leader_epoch + 1, state.isr, controller_epoch, state.partition_epoch)

@@ -6,23 +6,33 @@ Contract (runs inside controller events only):
   partition is rejected (logged, removed from the request).
 - Phase one (`start`): the assignment becomes RS = ORS ∪ TRS on the topic znode, with adding (TRS − ORS) and
   removing (ORS − TRS) replicas, the leader epoch is bumped and LeaderAndIsr goes to RS, so the new replicas
-  start fetching. A reassignment replacing one in progress starts from the original replicas, not the union.
+  start fetching. A reassignment replacing one in progress starts from the original replicas, not the union;
+  the replicas the replaced one was adding and the new one does not want leave the ISR and are stopped
+  (StopReplica with delete).
 - Phase two (`maybe_complete`, on every ISR change of the partition): once all of TRS is in the ISR, a
   leader from TRS is elected if needed (election.elect_for_reassignment), the ISR becomes ISR ∩ TRS, the
   assignment becomes TRS, the new state goes to the replicas before the removed ones get
   StopReplica(delete), and the partition leaves the request znode (deleted when empty).
 - A new controller resumes (`resume`) from the topics' adding/removing sets and the request znode.
+- The admin API (KIP-455; active controller only, NOT_CONTROLLER elsewhere): `alter_from_api` takes a target
+  per partition or None to cancel (the target becomes the original replicas ORS). A target that is
+  empty, repeats a broker, names a negative broker or adds a broker that is not live is
+  INVALID_REPLICA_ASSIGNMENT; cancelling a partition not being reassigned NO_REASSIGNMENT_IN_PROGRESS; an
+  unknown partition UNKNOWN_TOPIC_OR_PARTITION. The API's reassignments replace any the request znode holds
+  for the same partitions. `ongoing` answers replicas, adding and removing replicas of the partitions being
+  reassigned (of those asked, or all).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from broker.controller import election
 from broker.metadata import BadVersionError, LeaderAndIsr, TopicInfo
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
@@ -68,6 +78,79 @@ class PartitionReassignment:
         if finished and request is not None:
             await self.remove_from_request(finished)
 
+    # ------------------------------------------------------------------ the admin API (KIP-455)
+    async def alter_from_api(self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+                    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """Start, replace or cancel (target None) reassignments; per partition Kafka's error and message."""
+        results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+        targets: dict[TopicPartition, tuple[int, ...]] = {}
+        for tp, replicas in reassignments.items():
+            if replicas is not None:
+                invalid = self._invalid_target(tp, tuple(replicas))
+                if invalid is not None:
+                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid)
+                    continue
+            target = tuple(replicas) if replicas is not None else self._original_if_reassigning(tp)
+            if target is None:
+                results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+            else:
+                targets[tp] = target
+        if targets:
+            await self._drop_from_request(targets)
+        for tp, target in sorted(targets.items()):
+            info = self.ctx.topics.get(tp.topic)
+            if info is None or tp.partition not in info.assignment or tp not in self.ctx.states:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+                continue
+            try:
+                if not await self.start(tp, target):
+                    await self.maybe_complete(tp)  # a target already in the ISR completes at once
+                results[tp] = (ErrorCode.NONE, None)
+            except Exception:
+                log.exception("controller: reassignment of %s to %s failed", tp, list(target))
+                results[tp] = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        return results
+
+    def ongoing(self, tps: Sequence[TopicPartition] | None
+             ) -> dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """Replicas, adding replicas and removing replicas of each partition being reassigned."""
+        out = {}
+        for tp in (sorted(self.ctx.reassigning) if tps is None else tps):
+            info = self.ctx.topics.get(tp.topic)
+            if tp not in self.ctx.reassigning or info is None or tp.partition not in info.assignment:
+                continue
+            out[tp] = (tuple(info.assignment[tp.partition]), tuple(info.adding_replicas.get(tp.partition, ())),
+                       tuple(info.removing_replicas.get(tp.partition, ())))
+        return out
+
+    def _original_if_reassigning(self, tp: TopicPartition) -> tuple[int, ...] | None:
+        info = self.ctx.topics.get(tp.topic)
+        if tp not in self.ctx.reassigning or info is None or tp.partition not in info.assignment:
+            return None
+        adding = info.adding_replicas.get(tp.partition, ())
+        return tuple(r for r in info.assignment[tp.partition] if r not in adding)
+
+    def _invalid_target(self, tp: TopicPartition, target: tuple[int, ...]) -> str | None:
+        if not target:
+            return "Empty replica list specified in partition reassignment."
+        if len(set(target)) != len(target):
+            return f"Duplicate replica ids in partition reassignment replica list: {list(target)}"
+        if any(r < 0 for r in target):
+            return f"Invalid broker id in replica list: {list(target)}"
+        original = self._original_if_reassigning(tp) or self.ctx.replicas(tp)
+        adding = [r for r in target if r not in original]
+        live = sorted(self.ctx.live_brokers)
+        if any(r not in live for r in adding):
+            return (f"Replica assignment has brokers that are not alive. Replica list: {adding}, "
+                    f"live broker list: {live}")
+        return None
+
+    async def _drop_from_request(self, tps: Collection[TopicPartition]) -> None:
+        """The latest reassignment wins: the API's partitions leave the request znode's."""
+        request = await self.controller.call(self.store.partition_reassignment_request)
+        if request and any(tp in request for tp in tps):
+            await self.remove_from_request(list(tps))
+
     def _error(self, tp: TopicPartition, target: tuple[int, ...]) -> str | None:
         info = self.ctx.topics.get(tp.topic)
         if info is None or tp.partition not in info.assignment or tp not in self.ctx.states:
@@ -104,11 +187,18 @@ class PartitionReassignment:
             log.warning("controller: cannot start the reassignment of %s (assignment kept changing)", tp)
             return False
         ctx.reassigning[tp] = target
+        # Replicas a replaced reassignment was adding that the new one does not want: out of the ISR, then
+        # stopped and deleted (Kafka's updateCurrentReassignment).
+        unneeded = [r for r in current if r not in union]
         log.info("controller: reassigning %s from %s to %s (replicas now %s, adding %s, removing %s)", tp,
                  list(original), list(target), list(union), list(adding), list(removing))
+        live = ctx.live_broker_ids()
         await self.controller.partition_states.update_with_retries(
-            tp, lambda st: election.bump_leader_epoch(st, ctx.epoch))
+            tp, lambda st: election.drop_from_isr(st, unneeded, union, live, ctx.epoch))
         await self.controller.channels.send_partition_states([tp])
+        for r in unneeded:
+            if r in ctx.live_brokers:
+                await self.controller.channels.stop_replica(r, [tp], True)
         return False
 
     async def _write_assignment(self, info: TopicInfo, assignment: dict[int, tuple[int, ...]],

@@ -1,0 +1,64 @@
+"""AlterReplicaLogDirs (key 34), versions 0–2.
+
+Asks this broker to keep each named replica in the given log dir (an absolute path of one of `log.dirs`), as
+Kafka's ReplicaManager.alterReplicaLogDirs:
+- a path that is not a configured log dir: LOG_DIR_NOT_FOUND;
+- a topic name too long for the future log's directory name (over 255 characters): INVALID_TOPIC_EXCEPTION;
+- a replica this broker does not host yet: the dir is remembered, its log is created there when the
+  replica arrives (LeaderAndIsr), and the answer is REPLICA_NOT_AVAILABLE, as Kafka's;
+- a replica already in that dir: NONE.
+Gaps: moving an existing replica to another dir (Kafka's future log and ReplicaAlterLogDirsThread) is not
+built: KAFKA_STORAGE_ERROR, so a client never waits for a move that does not happen. With one log dir
+(the usual set-up) every valid request is one of the cases above. No authorization (Kafka:
+CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the cluster).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+API_KEY = 34
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+MAX_DIR_NAME_LENGTH = 255
+FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")  # <topic>-<partition>.<uuid hex>-future
+
+log = logging.getLogger(__name__)
+
+
+def alter_dir(ctx: RequestContext, tp: TopicPartition, path: str) -> ErrorCode:
+    rm = ctx.server.replica_manager
+    lm = rm.log_manager
+    if len(str(tp)) + FUTURE_DIR_SUFFIX_LENGTH > MAX_DIR_NAME_LENGTH:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    destination = lm.log_dir_named(path)
+    if destination is None:
+        return ErrorCode.LOG_DIR_NOT_FOUND
+    partition = rm.get_partition(tp)
+    if partition is None or partition.log is None or lm.dir_of(tp) is None:
+        lm.set_preferred_dir(tp, destination)
+        return ErrorCode.REPLICA_NOT_AVAILABLE
+    if lm.dir_of(tp) == destination:
+        return ErrorCode.NONE
+    log.warning("cannot move %s from %s to %s: moving replicas between log dirs is not supported", tp,
+                lm.dir_of(tp), path)
+    return ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    TopicResult = response_type(request).AlterReplicaLogDirTopicResult
+    by_topic: dict[str, list[Any]] = {}
+    for d in request.dirs:
+        for t in d.topics:
+            for p in t.partitions:
+                error = alter_dir(ctx, TopicPartition(t.name, p), d.path)
+                by_topic.setdefault(t.name, []).append(
+                    TopicResult.AlterReplicaLogDirPartitionResult(partition_index=p, error_code=error))
+    return response_for(request, throttle_time_ms=0,
+                        results=[TopicResult(topic_name=name, partitions=parts) for name, parts in by_topic.items()])
