@@ -4,7 +4,9 @@ Commits offsets (with leader epoch v6+ and metadata) for a group, checked agains
 member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID v7+);
 simple consumers commit with generation -1 and an empty member id. Stored in `__consumer_offsets`
 and acknowledged once committed there. Metadata over `offset.metadata.max.bytes`:
-OFFSET_METADATA_TOO_LARGE. v2–v4 `retention_time_ms` is honoured.
+OFFSET_METADATA_TOO_LARGE. v2–v4 `retention_time_ms` is honoured. A partition the broker's metadata does not
+know (unknown topic or partition index): UNKNOWN_TOPIC_OR_PARTITION, checked before the group, in every
+version, as Kafka 3.7 does.
 """
 
 from __future__ import annotations
@@ -21,4 +23,6 @@ MAX_VERSION = 9
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.server.group_coordinator.coordinator
-    return await group_api.offset_commit(coordinator, request, request.API_VERSION)
+    cache = ctx.server.metadata_cache
+    return await group_api.offset_commit(coordinator, request, request.API_VERSION,
+                                         lambda topic, partition: cache.partition(topic, partition) is not None)

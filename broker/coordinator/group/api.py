@@ -147,20 +147,29 @@ async def leave_group(coordinator: GroupCoordinator, request: LeaveGroupRequest,
                  for m in result.members])
 
 
-async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequest,
-                        version: int) -> OffsetCommitResponse:
+async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequest, version: int,
+                        partition_exists: Callable[[str, int], bool] = lambda topic, partition: True
+                        ) -> OffsetCommitResponse:
+    """Partitions that do not exist (`partition_exists`, the broker's metadata) answer
+    UNKNOWN_TOPIC_OR_PARTITION without reaching the group, as Kafka's handleOffsetCommitRequest (every
+    version); when none exists the group is not asked at all."""
     entries = []
+    results: dict[TopicPartition, int] = {}
     for topic in request.topics or []:
         for p in topic.partitions or []:
+            if not partition_exists(topic.name, p.partition_index):
+                results[TopicPartition(topic.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                continue
             entries.append(OffsetCommitEntry(
                 topic.name, p.partition_index, p.committed_offset,
                 p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata))
     generation = request.generation_id_or_member_epoch if version >= 1 else -1
     member_id = request.member_id if version >= 1 else ""
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
-    results = await coordinator.commit_offsets(
-        request.group_id, member_id or "", request.group_instance_id if version >= 7 else None,
-        generation, entries, retention_time_ms=retention)
+    if entries:
+        results.update(await coordinator.commit_offsets(
+            request.group_id, member_id or "", request.group_instance_id if version >= 7 else None,
+            generation, entries, retention_time_ms=retention))
     topic_cls = messages.OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
     topics = []
