@@ -10,9 +10,12 @@ class KafkaApiError(Exception):
 
     code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
 
-    def __init__(self, code: ErrorCode | int | None = None, message: str = "") -> None:
+    def __init__(self, code: ErrorCode | int | None = None, message: str = "",
+                 record_errors: list[tuple[int, str | None]] | None = None) -> None:
         if code is not None:
             self.code = ErrorCode(code)
+        # KIP-467: the records of a rejected batch that failed a per-record check (index, message).
+        self.record_errors: list[tuple[int, str | None]] = record_errors or []
         super().__init__(message or self.code.name)
 
     @property

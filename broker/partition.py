@@ -450,7 +450,11 @@ class Partition:
         except StorageError as e:
             if isinstance(e, KafkaStorageError):
                 log.error("%s: append failed: %s", tp, e)
-            raise KafkaApiError(ErrorCode[e.kafka_error], f"{tp}: {e}") from None
+            record_errors = getattr(e, "record_errors", [])
+            # A per-record rejection (Kafka's RecordValidationException) reaches the producer with the
+            # validator's own message, which already names the partition.
+            raise KafkaApiError(ErrorCode[e.kafka_error], str(e) if record_errors else f"{tp}: {e}",
+                                record_errors) from None
         log_append_time = now_ms if log_.config.message_timestamp_type == "LogAppendTime" else -1
         # With one replica in the ISR the append alone can move the HW.
         moved = not info.duplicate and self.maybe_increment_leader_hw(now_ms)

@@ -375,6 +375,9 @@ class ReplicaManager:
         except KafkaApiError as e:
             if e.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                 log.warning("produce to %s rejected: %s: %s", tp, e.code.name, e)
+            if e.record_errors:  # Kafka answers a per-record rejection with the log start offset too
+                return ProducePartitionResult(e.code, log_start_offset=partition.log_start_offset,
+                                              error_message=str(e), record_errors=e.record_errors)
             return ProducePartitionResult(e.code, error_message=str(e))
         info = appended.info
         if not info.duplicate:

@@ -10,7 +10,9 @@ decoding records and writes offsets and the leader epoch into the batch in place
 acks=0: no response at all; acks=1: answer after the local append; acks=-1: answer when the high watermark
 passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
 the ISR shrank below min.insync.replicas meanwhile. Idempotent producers: duplicates get the original
-offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH.
+offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH. A batch rejected
+record by record (Kafka's RecordValidationException: a keyless record to a compacted topic) answers
+INVALID_RECORD with the validator's message, the log start offset and KIP-467's `record_errors` (v8+).
 Gaps: transactional produce (transactional_id set) is appended like an idempotent produce,
 without transaction-coordinator checks (see compat/GAPS.md).
 """
@@ -77,6 +79,8 @@ def _response(request: Any, results: dict[TopicPartition, ProducePartitionResult
         by_topic.setdefault(tp.topic, []).append(PartResp(
             index=tp.partition, error_code=r.error, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
-            error_message=r.error_message if r.error != ErrorCode.NONE else None))
+            error_message=r.error_message if r.error != ErrorCode.NONE else None,
+            record_errors=[PartResp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                           for i, m in r.record_errors]))
     return response_for(request, responses=[TopicResp(name=t, partition_responses=ps)
                                             for t, ps in by_topic.items()], throttle_time_ms=0)
