@@ -576,7 +576,8 @@ class Partition:
     # ---- log start offset and truncation
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1: the HW), never past the HW; returns the
-        new log start offset."""
+        offset asked for, with -1 resolved to the HW (Kafka's requestedOffset: the low watermark the request
+        waits for, see `low_watermark_if_leader`)."""
         if self.log is None or not self.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: not the leader")
         converted = self._high_watermark if offset == DELETE_RECORDS_HIGH_WATERMARK else offset
@@ -587,7 +588,18 @@ class Partition:
             self.log.maybe_increment_log_start_offset(converted)
         except OffsetOutOfRangeError as e:
             raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, str(e)) from None
-        return self.log.log_start_offset
+        return converted
+
+    def low_watermark_if_leader(self, is_alive: Callable[[int], bool]) -> int:
+        """Kafka's lowWatermarkIfLeader: the lowest log start offset of this leader and of every remote replica
+        on a live broker, as learned from their fetches (-1 until a replica has fetched since it was reset)."""
+        if self.log is None or not self.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: not the leader")
+        low = self.log.log_start_offset
+        for replica in self.remote_replicas.values():
+            if is_alive(replica.broker_id) and replica.log_start_offset < low:
+                low = replica.log_start_offset
+        return low
 
     def follow_leader_log_start_offset(self, leader_log_start_offset: int) -> None:
         """A follower's log start offset follows the leader's (never past its own log end offset)."""

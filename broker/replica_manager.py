@@ -16,8 +16,11 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
   when there is one, stops and starts replica fetchers; followers truncate by leader epoch).
-- After every event that may unblock a delayed operation (append, HW move, leader change) the produce
-  and fetch purgatories are checked for that partition.
+- `delete_records` moves each led partition's log start offset and, when a replica's log start offset
+  is still behind, parks a `DelayedDeleteRecords` (broker.delayed_delete_records) until the low watermark
+  gets there (or `timeout_ms`); a follower's fetch re-checks it.
+- After every event that may unblock a delayed operation (append, HW move, leader change) the produce,
+  fetch and delete-records purgatories are checked for that partition.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
 from broker.errors import KafkaApiError
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.partition import (
@@ -220,6 +224,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
+        self.delete_records_purgatory = Purgatory("DeleteRecords")
         self.controller_epoch = 0
         self.fetcher_manager = None  # set in cluster mode (replica fetchers)
         self.isr_updater = None  # set in cluster mode
@@ -341,6 +346,32 @@ class ReplicaManager:
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+        self.delete_records_purgatory.check_and_complete(tp)
+
+    # ---- DeleteRecords
+    def delete_records(self, timeout_ms: int, offsets: dict[TopicPartition, int]
+                       ) -> dict[TopicPartition, DeleteRecordsPartitionResult] | asyncio.Future:
+        """Kafka's deleteRecords: move each led partition's log start offset, then answer at once if every
+        low watermark is already there, else park a DelayedDeleteRecords until the replicas follow."""
+        results: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+        for tp, offset in offsets.items():
+            try:
+                partition = self.get_partition_or_error(tp)
+                requested = partition.delete_records_on_leader(offset)
+                low = partition.low_watermark_if_leader(self._is_alive)
+                results[tp] = DeleteRecordsPartitionResult(ErrorCode.NONE, low, requested)
+            except KafkaApiError as e:
+                results[tp] = DeleteRecordsPartitionResult(e.code)
+        if not any(r.error == ErrorCode.NONE and r.low_watermark < r.requested_offset for r in results.values()):
+            return results
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        op = DelayedDeleteRecords(timeout_ms, self, results, self._is_alive, future)
+        if self.delete_records_purgatory.try_complete_else_watch(op, list(offsets)):
+            return future.result()
+        return future
+
+    def _is_alive(self, broker_id: int) -> bool:
+        return self.metadata_cache is None or self.metadata_cache.alive_broker(broker_id) is not None
 
     # ---- produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
@@ -428,6 +459,10 @@ class ReplicaManager:
             out.append((tp, data))
         for tp in hw_moved:
             self._complete_delayed(tp)
+        if params.is_from_follower and update_fetch_state:
+            # The fetch carried the follower's log start offset: a parked DeleteRecords may be done.
+            for tp, _ in infos:
+                self.delete_records_purgatory.check_and_complete(tp)
         return out
 
     def _read_partition(self, params: FetchParams, tp: TopicPartition, info: PartitionFetchInfo,
@@ -479,6 +514,7 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
+        self.delete_records_purgatory.shutdown()
         if self.partitions:
             try:
                 self.checkpoint_high_watermarks()

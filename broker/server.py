@@ -189,6 +189,7 @@ class KafkaServer:
             self.socket_server.stop_accepting()
             self.replica_manager.produce_purgatory.shutdown()
             self.replica_manager.fetch_purgatory.shutdown()
+            self.replica_manager.delete_records_purgatory.shutdown()
             await self.socket_server.drain(5.0)
             await self.socket_server.close()
         if self.group_coordinator is not None:

@@ -1,19 +1,22 @@
 """DeleteRecords (key 21), versions 0–2.
 
 Moves each partition's log start offset up to the given offset (-1: the high watermark) on its leader
-(`Partition.delete_records_on_leader`), deleting whole segments below it; answers the new low watermark.
-An offset above the high watermark is OFFSET_OUT_OF_RANGE; a partition not led here NOT_LEADER_OR_FOLLOWER
-(UNKNOWN_TOPIC_OR_PARTITION when no broker has it).
-Gaps: the answer does not wait for followers to apply the new log start offset (Kafka's
-DelayedDeleteRecords); followers learn it from the leader's fetch responses.
+(`ReplicaManager.delete_records`), deleting whole segments below it, and answers the low watermark: the
+lowest log start offset of the leader and of every replica on a live broker. As Kafka's DelayedDeleteRecords,
+the answer waits until that low watermark reaches the offset asked for, i.e. until the followers have moved
+their log start offset too (they learn the leader's from its fetch responses), or answers REQUEST_TIMED_OUT
+at `timeout_ms`. An offset above the high watermark is OFFSET_OUT_OF_RANGE; a partition not led here
+NOT_LEADER_OR_FOLLOWER (also when leadership moves while waiting); UNKNOWN_TOPIC_OR_PARTITION when no broker
+has it. Gaps: no authorization (Kafka: TOPIC_AUTHORIZATION_FAILED without DELETE on the topic).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.errors import KafkaApiError
+from broker.delayed_delete_records import DeleteRecordsPartitionResult
 from storage import TopicPartition
 
 API_KEY = 21
@@ -22,19 +25,21 @@ MAX_VERSION = 2
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    rm = ctx.server.replica_manager
-    Resp = response_type(request)
-    TopicResult = Resp.DeleteRecordsTopicResult
+    offsets = {TopicPartition(t.name, p.partition_index): p.offset for t in request.topics for p in t.partitions}
+    results = ctx.server.replica_manager.delete_records(request.timeout_ms, offsets)
+    if isinstance(results, asyncio.Future):
+        async def wait() -> Any:
+            return _response(request, await results)
+        return wait()
+    return _response(request, results)
+
+
+def _response(request: Any, results: dict[TopicPartition, DeleteRecordsPartitionResult]) -> Any:
+    TopicResult = response_type(request).DeleteRecordsTopicResult
     PartResult = TopicResult.DeleteRecordsPartitionResult
-    topics = []
-    for topic in request.topics:
-        parts = []
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            try:
-                low_watermark = rm.get_partition_or_error(tp).delete_records_on_leader(p.offset)
-                parts.append(PartResult(partition_index=tp.partition, low_watermark=low_watermark, error_code=0))
-            except KafkaApiError as e:
-                parts.append(PartResult(partition_index=tp.partition, low_watermark=-1, error_code=e.code))
-        topics.append(TopicResult(name=topic.name, partitions=parts))
-    return response_for(request, throttle_time_ms=0, topics=topics)
+    by_topic: dict[str, list[Any]] = {}
+    for tp, r in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            PartResult(partition_index=tp.partition, low_watermark=r.low_watermark, error_code=r.error))
+    return response_for(request, throttle_time_ms=0,
+                        topics=[TopicResult(name=name, partitions=parts) for name, parts in by_topic.items()])

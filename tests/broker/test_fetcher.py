@@ -196,6 +196,7 @@ def test_out_of_range_below_the_leaders_log_start_restarts_the_follower_there(tm
     for i in range(10):
         leader_rm.append_records(1000, 1, {TP: records(1, value=b"v%d" % i)})
     assert leader_partition.delete_records_on_leader(6) == 6
+    assert leader_partition.log_start_offset == 6
     follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
     server, partition = follower(tmp_path, follower_log, leader_epoch=1)
     leader = HandlerLeader(leader_rm)
