@@ -34,6 +34,7 @@ from broker.controller.producer_ids import FileProducerIdManager, ProducerIdMana
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
+from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
@@ -105,6 +106,7 @@ class KafkaServer:
         self._io_pending: set[asyncio.Future[Any]] = set()
         self.cleaner = LogCleaner()
         self._cleaning = False
+        self.log_dir_mover = ReplicaAlterLogDirsManager(self.replica_manager, self.cleaner)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -200,6 +202,7 @@ class KafkaServer:
         if self.fetcher_manager is not None:
             await self.fetcher_manager.shutdown()
         await self.replica_manager.stop_isr_updates()  # they write through the controller's store
+        await self.log_dir_mover.shutdown()
         self.dynamic_config.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()

@@ -323,6 +323,11 @@ class LogCleaner:
             else:
                 self._paused.pop(tp, None)
 
+    def is_cleaning(self, tp: TopicPartition) -> bool:
+        """A clean of ``tp`` is running (a paused one stops at its next abort check)."""
+        with self._state:
+            return tp in self._in_progress
+
     def is_paused(self, tp: TopicPartition) -> bool:
         with self._state:
             return tp in self._paused

@@ -96,10 +96,13 @@ class Log(LogTransactions, LogRetention):
         had_clean_shutdown: bool = False,
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
+        topic_partition: TopicPartition | None = None,
     ) -> Log:
+        """Open (or create) the log in ``dir``, named ``<topic>-<partition>`` unless ``topic_partition`` is
+        given (a future log's directory, ``<topic>-<partition>.<uuid hex>-future``)."""
         dir = Path(dir)
         dir.mkdir(parents=True, exist_ok=True)
-        self = cls(dir, config, TopicPartition.from_dir_name(dir.name))
+        self = cls(dir, config, topic_partition or TopicPartition.from_dir_name(dir.name))
         LogLoader(
             self,
             log_start_offset=log_start_offset,

@@ -6,7 +6,9 @@ and one directory per partition. ``startup`` locks the dirs, removes ``*-delete`
 DeleteTopics, reads the checkpoints and opens every log, skipping the recovery scan when the clean-shutdown
 marker ``.kafka_cleanshutdown`` exists (then removes the marker so a crash is detected next time). A damaged
 partition is recovered (truncated), never fatal. ``shutdown`` closes all logs, writes the checkpoints and the
-marker. New partitions go to the log dir holding the fewest partitions, unless one was preferred for them
+marker. Future logs (``*-future``: a replica moving to another log dir, ``create_future_log`` then
+``replace_with_future_log``) left by a stop are removed at start-up. New partitions go to the log dir holding
+the fewest partitions, unless one was preferred for them
 (``set_preferred_dir``). Not thread-safe: the broker's event
 loop calls it, except ``flush_dirty_logs`` which may run in a worker thread.
 """
@@ -22,7 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from storage.checkpoints import OffsetCheckpointFile, read_properties, write_properties
+from storage.checkpoints import OffsetCheckpointFile, fsync_dir, read_properties, write_properties
 from storage.config import LogConfig
 from storage.errors import CorruptLogError, KafkaStorageError
 from storage.log import DELETE_DIR_SUFFIX, Log
@@ -37,6 +39,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 META_PROPERTIES = "meta.properties"
+FUTURE_DIR_SUFFIX = "-future"
 
 
 class LogManager:
@@ -97,6 +100,11 @@ class LogManager:
                 continue
             if child.name.endswith(DELETE_DIR_SUFFIX):
                 log.info("removing deleted log directory %s", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            if child.name.endswith(FUTURE_DIR_SUFFIX):
+                # A replica move cut short by a stop: the current log is intact; the move is not resumed.
+                log.warning("removing the unfinished future log %s", child)
                 shutil.rmtree(child, ignore_errors=True)
                 continue
             try:
@@ -179,6 +187,38 @@ class LogManager:
         self._logs[tp] = lg
         self._dir_of[tp] = target
         return lg
+
+    def create_future_log(self, tp: TopicPartition, log_dir: Path) -> Log:
+        """A log for ``tp`` in ``log_dir`` under a temporary name (``<tp>.<uuid hex>-future``, skipped at start-up),
+        to be filled by a replica move and put in place by ``replace_with_future_log``."""
+        current = self._logs[tp]
+        name = f"{tp}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+        return Log.open(log_dir / name, current.config, topic_id=current.topic_id, had_clean_shutdown=True,
+                        topic_partition=tp)
+
+    def replace_with_future_log(self, tp: TopicPartition, future: Log, log_dir: Path, now_ms: int | None = None
+                                ) -> Log:
+        """Kafka's replaceCurrentWithFutureLog: the future log (holding everything the current one holds)
+        becomes ``<tp>`` in ``log_dir``, the current one is deleted as DeleteTopics deletes a log. Returns the
+        log now in place."""
+        old = self._logs[tp]
+        log_start, end = old.log_start_offset, future.log_end_offset
+        future.close()
+        final = log_dir / str(tp)
+        os.replace(future.dir, final)
+        fsync_dir(log_dir)
+        moved = Log.open(final, old.config, log_start_offset=log_start, recovery_point=end, had_clean_shutdown=True,
+                         topic_id=old.topic_id)
+        self.delete_log(tp, now_ms)  # renames the old directory to *-delete, removed after file.delete.delay.ms
+        self._logs[tp] = moved
+        self._dir_of[tp] = log_dir
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        return moved
+
+    def delete_future_log(self, future: Log) -> None:
+        future.close()
+        shutil.rmtree(future.dir, ignore_errors=True)
 
     def delete_log(self, tp: TopicPartition, now_ms: int | None = None) -> None:
         """Close the log and rename its directory to *-delete; `remove_deleted_logs` removes it once the log's

@@ -6,16 +6,17 @@ Kafka's ReplicaManager.alterReplicaLogDirs:
 - a topic name too long for the future log's directory name (over 255 characters): INVALID_TOPIC_EXCEPTION;
 - a replica this broker does not host yet: the dir is remembered, its log is created there when the
   replica arrives (LeaderAndIsr), and the answer is REPLICA_NOT_AVAILABLE, as Kafka's;
-- a replica already in that dir: NONE.
-Gaps: moving an existing replica to another dir (Kafka's future log and ReplicaAlterLogDirsThread) is not
-built: KAFKA_STORAGE_ERROR, so a client never waits for a move that does not happen. With one log dir
-(the usual set-up) every valid request is one of the cases above. No authorization (Kafka:
-CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the cluster).
+- a hosted replica in another dir: NONE, and the replica moves there in the background
+  (`broker.log_dir_mover`: a future log, listed by DescribeLogDirs with `is_future_key`, copied until it has
+  caught up, then swapped in); asking again for another dir replaces the move, for the replica's current dir
+  cancels it; a replica already in that dir: NONE.
+With one log dir (the usual set-up) only the first, second, third and last cases can arise.
+Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the
+cluster); a move cut short by a broker stop is not resumed (Kafka resumes it from the future log).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
@@ -28,8 +29,6 @@ MAX_VERSION = 2
 
 MAX_DIR_NAME_LENGTH = 255
 FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")  # <topic>-<partition>.<uuid hex>-future
-
-log = logging.getLogger(__name__)
 
 
 def alter_dir(ctx: RequestContext, tp: TopicPartition, path: str) -> ErrorCode:
@@ -44,11 +43,8 @@ def alter_dir(ctx: RequestContext, tp: TopicPartition, path: str) -> ErrorCode:
     if partition is None or partition.log is None or lm.dir_of(tp) is None:
         lm.set_preferred_dir(tp, destination)
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    if lm.dir_of(tp) == destination:
-        return ErrorCode.NONE
-    log.warning("cannot move %s from %s to %s: moving replicas between log dirs is not supported", tp,
-                lm.dir_of(tp), path)
-    return ErrorCode.KAFKA_STORAGE_ERROR
+    ctx.server.log_dir_mover.move(tp, destination)
+    return ErrorCode.NONE
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -3,7 +3,8 @@
 One result per configured log dir (`log.dirs`), named by its absolute path, as Kafka's
 ReplicaManager.describeLogDirs: the logs it holds of the partitions asked (`topics` null: every log on this
 broker), each with its size in bytes (all segments), its offset lag (max(HW − LEO, 0) for a current log) and
-`is_future_key` (always false: no future logs here, see alter_replica_log_dirs), topics without a matching
+`is_future_key`: a replica moving to this dir (AlterReplicaLogDirs, `broker.log_dir_mover`) is listed there
+as a future log whose lag is the current log's end offset minus its own; topics without a matching
 partition left out; v4 adds the file system's total and usable bytes. A dir that cannot be read answers
 KAFKA_STORAGE_ERROR for that dir. The top-level error (v3+) is NONE.
 Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster).
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 def handle(ctx: RequestContext, request: Any) -> Any:
     rm = ctx.server.replica_manager
     lm = rm.log_manager
+    mover = ctx.server.log_dir_mover
     Result = response_type(request).DescribeLogDirsResult
     TopicOut = Result.DescribeLogDirsTopic
     wanted = None if request.topics is None else {
@@ -53,6 +55,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             by_topic.setdefault(tp.topic, []).append(TopicOut.DescribeLogDirsPartition(
                 partition_index=tp.partition, partition_size=lg.size_in_bytes(), offset_lag=lag,
                 is_future_key=False))
+        for tp, future in mover.futures.items():
+            current = lm.get_log(tp)
+            if future.destination != log_dir or current is None or (wanted is not None and tp not in wanted):
+                continue
+            by_topic.setdefault(tp.topic, []).append(TopicOut.DescribeLogDirsPartition(
+                partition_index=tp.partition, partition_size=future.log.size_in_bytes(),
+                offset_lag=current.log_end_offset - future.log.log_end_offset, is_future_key=True))
         results.append(Result(
             error_code=ErrorCode.NONE, log_dir=path,
             topics=[TopicOut(name=name, partitions=parts) for name, parts in sorted(by_topic.items())],

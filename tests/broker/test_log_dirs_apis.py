@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 
 from protocol import ApiKey, request_class
@@ -107,14 +107,11 @@ def test_alter_replica_log_dirs_error_codes(two_dir_broker: Any, tmp_path: Path)
         admin.create_topics([NewTopic("placed", 1, 1)])
         current = next(d["log_dir"] for d in admin.describe_log_dirs()[0]["log_dirs"]
                        if any(t["name"] == "placed" for t in d["topics"]))
-        other = b if current == a else a
         for version in range(3):
             assert alter(port, version, current, "placed", [0]) == {0: ErrorCode.NONE}
             assert alter(port, version, str(tmp_path / "elsewhere"), "placed", [0]) == {0: ErrorCode.LOG_DIR_NOT_FOUND}
             assert alter(port, version, "t" * 230, "placed", [0]) == {0: ErrorCode.LOG_DIR_NOT_FOUND}
             assert alter(port, version, a, "t" * 240, [0]) == {0: ErrorCode.INVALID_TOPIC_EXCEPTION}
-            # A move between dirs is a documented gap: refused, so no client waits for it.
-            assert alter(port, version, other, "placed", [0]) == {0: ErrorCode.KAFKA_STORAGE_ERROR}
         # Not hosted yet: REPLICA_NOT_AVAILABLE, and the log is created in the dir asked for.
         assert alter(port, 2, b, "later", [0]) == {0: ErrorCode.REPLICA_NOT_AVAILABLE}
         assert alter(port, 2, a, "later", [1]) == {1: ErrorCode.REPLICA_NOT_AVAILABLE}
@@ -128,3 +125,69 @@ def test_alter_replica_log_dirs_error_codes(two_dir_broker: Any, tmp_path: Path)
         assert [e.errno for e in result.values()] == [ErrorCode.LOG_DIR_NOT_FOUND]
     finally:
         admin.close()
+
+
+def log_dir_of(admin: KafkaAdminClient, topic: str, partition: int) -> list[tuple[str, int, bool]]:
+    return [(d["log_dir"], p["partition_size"], p["is_future_key"]) for d in admin.describe_log_dirs()[0]["log_dirs"]
+            for t in d["topics"] if t["name"] == topic for p in t["partitions"] if p["partition_index"] == partition]
+
+
+def test_alter_replica_log_dirs_moves_a_replica_while_it_serves(two_dir_broker: Any, tmp_path: Path) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=two_dir_broker.bootstrap)
+    producer = KafkaProducer(bootstrap_servers=two_dir_broker.bootstrap, linger_ms=0)
+    try:
+        admin.create_topics([NewTopic("moving", 1, 1, topic_configs={"segment.bytes": "20000"})])
+        for i in range(1000):
+            producer.send("moving", key=b"%d" % i, value=b"x" * 100, partition=0)
+        producer.flush()
+        [(source, size, _)] = log_dir_of(admin, "moving", 0)
+        destination = str(tmp_path / ("logs-b" if source.endswith("logs-a") else "logs-a"))
+        assert alter(two_dir_broker.port, 2, destination, "moving", [0]) == {0: ErrorCode.NONE}
+        for i in range(1000, 1200):  # writes go on during the move
+            producer.send("moving", key=b"%d" % i, value=b"x" * 100, partition=0)
+        producer.flush()
+        wait_until(lambda: [d for d, _, _ in log_dir_of(admin, "moving", 0)] == [destination], 20,
+                   "the replica to be in the other dir only")
+        assert not (Path(source) / "moving-0").exists()
+        assert (Path(destination) / "moving-0").is_dir()
+        assert not list(Path(destination).glob("*-future"))
+        [(_, moved_size, future)] = log_dir_of(admin, "moving", 0)
+        assert moved_size > size and not future
+    finally:
+        producer.close()
+        admin.close()
+    consumer = KafkaConsumer("moving", bootstrap_servers=two_dir_broker.bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000)
+    keys = [int(m.key) for m in consumer]
+    consumer.close()
+    assert keys == list(range(1200))
+
+
+def test_a_future_replica_is_listed_until_it_is_swapped_in(two_dir_broker: Any, tmp_path: Path) -> None:
+    """White-box: start a move and describe in the same event-loop step, before any copying."""
+    from broker.apis import describe_log_dirs
+    from broker.apis.base import RequestContext
+    from storage import TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=two_dir_broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("listed", 2, 1)])
+    finally:
+        admin.close()
+    produce(two_dir_broker.bootstrap, "listed", 10)  # 5 records in each partition
+    server = two_dir_broker.server
+    tp = TopicPartition("listed", 0)
+    source = server.log_manager.dir_of(tp)
+    destination = next(d for d in server.log_manager.log_dirs if d != source)
+
+    def move_and_describe() -> Any:
+        server.log_dir_mover.move(tp, destination)
+        Req = request_class(ApiKey.DESCRIBE_LOG_DIRS)
+        ctx = RequestContext(server, None, ApiKey.DESCRIBE_LOG_DIRS, 4, 1, "test")
+        return describe_log_dirs.handle(ctx, Req[4](topics=None))
+
+    resp = two_dir_broker.call(move_and_describe)
+    entries = {(r.log_dir, p.is_future_key): p.offset_lag for r in resp.results for t in r.topics
+               if t.name == "listed" for p in t.partitions if p.partition_index == 0}
+    assert entries == {(str(source), False): 0, (str(destination), True): 5}
+    wait_until(lambda: server.log_manager.dir_of(tp) == destination, 10, "the move to finish")

@@ -1,0 +1,131 @@
+"""Moving replicas between log dirs (Kafka's future logs and ReplicaAlterLogDirsThread), for AlterReplicaLogDirs.
+
+Contract (one asyncio loop, like the ReplicaManager it serves):
+- `move(tp, destination)` starts copying a hosted replica's log into a future log in `destination`
+  (`LogManager.create_future_log`, named `<tp>.<uuid hex>-future`); a move of the same replica to another
+  dir replaces it (the first future log is deleted); a move back to the dir the replica is in cancels it.
+- One task per move copies whole batches, at most `chunk_bytes` per step, from the current log's log end
+  side (`Log.read`, then `append_as_follower`, so offsets, leader epochs and producer state are kept), and
+  follows the current log's log start offset; a current log truncated below what was copied (a follower's
+  truncation) restarts the copy. The partition keeps serving from the current log throughout.
+- When the future log has caught up, in one step with nothing awaited between the check and the swap, the
+  future log replaces the current one (`LogManager.replace_with_future_log`; the partition is given the new
+  log with its high watermark) and the old directory is deleted as DeleteTopics deletes one. Cleaning of the
+  log is paused during the move and the swap waits for a clean in progress to stop.
+- `future_log(tp)` is what DescribeLogDirs lists as the future replica (`is_future_key`). A move whose replica
+  goes away (StopReplica, LeaderAndIsr removing it) is dropped with its future log. A move cut short by a stop
+  of the broker is not resumed (the future directory is removed at the next start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from storage import Log, TopicPartition
+
+if TYPE_CHECKING:
+    from broker.partition import Partition
+    from broker.replica_manager import ReplicaManager
+    from storage.cleaner import LogCleaner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FutureReplica:
+    log: Log
+    destination: Path
+    task: asyncio.Task | None = None
+
+
+class ReplicaAlterLogDirsManager:
+    def __init__(self, replica_manager: ReplicaManager, cleaner: LogCleaner | None = None,
+                 chunk_bytes: int = 1 << 20) -> None:
+        self.rm = replica_manager
+        self.log_manager = replica_manager.log_manager
+        self.cleaner = cleaner
+        self.chunk_bytes = chunk_bytes
+        self.futures: dict[TopicPartition, FutureReplica] = {}
+
+    def future_log(self, tp: TopicPartition) -> Log | None:
+        future = self.futures.get(tp)
+        return future.log if future is not None else None
+
+    def move(self, tp: TopicPartition, destination: Path) -> None:
+        current = self.futures.get(tp)
+        if current is not None and current.destination == destination:
+            return
+        if current is not None:
+            self.cancel(tp)
+        if self.log_manager.dir_of(tp) == destination:
+            return
+        future = FutureReplica(self.log_manager.create_future_log(tp, destination), destination)
+        self.futures[tp] = future
+        if self.cleaner is not None:
+            self.cleaner.abort_and_pause(tp, timeout=0)
+        future.task = asyncio.get_running_loop().create_task(self._copy(tp, future), name=f"move-{tp}")
+        log.info("%s: moving the replica from %s to %s", tp, self.log_manager.dir_of(tp), destination)
+
+    def cancel(self, tp: TopicPartition) -> None:
+        future = self.futures.pop(tp, None)
+        if future is None:
+            return
+        if future.task is not None:
+            future.task.cancel()
+        self.log_manager.delete_future_log(future.log)
+        if self.cleaner is not None:
+            self.cleaner.resume(tp)
+
+    async def shutdown(self) -> None:
+        tasks = [f.task for f in self.futures.values() if f.task is not None]
+        for tp in list(self.futures):
+            self.cancel(tp)
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def _copy(self, tp: TopicPartition, future: FutureReplica) -> None:
+        try:
+            while True:
+                partition = self.rm.get_partition(tp)
+                current = partition.log if partition is not None else None
+                if current is None or self.log_manager.get_log(tp) is not current:
+                    log.info("%s: replica gone; its move to %s is dropped", tp, future.destination)
+                    self._forget(tp, future)
+                    return
+                target = future.log
+                if target.log_end_offset > current.log_end_offset or target.log_end_offset < current.log_start_offset:
+                    target.truncate_fully_and_start_at(current.log_start_offset)
+                if target.log_start_offset < current.log_start_offset:
+                    target.maybe_increment_log_start_offset(min(current.log_start_offset, target.log_end_offset))
+                if target.log_end_offset == current.log_end_offset:
+                    if self.cleaner is None or not self.cleaner.is_cleaning(tp):
+                        self._swap(tp, future, partition)
+                        return
+                else:
+                    read = current.read(target.log_end_offset, self.chunk_bytes)
+                    if read.records is not None:
+                        target.append_as_follower(read.records.read())
+                await asyncio.sleep(0.01 if target.log_end_offset == current.log_end_offset else 0)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: moving the replica to %s failed", tp, future.destination)
+            self._forget(tp, future)
+
+    def _swap(self, tp: TopicPartition, future: FutureReplica, partition: Partition) -> None:
+        hw = partition.high_watermark
+        moved = self.log_manager.replace_with_future_log(tp, future.log, future.destination)
+        partition.set_log(moved, hw)
+        self.futures.pop(tp, None)
+        if self.cleaner is not None:
+            self.cleaner.resume(tp)
+        log.info("%s: replica moved to %s (log end offset %d)", tp, future.destination, moved.log_end_offset)
+
+    def _forget(self, tp: TopicPartition, future: FutureReplica) -> None:
+        if self.futures.get(tp) is future:
+            future.task = None
+            self.cancel(tp)
