@@ -286,7 +286,9 @@ class ReplicaFetcher:
             flush = self.server.replica_manager.on_flush_needed
             if info.records_count and flush is not None and partition.log.needs_flush():  # type: ignore[union-attr]
                 flush(partition)
-        partition.update_follower_high_watermark(p.high_watermark)
+        if partition.update_follower_high_watermark(p.high_watermark):
+            # Consumers fetching from this follower (KIP-392) may be waiting for the HW.
+            self.server.replica_manager.fetch_purgatory.check_and_complete(tp)
         partition.follow_leader_log_start_offset(p.log_start_offset)
 
     def _handle_out_of_range(self, tp: TopicPartition, s: FetchState, p: Any) -> None:

@@ -468,11 +468,12 @@ class Partition:
     def fetch_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int, isolation: int,
                       min_one_message: bool, *, replica_id: int = -1, last_fetched_epoch: int = -1,
                       follower_log_start_offset: int = -1, now_ms: int = 0,
-                      update_fetch_state: bool = True) -> LogReadResult:
+                      update_fetch_state: bool = True, fetch_only_from_leader: bool = True) -> LogReadResult:
         """Kafka's fetchRecords: read for a consumer (up to the HW, or for read_committed up to the LSO with the
         aborted transactions of what was read) or a follower (up to the LEO); a follower's fetch then updates
-        its state here (ISR, HW) unless its log diverges from ours. Every answer carries the LSO."""
-        log_ = self._local_log(current_leader_epoch)
+        its state here (ISR, HW) unless its log diverges from ours. Every answer carries the LSO. A consumer
+        with client metadata (KIP-392, `fetch_only_from_leader` False) may read a follower, up to its HW."""
+        log_ = self._local_log(current_leader_epoch, require_leader=fetch_only_from_leader)
         replica = None
         if replica_id >= 0:
             replica = self.remote_replicas.get(replica_id)
@@ -515,11 +516,12 @@ class Partition:
             return epoch, end_offset
         return None
 
-    def end_offset_metadata(self, current_leader_epoch: int, isolation: int) -> LogOffsetMetadata:
+    def end_offset_metadata(self, current_leader_epoch: int, isolation: int, require_leader: bool = True
+                            ) -> LogOffsetMetadata:
         """Where a fetch of this isolation may read up to (the LEO, the HW, or for read_committed the LSO), with
-        its place in the log (Kafka's fetchOffsetSnapshot); KafkaApiError when we no longer lead or the epoch
-        is fenced/unknown."""
-        log_ = self._local_log(current_leader_epoch)
+        its place in the log (Kafka's fetchOffsetSnapshot); KafkaApiError when we no longer lead (unless a
+        follower may serve: `require_leader` False) or the epoch is fenced/unknown."""
+        log_ = self._local_log(current_leader_epoch, require_leader)
         if isolation == FETCH_LOG_END:
             return log_.log_end_offset_metadata
         if isolation == FETCH_TXN_COMMITTED:

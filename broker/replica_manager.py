@@ -13,6 +13,8 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
   until `min_bytes` are there (or `max_wait_ms`). A parked fetch completes by comparing log positions, never by
   reading: Kafka's DelayedFetch cases (see `DelayedFetch.try_complete`).
+- KIP-392: a consumer with client metadata (Fetch v11+) may read from a follower (up to its HW); on the
+  leader, `replica.selector.class` (`replica_selector`) may answer a preferred read replica instead of data.
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
   when there is one, stops and starts replica fetchers; followers truncate by leader epoch).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -40,6 +43,7 @@ from broker.partition import (
     PartitionState,
 )
 from broker.purgatory import DelayedOperation, Purgatory
+from broker.replica_selector import ReplicaSelector, ReplicaView
 from protocol.errors import ErrorCode
 from storage import (
     AbortedTxn,
@@ -107,6 +111,15 @@ class DelayedProduce(DelayedOperation):
 
 
 # ---------------------------------------------------------------- fetch
+@dataclass(frozen=True)
+class ClientMetadata:
+    """What a consumer's Fetch v11+ says about it (Kafka's ClientMetadata), for KIP-392."""
+
+    rack_id: str
+    client_id: str | None
+    client_host: str
+
+
 @dataclass
 class FetchParams:
     replica_id: int  # -1 for consumers
@@ -115,10 +128,16 @@ class FetchParams:
     max_bytes: int
     isolation: int  # FETCH_LOG_END / FETCH_HIGH_WATERMARK / FETCH_TXN_COMMITTED
     hard_max_bytes_limit: bool = False  # Fetch v0-v2: no "first batch always returned" relief
+    client_metadata: ClientMetadata | None = None  # consumers' Fetch v11+
 
     @property
     def is_from_follower(self) -> bool:
         return self.replica_id >= 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        """Kafka's fetchOnlyLeader: consumers with client metadata (Fetch v11+) may read from a follower."""
+        return self.is_from_follower or self.client_metadata is None
 
 
 @dataclass
@@ -185,7 +204,8 @@ class DelayedFetch(DelayedOperation):
             if partition is None or partition.log is None:
                 return self.force_complete()  # B, C
             try:
-                end = partition.end_offset_metadata(info.current_leader_epoch, isolation)  # A, E
+                end = partition.end_offset_metadata(info.current_leader_epoch, isolation,  # A, E
+                                                    require_leader=self.params.fetch_only_from_leader)
                 start = status.start_offset_metadata
                 # Same offset: nothing new, whatever the positions say (a segment rolled at the end, say).
                 if end.message_offset != start.message_offset:
@@ -225,6 +245,9 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
         self.delete_records_purgatory = Purgatory("DeleteRecords")
+        self.replica_selector: ReplicaSelector | None = None  # replica.selector.class (KIP-392)
+        # Consumer partition reads this broker served as a follower (KIP-392), by partition.
+        self.follower_consumer_fetches: Counter[TopicPartition] = Counter()
         self.controller_epoch = 0
         self.fetcher_manager = None  # set in cluster mode (replica fetchers)
         self.isr_updater = None  # set in cluster mode
@@ -426,7 +449,8 @@ class ReplicaManager:
                        ) -> list[tuple[TopicPartition, FetchPartitionData]] | asyncio.Future:
         results = self.read_from_local_logs(params, infos, update_fetch_state=True)
         total = sum(r.size for _, r in results)
-        has_error = any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for _, r in results)
+        has_error = any(r.error != ErrorCode.NONE or r.diverging_epoch is not None or r.preferred_read_replica >= 0
+                        for _, r in results)
         if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or has_error:
             return results
         future = asyncio.get_running_loop().create_future()
@@ -471,11 +495,20 @@ class ReplicaManager:
         from_follower = params.is_from_follower
         try:
             partition = self.get_partition_or_error(tp)
+            preferred = self.find_preferred_read_replica(partition, params, info.fetch_offset, now)
+            if preferred is not None:
+                # KIP-392: no data, only where to fetch from (with the offsets, as Kafka's fetchOffsetSnapshot).
+                partition.check_leader_epoch(info.current_leader_epoch, require_leader=False)
+                return FetchPartitionData(ErrorCode.NONE, partition.high_watermark, partition.last_stable_offset,
+                                          partition.log_start_offset, None, preferred_read_replica=preferred), False
             result = partition.fetch_records(
                 info.fetch_offset, info.current_leader_epoch, max_bytes,
                 FETCH_LOG_END if from_follower else params.isolation, min_one_message,
                 replica_id=params.replica_id, last_fetched_epoch=info.last_fetched_epoch if from_follower else -1,
-                follower_log_start_offset=info.log_start_offset, now_ms=now, update_fetch_state=update_fetch_state)
+                follower_log_start_offset=info.log_start_offset, now_ms=now, update_fetch_state=update_fetch_state,
+                fetch_only_from_leader=params.fetch_only_from_leader)
+            if not partition.is_leader and update_fetch_state:
+                self.follower_consumer_fetches[tp] += 1
             read = result.info
             return FetchPartitionData(
                 ErrorCode.NONE, result.high_watermark, result.last_stable_offset, result.log_start_offset,
@@ -492,6 +525,29 @@ class ReplicaManager:
             return FetchPartitionData(
                 e.code, found.high_watermark if found else -1, found.high_watermark if found else -1,
                 found.log_start_offset if found and found.log else -1, current_leader=hint), False
+
+    def find_preferred_read_replica(self, partition: Partition, params: FetchParams, fetch_offset: int,
+                                    now: int) -> int | None:
+        """Kafka's findPreferredReadReplica: on the leader, for a consumer with client metadata, the replica
+        `replica.selector.class` picks among the leader and the in-sync followers holding `fetch_offset`;
+        None for the leader itself (the leader serves), without a selector, or for replication fetches."""
+        meta = params.client_metadata
+        if self.replica_selector is None or meta is None or params.is_from_follower or not partition.is_leader:
+            return None
+        cache = self.metadata_cache
+
+        def rack(broker_id: int) -> str | None:
+            endpoint = cache.alive_broker(broker_id) if cache is not None else None
+            return endpoint.rack if endpoint is not None else None
+
+        leader = ReplicaView(self.broker_id, rack(self.broker_id), partition.log_end_offset, 0)
+        candidates = [leader] + [
+            ReplicaView(r.broker_id, rack(r.broker_id), r.log_end_offset, now - r.last_caught_up_time_ms)
+            for r in partition.remote_replicas.values()
+            if r.broker_id in partition.isr and r.log_end_offset >= fetch_offset and r.log_start_offset <= fetch_offset
+            and (cache is None or cache.alive_broker(r.broker_id) is not None)]
+        chosen = self.replica_selector.select(meta.rack_id, leader, candidates)
+        return None if chosen.broker_id == self.broker_id else chosen.broker_id
 
     # ---- housekeeping
     def maybe_shrink_isr(self) -> None:

@@ -39,6 +39,7 @@ from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetada
 from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
+from broker.replica_selector import replica_selector
 from broker.topics import TopicConfigs
 from protocol import (
     ApiKey,
@@ -95,6 +96,7 @@ class KafkaServer:
             min_insync_replicas_for=self.topic_configs.min_insync_replicas,
             metadata_cache=self.metadata_cache)
         self.replica_manager.on_flush_needed = self._schedule_flush
+        self.replica_manager.replica_selector = replica_selector(config.get("replica.selector.class"))
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None

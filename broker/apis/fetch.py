@@ -11,7 +11,10 @@ partition's max bytes are soft limits: the first batch is always returned whole 
 Incremental fetch sessions (KIP-227, v7+), topic ids (v13+, UNKNOWN_TOPIC_ID), diverging epochs for
 followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the leader's
 endpoint in node_endpoints (v16+, as Kafka: not below, though the field exists from v12).
-Gaps: no fetch from follower (KIP-392: preferred_read_replica is always -1).
+Fetch from the closest replica (KIP-392, v11+): a consumer may fetch from a follower, which serves up to its
+own high watermark; on the leader, with `replica.selector.class` set, a consumer's `rack_id` may be answered
+with a `preferred_read_replica` (Kafka's RackAwareReplicaSelector: an in-sync follower in that rack) and no
+records, at once.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
-from broker.replica_manager import FetchParams, FetchPartitionData, PartitionFetchInfo
+from broker.replica_manager import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
 from protocol import RecordsRef
 from protocol.errors import ErrorCode
 from protocol.legacy import down_convert
@@ -107,10 +110,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             session = None
     fetch_list = list(session.partitions.items()) if session is not None else requested
 
+    # KIP-392: a consumer's Fetch v11+ carries its rack; with it, it may read from followers.
+    client_metadata = ClientMetadata(request.rack_id or "", ctx.client_id, ctx.client_host) \
+        if v >= 11 and replica_id < 0 else None
     params = FetchParams(
         replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if v >= 3 else NO_LIMIT, isolation=isolation,
-        hard_max_bytes_limit=v < 3)
+        hard_max_bytes_limit=v < 3, client_metadata=client_metadata)
     infos = [(tp, PartitionFetchInfo(cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
                                      cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in fetch_list]
     result = server.replica_manager.fetch_messages(params, infos)
@@ -151,7 +157,7 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
             partition_index=tp.partition, error_code=data.error, high_watermark=data.high_watermark,
             last_stable_offset=data.last_stable_offset, log_start_offset=data.log_start_offset,
             aborted_transactions=_aborted(PartData, data.aborted_transactions) if v >= 4 else [],
-            preferred_read_replica=-1,
+            preferred_read_replica=data.preferred_read_replica,
             records=_records(v, data))
         if data.diverging_epoch is not None:
             fields["diverging_epoch"] = PartData.EpochEndOffset(epoch=data.diverging_epoch[0],

@@ -9,7 +9,8 @@ REPLICA_NOT_AVAILABLE when some were left out. Unknown topics are auto-created w
 `auto.create.topics.enable` is on and the request allows it (v4+), answering LEADER_NOT_AVAILABLE for
 that round as Kafka does; otherwise UNKNOWN_TOPIC_OR_PARTITION. Invalid topic names get
 INVALID_TOPIC_EXCEPTION. Topics named by id (v10+) that we do not know get UNKNOWN_TOPIC_ID.
-Gaps: no authorized-operations bitfields (left at Kafka's "not requested" value), no racks.
+Brokers carry their `broker.rack` (v1+). Gaps: no authorized-operations bitfields (left at Kafka's "not requested"
+value).
 """
 
 from __future__ import annotations
