@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from broker.metadata import (
+    AdminOperationError,
     BadVersionError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -80,6 +81,13 @@ class AdminManager:
     def _live_broker_ids(self) -> list[int]:
         return sorted(self.server.metadata_cache.brokers) or [self.broker_id]
 
+    def _live_broker_racks(self) -> dict[int, str | None]:
+        """Each live broker's broker.rack (rack-aware placement when every broker has one)."""
+        brokers = self.server.metadata_cache.brokers
+        if not brokers:
+            return {self.broker_id: self.server.config.get("broker.rack")}
+        return {b: ep.rack for b, ep in brokers.items()}
+
     async def create_topics(self, topics: list[NewTopic], *, validate_only: bool,
                             timeout_ms: int) -> dict[str, TopicResult]:
         results: dict[str, TopicResult] = {}
@@ -109,7 +117,12 @@ class AdminManager:
                 else:
                     n = t.num_partitions if t.num_partitions != -1 else cfg["num.partitions"]
                     rf = t.replication_factor if t.replication_factor != -1 else cfg["default.replication.factor"]
-                    assignment = assign_replicas_to_brokers(n, rf, self._live_broker_ids())
+                    assignment = assign_replicas_to_brokers(n, rf, self._live_broker_ids(),
+                                                            racks=self._live_broker_racks())
+            except AdminOperationError as e:
+                log.warning("cannot place the replicas of topic %s: %s", t.name, e)
+                results[t.name] = TopicResult(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+                continue
             except InvalidPartitionsError as e:
                 results[t.name] = TopicResult(ErrorCode.INVALID_PARTITIONS, str(e))
                 continue
@@ -242,7 +255,11 @@ class AdminManager:
                         raise InvalidReplicaAssignmentError(f"invalid replica assignment {a}")
                 extra = {current + i: list(a) for i, a in enumerate(assignment)}
             else:
-                extra = assign_additional_partitions(info.assignment, count, self._live_broker_ids())
+                extra = assign_additional_partitions(info.assignment, count, self._live_broker_ids(),
+                                                     racks=self._live_broker_racks())
+        except AdminOperationError as e:
+            log.warning("cannot place the new partitions of topic %s: %s", topic, e)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
         except InvalidPartitionsError as e:
             return ErrorCode.INVALID_PARTITIONS, str(e)
         except InvalidReplicationFactorError as e:

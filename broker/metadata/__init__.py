@@ -12,6 +12,7 @@ Public API (see each module's docstring for the contract):
 
 from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore
 from broker.metadata.types import (
+    AdminOperationError,
     BadVersionError,
     BrokerIdInUseError,
     BrokerInfo,
@@ -39,6 +40,7 @@ __all__ = [
     "ControllerMovedError",
     "InvalidPartitionsError",
     "InvalidReplicaAssignmentError",
+    "AdminOperationError",
     "InvalidReplicationFactorError",
     "InvalidTopicError",
     "LeaderAndIsr",

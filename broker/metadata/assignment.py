@@ -1,14 +1,18 @@
-"""Replica placement for new topics and partitions, as Kafka's AdminUtils does it without racks.
+"""Replica placement for new topics and partitions, as Kafka's AdminUtils does it.
 
-Contract: pure functions. `assign_replicas_to_brokers` is AdminUtils.assignReplicasToBrokersRackUnaware:
-brokers sorted by id; partition p's first replica is broker[(p + start_index) % n]; the other replicas
-follow at a shift `1 + (replica_shift + j) % (n - 1)` from the first, and the shift grows by one each
-time the partitions wrap around the broker list, so followers spread evenly. `start_index` and
-`replica_shift` are random unless given (tests and CreatePartitions pass them). Rack-aware placement is
-not implemented: racks are ignored (documented gap).
+Contract: pure functions. `assign_replicas_to_brokers` is AdminUtils.assignReplicasToBrokers. Without racks
+(assignReplicasToBrokersRackUnaware): brokers sorted by id; partition p's first replica is
+broker[(p + start_index) % n]; the other replicas follow at a shift `1 + (replica_shift + j) % (n - 1)` from
+the first, and the shift grows by one each time the partitions wrap around the broker list, so followers
+spread evenly. `start_index` and `replica_shift` are random unless given (tests and CreatePartitions pass
+them). When every broker has a rack (`racks`; assignReplicasToBrokersRackAware): the same walk over the
+brokers listed rack by rack in turn (racks sorted, each rack's brokers by id), the follower shift scaled by
+the number of racks, and a broker skipped while a rack without a replica (or a broker without one) remains,
+so a partition's replicas spread over as many racks as it can.
 
 Errors: InvalidPartitionsError (partitions < 1), InvalidReplicationFactorError (factor < 1 or
-greater than the number of live brokers), as Kafka's INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR.
+greater than the number of live brokers), as Kafka's INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR;
+AdminOperationError when only some brokers have a rack.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 
 from broker.metadata.types import (
+    AdminOperationError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
@@ -37,6 +42,7 @@ def assign_replicas_to_brokers(
     replica_shift: int | None = None,
     start_partition_id: int = 0,
     rng: random.Random | None = None,
+    racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
     """Partition id -> replica list (the first replica is the preferred leader)."""
     broker_list = sorted(set(brokers))
@@ -48,8 +54,14 @@ def assign_replicas_to_brokers(
         raise InvalidReplicationFactorError(
             f"Replication factor: {replication_factor} larger than available brokers: {len(broker_list)}."
         )
-    n = len(broker_list)
     chooser = rng or random.Random()
+    rack_of = {b: (racks or {}).get(b) for b in broker_list}
+    if any(rack_of.values()):
+        if not all(rack_of.values()):
+            raise AdminOperationError("Not all brokers have rack information for replica rack aware assignment.")
+        return _assign_rack_aware(partitions, replication_factor, {b: str(r) for b, r in rack_of.items()},
+                                  start_index, start_partition_id, chooser)
+    n = len(broker_list)
     first_start = start_index if start_index is not None and start_index >= 0 else chooser.randrange(n)
     shift = (
         replica_shift
@@ -70,12 +82,63 @@ def assign_replicas_to_brokers(
     return result
 
 
+def rack_alternated_brokers(rack_of: Mapping[int, str]) -> list[int]:
+    """Kafka's getRackAlternatedBrokerList: one broker of each rack in turn (racks sorted, brokers by id)."""
+    by_rack: dict[str, list[int]] = {}
+    for broker, rack in sorted(rack_of.items()):
+        by_rack.setdefault(rack, []).append(broker)
+    queues = [by_rack[r] for r in sorted(by_rack)]
+    out: list[int] = []
+    depth = 0
+    while len(out) < len(rack_of):
+        out.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return out
+
+
+def _assign_rack_aware(partitions: int, replication_factor: int, rack_of: Mapping[int, str],
+                       fixed_start_index: int | None, start_partition_id: int, chooser: random.Random
+                       ) -> dict[int, list[int]]:
+    arranged = rack_alternated_brokers(rack_of)
+    n = len(arranged)
+    n_racks = len(set(rack_of.values()))
+    fixed = fixed_start_index if fixed_start_index is not None and fixed_start_index >= 0 else None
+    start = fixed if fixed is not None else chooser.randrange(n)
+    shift = fixed if fixed is not None else chooser.randrange(n)
+    result: dict[int, list[int]] = {}
+    partition_id = max(0, start_partition_id)
+    for _ in range(partitions):
+        if partition_id > 0 and partition_id % n == 0:
+            shift += 1
+        first = (partition_id + start) % n
+        leader = arranged[first]
+        replicas = [leader]
+        racks_used = {rack_of[leader]}
+        k = 0
+        for _j in range(replication_factor - 1):
+            while True:
+                broker = arranged[_replica_index(first, shift * n_racks, k, n)]
+                rack = rack_of[broker]
+                k += 1
+                # Skip a broker whose rack already has a replica while some rack has none, and a broker
+                # that already has one while some broker has none.
+                if (rack not in racks_used or len(racks_used) == n_racks) and \
+                        (broker not in replicas or len(replicas) == n):
+                    replicas.append(broker)
+                    racks_used.add(rack)
+                    break
+        result[partition_id] = replicas
+        partition_id += 1
+    return result
+
+
 def assign_additional_partitions(
     existing: Mapping[int, Sequence[int]],
     new_partition_count: int,
     brokers: Iterable[int],
     *,
     rng: random.Random | None = None,
+    racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
     """Replicas for partitions len(existing)..new_partition_count-1 (CreatePartitions).
 
@@ -100,6 +163,7 @@ def assign_additional_partitions(
         start_index=start,
         start_partition_id=current,
         rng=rng,
+        racks=racks,
     )
 
 

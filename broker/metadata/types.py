@@ -130,3 +130,7 @@ class InvalidPartitionsError(MetadataError):
 
 class InvalidReplicaAssignmentError(MetadataError):
     """A manual assignment is inconsistent (INVALID_REPLICA_ASSIGNMENT)."""
+
+
+class AdminOperationError(MetadataError):
+    """Kafka's AdminOperationException: e.g. some brokers have a rack and some not (UNKNOWN_SERVER_ERROR)."""
