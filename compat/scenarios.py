@@ -389,6 +389,41 @@ def admin_delete_records(ctx: Context) -> None:
     check(bool(got) and got[0].offset == 4, f"consumption from earliest starts at {got[:1]}")
 
 
+@scenario("admin_log_dirs", "DescribeLogDirs lists each log dir with its partitions' sizes")
+def admin_log_dirs(ctx: Context) -> None:
+    topic = ctx.new_topic("ld", partitions=2)
+    ctx.setup.produce(topic, [Record(b"x" * 100, partition=0) for _ in range(50)])
+    dirs = ctx.client.describe_log_dirs()
+    check(bool(dirs), "DescribeLogDirs lists no log dir")
+    sizes = {tp: size for parts in dirs.values() for tp, size in parts.items() if tp.topic == topic}
+    check(set(sizes) == {TopicPartition(topic, 0), TopicPartition(topic, 1)},
+          f"the topic's partitions listed: {sorted(sizes)}")
+    check(sizes[TopicPartition(topic, 0)] > 50 * 100, f"partition 0 size {sizes[TopicPartition(topic, 0)]}")
+    check(sizes[TopicPartition(topic, 1)] == 0, f"empty partition 1 size {sizes[TopicPartition(topic, 1)]}")
+
+
+@scenario("admin_reassignment", "AlterPartitionReassignments and ListPartitionReassignments (move, cancel)")
+def admin_reassignment(ctx: Context) -> None:
+    topic = ctx.new_topic("ra")
+    tp = TopicPartition(topic, 0)
+    ctx.setup.produce(topic, [Record(v, partition=0) for v in _values(20)])
+    leader = ctx.setup.cluster([topic]).topics[topic][0]
+    check(ctx.client.list_reassignments([tp]) == {}, "a partition nobody reassigns is listed as reassigning")
+    brokers = sorted(ctx.setup.describe_cluster().brokers)
+    target = [b for b in brokers if b != leader][:1] or [leader]
+    check(ctx.client.alter_reassignments({tp: target}) == {tp: None}, f"reassignment to {target} refused")
+    wait_until(lambda: ctx.client.list_reassignments() == {}, ctx.timeout_s * 3, "the reassignment to complete")
+    wait_until(lambda: ctx.setup.cluster([topic]).topics[topic].get(0) == target[0], ctx.timeout_s,
+               f"partition 0 to be led by broker {target[0]}")
+    consumer = ctx.track(ctx.setup.consumer(assign=[tp]))
+    got = poll_exactly(consumer, 20, ctx.timeout_s)
+    check([m.value for m in got] == _values(20), "records lost or reordered by the reassignment")
+    errors = ctx.client.alter_reassignments({tp: None})
+    check(errors == {tp: "NO_REASSIGNMENT_IN_PROGRESS"}, f"cancelling nothing answered {errors}")
+    errors = ctx.client.alter_reassignments({tp: [target[0], target[0]]})
+    check(errors == {tp: "INVALID_REPLICA_ASSIGNMENT"}, f"a target repeating a broker answered {errors}")
+
+
 @scenario("admin_groups", "ListGroups, DescribeGroups, DeleteGroups")
 def admin_groups(ctx: Context) -> None:
     topic = ctx.new_topic("ag")

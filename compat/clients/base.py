@@ -169,6 +169,19 @@ class ClientAdapter:
         """Returns the new low watermark per partition."""
         raise NotSupported(f"{self.name} offers no DeleteRecords")
 
+    def describe_log_dirs(self) -> dict[str, dict[TopicPartition, int]]:
+        """DescribeLogDirs of every broker: log dir path -> partition -> size in bytes."""
+        raise NotSupported(f"{self.name} offers no DescribeLogDirs")
+
+    def list_reassignments(self, tps: Sequence[TopicPartition] | None = None
+                           ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """ListPartitionReassignments: partition -> (replicas, adding replicas, removing replicas)."""
+        raise NotSupported(f"{self.name} offers no ListPartitionReassignments")
+
+    def alter_reassignments(self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, str | None]:
+        """AlterPartitionReassignments (None cancels): partition -> None if accepted, else Kafka's error name."""
+        raise NotSupported(f"{self.name} offers no AlterPartitionReassignments")
+
     def list_groups(self) -> set[str]:
         raise NotSupported(f"{self.name} offers no ListGroups")
 

@@ -238,6 +238,29 @@ class KafkaPythonAdapter(ClientAdapter):
             out[TopicPartition(k.topic, k.partition)] = int(low)
         return out
 
+    def describe_log_dirs(self) -> dict[str, dict[TopicPartition, int]]:
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for broker in self.admin.describe_log_dirs():
+            for d in broker["log_dirs"]:
+                sizes = out.setdefault(d["log_dir"], {})
+                for t in d["topics"]:
+                    for p in t["partitions"]:
+                        sizes[TopicPartition(t["name"], p["partition_index"])] = p["partition_size"]
+        return out
+
+    def list_reassignments(self, tps: Sequence[TopicPartition] | None = None
+                           ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        got = self.admin.list_partition_reassignments(None if tps is None else [_ktp(tp) for tp in tps])
+        return {TopicPartition(k.topic, k.partition): (v["replicas"], v["adding_replicas"], v["removing_replicas"])
+                for k, v in got.items()}
+
+    def alter_reassignments(self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, str | None]:
+        from protocol.errors import ErrorCode
+
+        got = self.admin.alter_partition_reassignments({_ktp(tp): r for tp, r in targets.items()})
+        return {TopicPartition(k.topic, k.partition): None if err is None else ErrorCode(err.errno).name
+                for k, err in got.items()}
+
     def list_groups(self) -> set[str]:
         return {g["group_id"] for g in self.admin.list_groups()}
 

@@ -54,6 +54,12 @@ def test_not_leader_in_cluster(cluster_target: ClusterTarget, client: str) -> No
     judge(run(cluster_target, client, "not_leader"))
 
 
+@pytest.mark.parametrize("client", list(ADAPTERS))
+def test_reassignment_in_cluster(cluster_target: ClusterTarget, client: str) -> None:
+    """A partition moves to another broker through the admin API (on one broker it can only stay)."""
+    judge(run(cluster_target, client, "admin_reassignment"))
+
+
 def test_gaps_name_real_scenarios_and_clients() -> None:
     for gap in GAPS:
         assert gap.scenario in SCENARIOS, f"GAPS.md names unknown scenario {gap.scenario}"
