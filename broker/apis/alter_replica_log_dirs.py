@@ -4,13 +4,14 @@ Asks this broker to keep each named replica in the given log dir (an absolute pa
 Kafka's ReplicaManager.alterReplicaLogDirs:
 - a path that is not a configured log dir: LOG_DIR_NOT_FOUND;
 - a topic name too long for the future log's directory name (over 255 characters): INVALID_TOPIC_EXCEPTION;
-- a replica this broker does not host yet: the dir is remembered, its log is created there when the
-  replica arrives (LeaderAndIsr), and the answer is REPLICA_NOT_AVAILABLE, as Kafka's;
+- a replica this broker does not host (yet): the dir is remembered, its log is created there when the
+  replica arrives (LeaderAndIsr), and the answer is REPLICA_NOT_AVAILABLE when the cluster knows the
+  partition, UNKNOWN_TOPIC_OR_PARTITION when it does not (Kafka's getPartitionOrException);
 - a hosted replica in another dir: NONE, and the replica moves there in the background
   (`broker.log_dir_mover`: a future log, listed by DescribeLogDirs with `is_future_key`, copied until it has
   caught up, then swapped in); asking again for another dir replaces the move, for the replica's current dir
   cancels it; a replica already in that dir: NONE.
-With one log dir (the usual set-up) only the first, second, third and last cases can arise.
+With one log dir (the usual set-up) every case but a move can arise.
 Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the
 cluster); a move cut short by a broker stop is not resumed (Kafka resumes it from the future log).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -39,10 +41,12 @@ def alter_dir(ctx: RequestContext, tp: TopicPartition, path: str) -> ErrorCode:
     destination = lm.log_dir_named(path)
     if destination is None:
         return ErrorCode.LOG_DIR_NOT_FOUND
-    partition = rm.get_partition(tp)
-    if partition is None or partition.log is None or lm.dir_of(tp) is None:
+    try:
+        rm.get_partition_or_error(tp)
+    except KafkaApiError as e:
         lm.set_preferred_dir(tp, destination)
-        return ErrorCode.REPLICA_NOT_AVAILABLE
+        # Kafka keeps REPLICA_NOT_AVAILABLE here for a partition hosted elsewhere, for compatibility.
+        return ErrorCode.REPLICA_NOT_AVAILABLE if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER else e.code
     ctx.server.log_dir_mover.move(tp, destination)
     return ErrorCode.NONE
 

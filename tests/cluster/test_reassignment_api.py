@@ -110,10 +110,21 @@ def test_reassignment_through_the_admin_api(tmp_path: Path) -> None:
             assert admin.alter_partition_reassignments({tp: None}) == {tp: NoReassignment}
         finally:
             os.kill(paused.pid, signal.SIGCONT)
-        replica_dir = cluster.data_dir / f"broker{second}" / "logs" / "undone-0"
-        wait_until(lambda: not replica_dir.exists(), 20, f"broker {second} to delete its replica of undone-0")
+        logs = cluster.data_dir / f"broker{second}" / "logs"
+
+        def deleted() -> bool:  # created by the queued LeaderAndIsr, then deleted by the StopReplica after it
+            return not (logs / "undone-0").exists() and any(logs.glob("undone-0.*-delete"))
+        wait_until(deleted, 20, f"broker {second} to delete its replica of undone-0")
         md = metadata(cluster.bootstrap, "undone")
         assert list(md[0].replicas) == [first, controller]
+
+        # --- AlterReplicaLogDirs for a partition the cluster has but this broker does not host
+        LogDirsReq = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
+        Dir = LogDirsReq.AlterReplicaLogDir
+        path = str((cluster.data_dir / f"broker{second}" / "logs").absolute())
+        resp = raw_request(cluster.brokers[second].port, LogDirsReq[2](dirs=[Dir(path=path, topics=[
+            Dir.AlterReplicaLogDirTopic(name="undone", partitions=[0])])]))
+        assert resp.results[0].partitions[0].error_code == ErrorCode.REPLICA_NOT_AVAILABLE
 
         # --- a broker that is not the controller
         Req = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
