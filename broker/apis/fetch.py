@@ -148,7 +148,7 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
         has_data = data.records is not None and data.size > 0
         include = cp.maybe_update_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
                                            has_data or data.error != ErrorCode.NONE
-                                           or data.diverging_epoch is not None)
+                                           or data.diverging_epoch is not None or data.preferred_read_replica >= 0)
         if has_data:
             rotate.append(tp)
         if incremental and not include:

@@ -18,7 +18,7 @@ AdminOperationError when only some brokers have a rack.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from broker.metadata.types import (
     AdminOperationError,
@@ -69,17 +69,22 @@ def assign_replicas_to_brokers(
         else (start_index if start_index is not None and start_index >= 0 else chooser.randrange(n))
     )
     result: dict[int, list[int]] = {}
+    for partition_id, first, replica_shift_now in _walk(partitions, n, first_start, shift, start_partition_id):
+        result[partition_id] = [broker_list[first]] + [
+            broker_list[_replica_index(first, replica_shift_now, j, n)] for j in range(replication_factor - 1)]
+    return result
+
+
+def _walk(partitions: int, n_brokers: int, start: int, shift: int, start_partition_id: int
+          ) -> Iterator[tuple[int, int, int]]:
+    """(partition id, index of its first replica, follower shift) for each new partition: the first replicas go
+    round the broker list from `start`, and the shift grows by one each time the partitions wrap around it."""
     partition_id = max(0, start_partition_id)
     for _ in range(partitions):
-        if partition_id > 0 and partition_id % n == 0:
+        if partition_id > 0 and partition_id % n_brokers == 0:
             shift += 1
-        first = (partition_id + first_start) % n
-        replicas = [broker_list[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(broker_list[_replica_index(first, shift, j, n)])
-        result[partition_id] = replicas
+        yield partition_id, (partition_id + start) % n_brokers, shift
         partition_id += 1
-    return result
 
 
 def rack_alternated_brokers(rack_of: Mapping[int, str]) -> list[int]:
@@ -106,18 +111,14 @@ def _assign_rack_aware(partitions: int, replication_factor: int, rack_of: Mappin
     start = fixed if fixed is not None else chooser.randrange(n)
     shift = fixed if fixed is not None else chooser.randrange(n)
     result: dict[int, list[int]] = {}
-    partition_id = max(0, start_partition_id)
-    for _ in range(partitions):
-        if partition_id > 0 and partition_id % n == 0:
-            shift += 1
-        first = (partition_id + start) % n
+    for partition_id, first, shift_now in _walk(partitions, n, start, shift, start_partition_id):
         leader = arranged[first]
         replicas = [leader]
         racks_used = {rack_of[leader]}
         k = 0
         for _j in range(replication_factor - 1):
             while True:
-                broker = arranged[_replica_index(first, shift * n_racks, k, n)]
+                broker = arranged[_replica_index(first, shift_now * n_racks, k, n)]
                 rack = rack_of[broker]
                 k += 1
                 # Skip a broker whose rack already has a replica while some rack has none, and a broker
@@ -128,7 +129,6 @@ def _assign_rack_aware(partitions: int, replication_factor: int, rack_of: Mappin
                     racks_used.add(rack)
                     break
         result[partition_id] = replicas
-        partition_id += 1
     return result
 
 
