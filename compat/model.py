@@ -100,6 +100,8 @@ class ClusterView:
     cluster_id: str | None = None
     # topic -> partition -> leader id
     topics: dict[str, dict[int, int]] = field(default_factory=dict)
+    # topic -> Kafka error code of a topic Metadata answered with an error; None: the adapter cannot tell
+    topic_errors: dict[str, int] | None = None
 
 
 def first_line(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compat.context import Context, poll_exactly, poll_until, wait_until
-from compat.model import CheckFailed, NeedsEnvironment, ProduceFailed, Record, Skip, check
+from compat.model import CheckFailed, NeedsEnvironment, NotSupported, ProduceFailed, Record, Skip, check
 from storage.values import TopicPartition
 
 # Kafka's default message.max.bytes (1 MiB + 12 bytes of legacy log overhead).
@@ -82,6 +82,19 @@ def metadata(ctx: Context) -> None:
         check(key in versions, f"ApiVersions does not advertise api key {key}")
         lo, hi = versions[key]
         check(0 <= lo <= hi, f"api key {key} has an invalid range {lo}..{hi}")
+
+
+@scenario("invalid_topic", "Metadata for an invalid topic name: INVALID_TOPIC_EXCEPTION, the client goes on")
+def invalid_topic(ctx: Context) -> None:
+    bad = f"bad topic {ctx.unique('x')}!"
+    view = ctx.client.cluster([bad])
+    if view.topic_errors is None:
+        raise NotSupported(f"{ctx.client.name}'s adapter does not report Metadata topic errors")
+    check(view.topic_errors.get(bad) == 17, f"Metadata answered {view.topic_errors} for {bad!r}, expected 17 "
+          "(INVALID_TOPIC_EXCEPTION)")
+    check(not view.topics.get(bad), f"the invalid topic {bad!r} is listed with partitions")
+    topic = ctx.new_topic("it")
+    check(topic in ctx.client.cluster([topic]).topics, "the client cannot read metadata after the invalid name")
 
 
 # -- produce / consume ---------------------------------------------------------------------------

@@ -190,7 +190,10 @@ class AiokafkaAdapter(ClientAdapter):
         md = self.run(self.admin._send_request(request)).to_object()
         view = ClusterView(brokers={b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]},
                            controller_id=md.get("controller_id"), cluster_id=md.get("cluster_id"))
+        view.topic_errors = {}
         for t in md["topics"]:
+            if t["error_code"]:
+                view.topic_errors[t["topic"]] = t["error_code"]
             if t["error_code"] == 3:  # UNKNOWN_TOPIC_OR_PARTITION
                 continue
             view.topics[t["topic"]] = {p["partition"]: p["leader"] for p in t["partitions"]}

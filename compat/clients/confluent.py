@@ -188,7 +188,7 @@ class ConfluentAdapter(ClientAdapter):
             raise TimeoutError(f"no admin response within {self.timeout_s}s") from None
 
     def cluster(self, topics: Sequence[str] | None = None) -> ClusterView:
-        view = ClusterView()
+        view = ClusterView(topic_errors={})
         if topics:
             mds = [self.admin.list_topics(topic=t, timeout=self.timeout_s) for t in topics]
         else:
@@ -198,6 +198,8 @@ class ConfluentAdapter(ClientAdapter):
             view.controller_id = md.controller_id
             view.brokers = {b.id: (b.host, b.port) for b in md.brokers.values()}
             for name, t in md.topics.items():
+                if t.error is not None:
+                    view.topic_errors[name] = 3 if t.error.name() == "_UNKNOWN_TOPIC" else t.error.code()  # type: ignore[index]
                 if t.error is not None and t.error.name() in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
                     continue
                 view.topics[name] = {p.id: p.leader for p in t.partitions.values()}

@@ -145,7 +145,10 @@ class KafkaPythonAdapter(ClientAdapter):
         md = self.admin._manager.run(self.admin._get_cluster_metadata, list(topics) if topics else None)
         view = ClusterView(brokers={b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]},
                            controller_id=md.get("controller_id"), cluster_id=md.get("cluster_id"))
+        view.topic_errors = {}
         for t in md["topics"]:
+            if t["error_code"]:
+                view.topic_errors[t["name"]] = t["error_code"]
             if t["error_code"] == 3:  # UNKNOWN_TOPIC_OR_PARTITION
                 continue
             view.topics[t["name"]] = {p["partition_index"]: p["leader_id"] for p in t["partitions"]}

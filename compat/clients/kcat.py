@@ -29,6 +29,10 @@ _FORMAT = "@@KCAT@@ %t %p %o %T %K %S %h\\n%k%s\\n"
 _ERRORS = {"Message size too large": "MESSAGE_TOO_LARGE", "Unknown topic or partition": "UNKNOWN_TOPIC_OR_PARTITION",
            "Message timed out": "REQUEST_TIMED_OUT", "too large": "MESSAGE_TOO_LARGE"}
 
+# librdkafka's text for the Metadata topic errors the scenarios look at.
+_KCAT_TOPIC_ERRORS = {"Broker: Unknown topic or partition": 3, "Broker: Invalid topic": 17}
+
+
 
 def _run(args: list[str], timeout_s: float, stdin: bytes | None = None) -> tuple[int, bytes, str]:
     """Run kcat; on timeout kill it and return what it printed so far (rc -9)."""
@@ -134,7 +138,7 @@ class KcatAdapter(ClientAdapter):
         return None if shutil.which("kcat") else "kcat binary not on PATH (apt-get install kcat)"
 
     def cluster(self, topics: Sequence[str] | None = None) -> ClusterView:
-        view = ClusterView()
+        view = ClusterView(topic_errors={})
         for topic in (topics or [None]):
             args = ["-b", self.bootstrap, "-L", "-J", "-X", "allow.auto.create.topics=false",
                     "-m", str(int(self.timeout_s))]
@@ -150,6 +154,8 @@ class KcatAdapter(ClientAdapter):
                 view.brokers[b["id"]] = (host, int(port))
             for t in md["topics"]:
                 if t.get("error"):
+                    # kcat prints librdkafka's text for the broker's code.
+                    view.topic_errors[t["topic"]] = _KCAT_TOPIC_ERRORS.get(t["error"], -1)  # type: ignore[index]
                     continue
                 view.topics[t["topic"]] = {p["partition"]: p["leader"] for p in t["partitions"]}
         return view
