@@ -6,8 +6,9 @@ Contract (one asyncio loop, like the ReplicaManager it serves):
   dir replaces it (the first future log is deleted); a move back to the dir the replica is in cancels it.
 - One task per move copies whole batches, at most `chunk_bytes` per step, from the current log's log end
   side (`Log.read`, then `append_as_follower`, so offsets, leader epochs and producer state are kept), and
-  follows the current log's log start offset; a current log truncated below what was copied (a follower's
-  truncation) restarts the copy. The partition keeps serving from the current log throughout.
+  follows the current log's log start offset; a current log that no longer holds what was copied (a
+  follower's truncation, by offset or by leader epoch) restarts the copy. The partition keeps serving from
+  the current log throughout.
 - When the future log has caught up, in one step with nothing awaited between the check and the swap, the
   future log replaces the current one (`LogManager.replace_with_future_log`; the partition is given the new
   log with its high watermark) and the old directory is deleted as DeleteTopics deletes one. Cleaning of the
@@ -97,7 +98,7 @@ class ReplicaAlterLogDirsManager:
                     self._forget(tp, future)
                     return
                 target = future.log
-                if target.log_end_offset > current.log_end_offset or target.log_end_offset < current.log_start_offset:
+                if self._diverged(current, target) or target.log_end_offset < current.log_start_offset:
                     target.truncate_fully_and_start_at(current.log_start_offset)
                 if target.log_start_offset < current.log_start_offset:
                     target.maybe_increment_log_start_offset(min(current.log_start_offset, target.log_end_offset))
@@ -115,6 +116,18 @@ class ReplicaAlterLogDirsManager:
         except Exception:
             log.exception("%s: moving the replica to %s failed", tp, future.destination)
             self._forget(tp, future)
+
+    @staticmethod
+    def _diverged(current: Log, target: Log) -> bool:
+        """The current log no longer holds what was copied: truncated below it, or (a follower truncated by leader
+        epoch and written again) its copy of the target's latest epoch ends before the target's end."""
+        if target.log_end_offset > current.log_end_offset:
+            return True
+        latest = target.leader_epoch_cache.latest_epoch()
+        if latest is None:
+            return False
+        epoch, end = current.leader_epoch_cache.end_offset_for(latest, current.log_end_offset)
+        return epoch != latest or end < target.log_end_offset
 
     def _swap(self, tp: TopicPartition, future: FutureReplica, partition: Partition) -> None:
         hw = partition.high_watermark
