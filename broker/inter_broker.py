@@ -3,7 +3,8 @@ replica fetchers (Kafka's NetworkClient / BlockingSend, on asyncio).
 
 `BrokerConnection.send(request)` frames a request from the protocol codec, writes it, and returns the
 decoded response. It connects lazily, negotiates versions with ApiVersions once per connection (the
-highest version both sides serve, so a broker of another version could answer), and raises
+highest version both sides serve, so a broker of another version could answer, capped per API by
+`version_caps`: what inter.broker.protocol.version allows), and raises
 `BrokerUnavailable` on connect/IO failures or `timeout` — the caller decides to retry or back off.
 Requests on one connection are sent one at a time (Kafka's inter-broker clients do the same).
 """
@@ -31,8 +32,12 @@ class BrokerUnavailable(Exception):
 
 
 class BrokerConnection:
-    def __init__(self, host: str, port: int, client_id: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, client_id: str, *, timeout_s: float = 30.0,
+                 version_caps: dict[int, int] | None = None) -> None:
         self.host = host
+        # Highest versions to send whatever the peer serves (the controller's requests by
+        # inter.broker.protocol.version, as Kafka's controller picks them).
+        self.version_caps = version_caps or {}
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -64,7 +69,7 @@ class BrokerConnection:
         theirs = self._versions.get(api_key)
         if theirs is None:
             raise BrokerUnavailable(f"{self.host}:{self.port} does not serve API {api_key}")
-        hi = min(ours[1], theirs[1])
+        hi = min(ours[1], theirs[1], self.version_caps.get(api_key, ours[1]))
         if hi < max(ours[0], theirs[0]):
             raise BrokerUnavailable(f"no common version of API {api_key} with {self.host}:{self.port}")
         return hi

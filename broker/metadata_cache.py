@@ -37,6 +37,7 @@ class PartitionMetadata:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
+    partition_epoch: int = 0  # the state znode version (UpdateMetadata's ZkVersion)
 
 
 @dataclass

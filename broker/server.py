@@ -409,6 +409,17 @@ class KafkaServer:
         return Response(size, out)
 
     # ------------------------------------------------------------------ what the controller tells this broker
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch (KIP-380): the czxid of its registration in the metadata store; -1 before."""
+        return self.controller.store.broker_epoch if self.controller is not None else -1
+
+    def is_broker_epoch_stale(self, broker_epoch: int) -> bool:
+        """A control request for an earlier registration of this broker (Kafka's isBrokerEpochStale: -1 is a
+        controller that predates broker epochs; a newer epoch than ours is the controller having seen our
+        registration first)."""
+        return broker_epoch != -1 and broker_epoch < self.broker_epoch
+
     def apply_leader_and_isr(self, controller_id: int, controller_epoch: int,
                              states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
                              leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:

@@ -3,7 +3,8 @@
 Served by the active controller: partitions the broker leads get a new leader from the rest of the
 ISR, the broker leaves every ISR it is in, LeaderAndIsr/UpdateMetadata go out; the answer lists the
 partitions that could not be moved (no other in-sync replica). A broker that is not the controller
-answers NOT_CONTROLLER, as Kafka does.
+answers NOT_CONTROLLER, as Kafka does; a request carrying an older broker epoch than the broker's current
+registration, STALE_BROKER_EPOCH.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller.controller import StaleBrokerEpoch
 from protocol.errors import ErrorCode
 
 API_KEY = 7
@@ -22,7 +24,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     controller = ctx.server.controller
     if controller is None or not controller.active:
         return response_for(request, error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
-    remaining = await controller.handle_controlled_shutdown(request.broker_id)
+    try:
+        remaining = await controller.handle_controlled_shutdown(request.broker_id, request.broker_epoch)
+    except StaleBrokerEpoch:
+        return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH, remaining_partitions=[])
     Resp = response_type(request)
     return response_for(request, error_code=0, remaining_partitions=[
         Resp.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition) for tp in remaining])

@@ -1,19 +1,23 @@
 """LeaderAndIsr (key 4), versions 0–7 — from the controller (ZooKeeper mode).
 
-`ReplicaManager.become_leader_or_follower`: a request with a controller epoch older than the last one
-seen is rejected (STALE_CONTROLLER_EPOCH for all its partitions); partitions whose leader epoch is not
-newer than the one held are skipped; the rest become leaders (fetchers stopped, remote replicas reset,
-HW maybe advanced) or followers (fetchers started toward the new leader, which truncate by leader epoch
-first). Per-partition errors in the v0–4 (by name) or v5+ (by topic id) layout.
-"""
+`ReplicaManager.become_leader_or_follower`: a request with a controller epoch older than the last one seen is
+rejected (STALE_CONTROLLER_EPOCH for all its partitions); partitions whose leader epoch is not newer than the
+one held are skipped; the rest become leaders (fetchers stopped, remote replicas reset, HW maybe advanced) or
+followers (fetchers started toward the new leader, which truncate by leader epoch first). A request stamped
+with an older broker epoch than this broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH
+(-1, from a controller without broker epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+
+(by topic id) layout."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.requests import parse_leader_and_isr
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.state_change")
 
 API_KEY = 4
 MIN_VERSION = 0
@@ -22,10 +26,16 @@ MAX_VERSION = 7
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     states, topic_ids, leaders = parse_leader_and_isr(request)
-    errors = ctx.server.apply_leader_and_isr(request.controller_id, request.controller_epoch, states, topic_ids,
-                                             leaders)
     Resp = response_type(request)
-    top = ErrorCode.NONE
+    if ctx.server.is_broker_epoch_stale(request.broker_epoch):
+        top = ErrorCode.STALE_BROKER_EPOCH
+        errors = dict.fromkeys(states, top)
+    else:
+        log.info("LeaderAndIsr from controller %d (epoch %d) for %d partitions", request.controller_id,
+                 request.controller_epoch, len(states))
+        errors = ctx.server.apply_leader_and_isr(request.controller_id, request.controller_epoch, states,
+                                                 topic_ids, leaders)
+        top = ErrorCode.NONE
     if errors and all(e == ErrorCode.STALE_CONTROLLER_EPOCH for e in errors.values()) and \
             request.controller_epoch < ctx.server.replica_manager.controller_epoch:
         top = ErrorCode.STALE_CONTROLLER_EPOCH

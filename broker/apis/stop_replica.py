@@ -1,8 +1,8 @@
 """StopReplica (key 5), versions 0–4 — from the controller (ZooKeeper mode).
 
-Stops replicating the listed partitions (fetchers removed, delayed requests answered) and, when asked
-(topic deletion, reassignment), deletes their logs. Stale controller epochs: STALE_CONTROLLER_EPOCH.
-"""
+Stops replicating the listed partitions (fetchers removed, delayed requests answered) and, when asked (topic
+deletion, reassignment), deletes their logs. Stale controller epochs: STALE_CONTROLLER_EPOCH; an older broker
+epoch than this broker's registration: STALE_BROKER_EPOCH."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
+    if server.is_broker_epoch_stale(request.broker_epoch):
+        return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH, partition_errors=[])
     if request.controller_epoch < server.replica_manager.controller_epoch:
         return response_for(request, error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
     entries = parse_stop_replica(request)

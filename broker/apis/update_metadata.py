@@ -2,16 +2,20 @@
 
 Replaces this broker's view of live brokers and of the listed partitions (leader, leader epoch, ISR,
 replicas, offline replicas, topic ids v7+); a leader of -2 marks a deleted topic. Requests carrying an
-older controller epoch than the last one seen are refused with STALE_CONTROLLER_EPOCH.
+older controller epoch than the last one seen are refused with STALE_CONTROLLER_EPOCH, those with an older
+broker epoch than this broker's registration with STALE_BROKER_EPOCH.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.requests import parse_update_metadata
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.state_change")
 
 API_KEY = 6
 MIN_VERSION = 0
@@ -19,6 +23,10 @@ MAX_VERSION = 8
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.server.is_broker_epoch_stale(request.broker_epoch):
+        return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH)
     brokers, partitions = parse_update_metadata(request)
+    log.info("UpdateMetadata from controller %d (epoch %d): live brokers %s, %d partitions", request.controller_id,
+             request.controller_epoch, sorted(b.broker_id for b in brokers), len(partitions))
     ok = ctx.server.apply_update_metadata(request.controller_id, request.controller_epoch, brokers, partitions)
     return response_for(request, error_code=ErrorCode.NONE if ok else ErrorCode.STALE_CONTROLLER_EPOCH)

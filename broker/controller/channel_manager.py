@@ -5,6 +5,8 @@ Contract:
 - One `BrokerChannel` per live broker: `LocalChannel` applies a request to this broker without a socket,
   `RemoteChannel` sends the request frames (requests.py) over the wire. A channel is created on first use
   and closed when its broker dies or restarts (`remove`), or when the controller shuts down (`close`).
+- A `RemoteChannel` stamps every request with the receiving broker's epoch (KIP-380) and sends each API at
+  the version inter.broker.protocol.version allows (requests.request_versions), as Kafka's controller does.
 - `RemoteChannel` has one queue and one sending task per broker: requests go out in order; a failed send is
   retried with backoff until it is answered or the channel is closed, so a slow, paused or briefly
   unreachable broker neither stalls the controller nor misses a request. Its methods return once the request
@@ -12,9 +14,10 @@ Contract:
   task and waits for it.
 - `send_partition_states(only, exclude)`: LeaderAndIsr with each partition's state to its live replicas
   (except `exclude`), then UpdateMetadata for the same partitions to every live broker.
-  `send_update_metadata(tps, deleted)`: UpdateMetadata alone; a deleted partition goes out with leader
-  LEADER_DURING_DELETE, which makes brokers drop the topic from their metadata. Send failures are logged,
-  never raised: the controller carries on and the broker catches up on its next request.
+  `send_update_metadata(tps, deleted, to)`: UpdateMetadata alone (to the brokers `to`, default all); a
+  deleted partition goes out with leader LEADER_DURING_DELETE, which makes brokers drop the topic from their
+  metadata. Send failures are logged, never raised: the controller carries on and the broker catches up on
+  its next request.
 - `metadata_changed` is set after every UpdateMetadata round, for admin requests waiting to see their result.
 """
 
@@ -23,11 +26,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.controller.context import ControllerContext
-from broker.controller.requests import build_leader_and_isr, build_stop_replica, build_update_metadata
+from broker.controller.requests import (
+    build_leader_and_isr,
+    build_stop_replica,
+    build_update_metadata,
+    request_versions,
+)
 from broker.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.partition import PartitionState
@@ -90,11 +98,14 @@ class LocalChannel:
 class RemoteChannel:
     """The controller's requests to one other broker; see the module docstring."""
 
-    def __init__(self, controller_id: int, endpoint: BrokerEndpoint, config: Any) -> None:
+    def __init__(self, controller_id: int, endpoint: BrokerEndpoint, config: Any, broker_epoch: int = -1) -> None:
         self.controller_id = controller_id
         self.endpoint = endpoint
+        # The receiving broker's epoch, stamped on every request (a bounced broker gets a new channel).
+        self.broker_epoch = broker_epoch
         self.conn = BrokerConnection(endpoint.host, endpoint.port, f"controller-{controller_id}",
-                                     timeout_s=config["controller.socket.timeout.ms"] / 1000)
+                                     timeout_s=config["controller.socket.timeout.ms"] / 1000,
+                                     version_caps=request_versions(config.inter_broker_protocol_version))
         self._queue: asyncio.Queue[tuple[Callable[[int], Any], int, asyncio.Future]] = asyncio.Queue()
         self._last: asyncio.Future | None = None
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -148,19 +159,19 @@ class RemoteChannel:
     async def leader_and_isr(self, controller_id: int, controller_epoch: int,
                              states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
                              leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:
-        self._submit(lambda v: build_leader_and_isr(v, controller_id, controller_epoch, states, topic_ids, leaders),
-                     ApiKey.LEADER_AND_ISR)
+        self._submit(lambda v: build_leader_and_isr(v, controller_id, controller_epoch, states, topic_ids, leaders,
+                                                    self.broker_epoch), ApiKey.LEADER_AND_ISR)
         return {}
 
     async def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
                               partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> None:
-        self._submit(lambda v: build_update_metadata(v, controller_id, controller_epoch, brokers, partitions),
-                     ApiKey.UPDATE_METADATA)
+        self._submit(lambda v: build_update_metadata(v, controller_id, controller_epoch, brokers, partitions,
+                                                     self.broker_epoch), ApiKey.UPDATE_METADATA)
 
     async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> None:
-        self._submit(lambda v: build_stop_replica(v, controller_id, controller_epoch, partitions, delete),
-                     ApiKey.STOP_REPLICA)
+        self._submit(lambda v: build_stop_replica(v, controller_id, controller_epoch, partitions, delete,
+                                                  self.broker_epoch), ApiKey.STOP_REPLICA)
 
     async def close(self) -> None:
         self._task.cancel()
@@ -189,7 +200,8 @@ class ControllerChannelManager:
             if broker_id == self.broker_id:
                 ch = LocalChannel(self.server)
             else:
-                ch = RemoteChannel(self.broker_id, self.ctx.live_brokers[broker_id], self.server.config)
+                ch = RemoteChannel(self.broker_id, self.ctx.live_brokers[broker_id], self.server.config,
+                                   self.ctx.broker_epochs.get(broker_id, -1))
             self._channels[broker_id] = ch
         return ch
 
@@ -245,7 +257,11 @@ class ControllerChannelManager:
         await self.send_update_metadata(tps)
 
     async def send_update_metadata(self, tps: Sequence[TopicPartition],
-                                   deleted: Sequence[tuple[TopicPartition, uuid.UUID]] = ()) -> None:
+                                   deleted: Sequence[tuple[TopicPartition, uuid.UUID]] = (),
+                                   to: Collection[int] | None = None) -> None:
+        """UpdateMetadata with every live broker and the states of `tps` to the brokers `to` (all live
+        brokers when None); with no partitions it tells brokers who is alive (Kafka's first step on broker
+        start-up and controller failover, so a broker knows its leaders before any LeaderAndIsr)."""
         ctx = self.ctx
         parts = []
         for tp in tps:
@@ -256,11 +272,12 @@ class ControllerChannelManager:
             replicas = tuple(info.assignment.get(tp.partition, ()))
             offline = tuple(r for r in replicas if r not in ctx.live_brokers)
             parts.append((tp, info.topic_id or uuid.UUID(int=0),
-                          PartitionMetadata(tp.partition, st.leader, st.leader_epoch, replicas, st.isr, offline)))
+                          PartitionMetadata(tp.partition, st.leader, st.leader_epoch, replicas, st.isr, offline,
+                                            ctx.versions.get(tp, 0))))
         for tp, tid in deleted:
             parts.append((tp, tid, PartitionMetadata(tp.partition, LEADER_DURING_DELETE, 0, (), ())))
         brokers = list(ctx.live_brokers.values())
-        for bid in list(ctx.live_brokers):
+        for bid in [b for b in ctx.live_brokers if to is None or b in to]:
             try:
                 await self.channel(bid).update_metadata(self.broker_id, ctx.epoch, brokers, parts)
             except Exception as e:

@@ -40,6 +40,7 @@ from broker.controller.partition_state_machine import PartitionStateMachine
 from broker.controller.preferred_election import PreferredReplicaElection
 from broker.controller.producer_ids import StoreProducerIdManager
 from broker.controller.reassignment import PartitionReassignment
+from broker.controller.requests import request_versions
 from broker.controller.topic_deletion import TopicDeletionManager
 from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
 from broker.metadata_cache import BrokerEndpoint
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 log = logging.getLogger("broker.controller")
+
+
+class StaleBrokerEpoch(Exception):
+    """A broker's request to the controller from an earlier registration (STALE_BROKER_EPOCH)."""
 
 
 class Controller:
@@ -232,10 +237,11 @@ class Controller:
         from broker.inter_broker import BrokerConnection
         from protocol import ApiKey, request_class
 
-        conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10)
+        conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10,
+                                version_caps=request_versions(self.server.config.inter_broker_protocol_version))
         try:
             resp = await conn.send(lambda v: request_class(ApiKey.CONTROLLED_SHUTDOWN)[v](
-                broker_id=self.broker_id, broker_epoch=-1), ApiKey.CONTROLLED_SHUTDOWN)
+                broker_id=self.broker_id, broker_epoch=self.store.broker_epoch), ApiKey.CONTROLLED_SHUTDOWN)
         finally:
             conn.close()
         if resp.error_code != ErrorCode.NONE:
@@ -243,12 +249,15 @@ class Controller:
             return None
         return [TopicPartition(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
 
-    async def handle_controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
-        """The active controller's side (ControlledShutdown request): the partitions the broker still leads."""
-        return await self.enqueue(lambda: self._controlled_shutdown(broker_id))
+    async def handle_controlled_shutdown(self, broker_id: int, broker_epoch: int = -1) -> list[TopicPartition]:
+        """The active controller's side (ControlledShutdown request): the partitions the broker still leads.
+        Raises StaleBrokerEpoch for a request from an earlier registration of the broker."""
+        return await self.enqueue(lambda: self._controlled_shutdown(broker_id, broker_epoch))
 
-    async def _controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
+    async def _controlled_shutdown(self, broker_id: int, broker_epoch: int = -1) -> list[TopicPartition]:
         ctx = self.ctx
+        if ctx.is_broker_epoch_stale(broker_id, broker_epoch):
+            raise StaleBrokerEpoch(f"broker {broker_id} epoch {broker_epoch} < {ctx.broker_epochs.get(broker_id)}")
         ctx.shutting_down.add(broker_id)
         changed, remaining = await self.partition_states.elect_for_controlled_shutdown(broker_id)
         # Kafka's OfflineReplica transition for the shutting-down broker: it stops fetching (so no leader
@@ -303,6 +312,8 @@ class Controller:
         await self.partition_states.create_missing_states(list(ctx.topics))
         await self.partition_states.elect_offline_leaders()
         pending = await self.call(self.store.topics_pending_deletion)
+        # Kafka's onControllerFailover: every broker hears who is alive before any LeaderAndIsr.
+        await self.channels.send_update_metadata([])
         await self.channels.send_partition_states()
         if pending:
             await self.topic_deletion.delete_topics(pending)
@@ -319,19 +330,19 @@ class Controller:
             if hp is not None:
                 live[bid] = BrokerEndpoint(bid, hp[0], hp[1], info.rack)
         self.ctx.live_brokers = live
-        self.ctx.registrations = {bid: info.timestamp_ms for bid, info in infos.items()}
+        self.ctx.broker_epochs = {bid: info.epoch for bid, info in infos.items()}
 
     async def _on_brokers_change(self, ids: frozenset[int]) -> None:
         if not self.active:
             return
         ctx = self.ctx
         before = set(ctx.live_brokers)
-        registered_before = dict(ctx.registrations)
+        epochs_before = dict(ctx.broker_epochs)
         await self._refresh_brokers()
         after = set(ctx.live_brokers)
         # A broker that died and registered again between two watch events (they coalesce) shows up with a
-        # new registration only: Kafka's bounced brokers, handled as a failure followed by a start-up.
-        bounced = {b for b in before & after if ctx.registrations.get(b) != registered_before.get(b)}
+        # new broker epoch only: Kafka's bounced brokers, handled as a failure followed by a start-up.
+        bounced = {b for b in before & after if ctx.broker_epochs.get(b) != epochs_before.get(b)}
         if bounced:
             log.info("controller: brokers %s restarted", sorted(bounced))
             for bid in bounced:
@@ -348,6 +359,12 @@ class Controller:
             log.info("controller: brokers %s are gone", sorted(dead))
         if born:
             log.info("controller: brokers %s joined", sorted(born))
+        if born:
+            # Kafka's onBrokerStartup: first the brokers already there learn who joined, and the new ones get
+            # every live broker and every partition, so that no LeaderAndIsr reaches a broker naming a
+            # leader it does not know (a Kafka broker then refuses to follow it).
+            await self.channels.send_update_metadata([], to=after - born)
+            await self.channels.send_update_metadata(list(ctx.states), to=born)
         changed = await self.partition_states.elect_offline_leaders() if dead or born else []
         if born:
             await self.partition_states.create_missing_states(list(ctx.topics))

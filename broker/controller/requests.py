@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.metadata_version import MetadataVersion
 from broker.partition import PartitionState
 from protocol import ApiKey, request_class
 from storage import TopicPartition
@@ -21,10 +22,32 @@ ZERO_UUID = uuid.UUID(int=0)
 PLAINTEXT = 0  # SecurityProtocol id
 
 
+# ---------------------------------------------------------------- versions by inter.broker.protocol.version
+# The request version Kafka's controller sends at each inter.broker.protocol.version: (first IBP, version),
+# newest first. Whatever a broker's ApiVersions says, a Kafka controller never sends more than its IBP allows.
+_VERSIONS_BY_IBP: dict[int, tuple[tuple[str, int], ...]] = {
+    ApiKey.LEADER_AND_ISR: (("3.4-IV0", 7), ("3.2-IV0", 6), ("2.8-IV1", 5), ("2.4-IV1", 4), ("2.4-IV0", 3),
+                            ("2.2-IV0", 2), ("1.0-IV0", 1)),
+    ApiKey.UPDATE_METADATA: (("3.4-IV0", 8), ("2.8-IV1", 7), ("2.4-IV1", 6), ("2.2-IV0", 5), ("1.0-IV0", 4),
+                             ("0.10.2-IV0", 3), ("0.10.0-IV1", 2), ("0.9.0", 1)),
+    ApiKey.STOP_REPLICA: (("3.4-IV0", 4), ("2.6-IV0", 3), ("2.4-IV1", 2), ("2.2-IV0", 1)),
+    # A broker's own request to the controller (KafkaServer's controlled shutdown).
+    ApiKey.CONTROLLED_SHUTDOWN: (("2.4-IV1", 3), ("2.2-IV0", 2), ("0.9.0", 1)),
+}
+
+
+def request_versions(ibp: MetadataVersion) -> dict[int, int]:
+    """The highest version of each control request a broker at `ibp` sends (absent: no cap)."""
+    out = {}
+    for api_key, steps in _VERSIONS_BY_IBP.items():
+        out[api_key] = next((v for first, v in steps if ibp.is_at_least(first)), 0)
+    return out
+
+
 # ---------------------------------------------------------------- LeaderAndIsr
 def build_leader_and_isr(version: int, controller_id: int, controller_epoch: int,
                          states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
-                         leaders: list[BrokerEndpoint]) -> Any:
+                         leaders: list[BrokerEndpoint], broker_epoch: int = -1) -> Any:
     Req = request_class(ApiKey.LEADER_AND_ISR)
     PS = Req.LeaderAndIsrPartitionState
 
@@ -36,7 +59,7 @@ def build_leader_and_isr(version: int, controller_id: int, controller_epoch: int
 
     live = [Req.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port) for b in leaders]
     fields: dict[str, Any] = dict(controller_id=controller_id,
-                                  controller_epoch=controller_epoch, broker_epoch=-1, request_type=0,
+                                  controller_epoch=controller_epoch, broker_epoch=broker_epoch, request_type=0,
                                   live_leaders=live)
     if version < 2:
         fields["ungrouped_partition_states"] = [ps(tp, s) for tp, s in states.items()]
@@ -73,14 +96,15 @@ def parse_leader_and_isr(request: Any) -> tuple[dict[TopicPartition, PartitionSt
 
 # ---------------------------------------------------------------- UpdateMetadata
 def build_update_metadata(version: int, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
-                          partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> Any:
+                          partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]],
+                          broker_epoch: int = -1) -> Any:
     Req = request_class(ApiKey.UPDATE_METADATA)
     PS = Req.UpdateMetadataPartitionState
     B = Req.UpdateMetadataBroker
 
     def ps(tp: TopicPartition, pm: PartitionMetadata) -> Any:
         return PS(topic_name=tp.topic, partition_index=tp.partition, controller_epoch=controller_epoch,
-                  leader=pm.leader, leader_epoch=pm.leader_epoch, isr=list(pm.isr), zk_version=0,
+                  leader=pm.leader, leader_epoch=pm.leader_epoch, isr=list(pm.isr), zk_version=pm.partition_epoch,
                   replicas=list(pm.replicas), offline_replicas=list(pm.offline_replicas))
 
     live = []
@@ -91,7 +115,7 @@ def build_update_metadata(version: int, controller_id: int, controller_epoch: in
             live.append(B(id=b.broker_id, endpoints=[B.UpdateMetadataEndpoint(
                 port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=PLAINTEXT)], rack=b.rack))
     fields: dict[str, Any] = dict(controller_id=controller_id, request_type=0,
-                                  controller_epoch=controller_epoch, broker_epoch=-1, live_brokers=live)
+                                  controller_epoch=controller_epoch, broker_epoch=broker_epoch, live_brokers=live)
     if version < 5:
         fields["ungrouped_partition_states"] = [ps(tp, pm) for tp, _, pm in partitions]
     else:
@@ -122,16 +146,16 @@ def parse_update_metadata(request: Any) -> tuple[list[BrokerEndpoint],
     for topic, tid, p in entries:
         partitions.append((TopicPartition(topic, p.partition_index), tid, PartitionMetadata(
             p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr),
-            tuple(p.offline_replicas or ()) if request.API_VERSION >= 4 else ())))
+            tuple(p.offline_replicas or ()) if request.API_VERSION >= 4 else (), p.zk_version)))
     return brokers, partitions
 
 
 # ---------------------------------------------------------------- StopReplica
 def build_stop_replica(version: int, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
-                       delete: bool) -> Any:
+                       delete: bool, broker_epoch: int = -1) -> Any:
     Req = request_class(ApiKey.STOP_REPLICA)
     fields: dict[str, Any] = dict(controller_id=controller_id,
-                                  controller_epoch=controller_epoch, broker_epoch=-1)
+                                  controller_epoch=controller_epoch, broker_epoch=broker_epoch)
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)

@@ -42,6 +42,7 @@ class BrokerInfo:
     listener_security_protocol_map: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     version: int = 5
     timestamp_ms: int = -1
+    epoch: int = -1  # the broker epoch (KIP-380): the registration znode's czxid; -1 when not read
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int] | None:
         """(host, port) of the named listener, or of the first endpoint if `listener` is None."""

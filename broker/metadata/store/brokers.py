@@ -12,6 +12,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,6 +31,7 @@ class BrokerZnodes(StoreBase):
     """/brokers/ids, /brokers/seqid and /cluster/id."""
 
     _registration: tuple[str, bytes] | None = None
+    broker_epoch: int = -1  # this broker's own epoch: the czxid of its current registration
 
     def register_broker(
         self,
@@ -72,6 +74,7 @@ class BrokerZnodes(StoreBase):
         stat = self._tree.stat(path)
         if stat is None:
             raise NoNodeError(f"{path} vanished right after registration")
+        self.broker_epoch = stat.czxid
         return stat.czxid
 
     def _reregister(self) -> None:
@@ -91,13 +94,16 @@ class BrokerZnodes(StoreBase):
         self._submit(again)
 
     def live_brokers(self) -> dict[int, BrokerInfo]:
+        """Every registered broker, with its broker epoch (the registration's czxid, Kafka's
+        getAllBrokerAndEpochsInCluster)."""
         ids = sorted(int(c) for c in self._tree.children(znodes.BROKER_IDS) or [] if znodes.is_decimal(c))
         nodes = self._tree.get_many([znodes.broker_path(broker_id) for broker_id in ids])
-        return {
-            broker_id: znodes.decode_broker(broker_id, node[0])
-            for broker_id, node in zip(ids, nodes, strict=True)
-            if node is not None
-        }
+        out = {}
+        for broker_id, node in zip(ids, nodes, strict=True):
+            stat = self._tree.stat(znodes.broker_path(broker_id)) if node is not None else None
+            if node is not None and stat is not None:
+                out[broker_id] = dataclasses.replace(znodes.decode_broker(broker_id, node[0]), epoch=stat.czxid)
+        return out
 
     def watch_brokers(self, callback: Callable[[frozenset[int]], None]) -> None:
         def on_children(children: list[str]) -> None:

@@ -18,6 +18,7 @@ class MetadataStore(Protocol):
     """See the package docstring. `controller_epoch_zk_version` is None unless this store won an election."""
 
     controller_epoch_zk_version: int | None
+    broker_epoch: int  # this broker's epoch (its registration's czxid), -1 before register_broker
 
     def register_broker(
         self,
