@@ -128,6 +128,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    # --- controller protocol (issue 14) ---
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 
 

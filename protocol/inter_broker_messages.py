@@ -1,9 +1,9 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition and ConsumerGroupHeartbeat, loaded through kafka-python's machinery (`load_json=`) so they
-behave like every other message. Reach them through `protocol.messages` (`request_class(key)`), which
-imports this module on first use.
+AlterPartition, AllocateProducerIds and ConsumerGroupHeartbeat, loaded through kafka-python's machinery
+(`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
+(`request_class(key)`), which imports this module on first use.
 """
 
 from __future__ import annotations
@@ -58,4 +58,13 @@ class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+# --- controller RPCs of KIP-730 (issue 14): AllocateProducerIds ---------------------------------------
+class AllocateProducerIdsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AllocateProducerIdsResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from types import ModuleType
 
 from broker.apis import (
+    allocate_producer_ids,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -88,6 +89,8 @@ HANDLER_MODULES: list[ModuleType] = [
     list_partition_reassignments,
     offset_delete,
     describe_cluster,
+    # --- controller protocol (issue 14) ---
+    allocate_producer_ids,
 ]
 
 

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
+from broker.controller.producer_ids import ProducerIdsUnavailable
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.apis.init_producer_id")
@@ -29,5 +30,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                             error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             producer_id=-1, producer_epoch=-1)
     assert ctx.server.producer_ids is not None
-    pid = ctx.server.producer_ids.generate()
+    try:
+        pid = ctx.server.producer_ids.generate()
+    except ProducerIdsUnavailable:  # waiting for the controller's next block; the client retries
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            producer_id=-1, producer_epoch=-1)
     return response_for(request, throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)

@@ -38,7 +38,7 @@ from broker.controller.context import ControllerContext
 from broker.controller.isr_changes import IsrChangeNotificationHandler, ZkAlterPartitionManager
 from broker.controller.partition_state_machine import PartitionStateMachine
 from broker.controller.preferred_election import PreferredReplicaElection
-from broker.controller.producer_ids import StoreProducerIdManager
+from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerIdManager
 from broker.controller.reassignment import PartitionReassignment
 from broker.controller.requests import request_versions
 from broker.controller.topic_deletion import TopicDeletionManager
@@ -55,6 +55,10 @@ log = logging.getLogger("broker.controller")
 
 class StaleBrokerEpoch(Exception):
     """A broker's request to the controller from an earlier registration (STALE_BROKER_EPOCH)."""
+
+
+class UnknownBroker(Exception):
+    """A request to the controller from a broker that is not registered (BROKER_ID_NOT_REGISTERED)."""
 
 
 class Controller:
@@ -127,10 +131,15 @@ class Controller:
         configured = self.server.config.get("cluster.id")
         if configured and configured != self.cluster_id:
             raise MetadataError(f"cluster.id {configured} does not match the stored cluster id {self.cluster_id}")
+        rpc_ids: RpcProducerIdManager | None = None
         if self.server.config.get("zookeeper.connect"):
-            ids = StoreProducerIdManager(self.store, self.broker_id, self._executor)
-            await self.call(ids.start)
-            self.server.producer_ids = ids
+            if self.server.config.inter_broker_protocol_version.is_allocate_producer_ids_supported:
+                # Kafka brokers at IBP 3.0+ ask the controller for blocks; so do we, once registered.
+                self.server.producer_ids = rpc_ids = RpcProducerIdManager(self)
+            else:
+                ids = StoreProducerIdManager(self.store, self.broker_id, self._executor)
+                await self.call(ids.start)
+                self.server.producer_ids = ids
         ep = self.server.endpoint
         # After a kill -9 our previous session's registration lingers until it expires: wait it out rather
         # than fail the start (Kafka fails; a restarting supervisor would retry the same way).
@@ -158,6 +167,8 @@ class Controller:
                 log.warning("topic %s has an invalid stored config: %s", name, e)
         # Wait for our own election attempt (the embedded default always wins it) to be processed.
         await self.enqueue(lambda: self._on_controller_change(None))
+        if rpc_ids is not None:
+            rpc_ids.start()
 
     async def shutdown(self) -> None:
         worker, self._worker = self._worker, None
@@ -168,6 +179,8 @@ class Controller:
             _, fut = self._events.get_nowait()
             fut.cancel()
         await self.preferred_election.stop()
+        if isinstance(self.server.producer_ids, RpcProducerIdManager):
+            await self.server.producer_ids.close()
         await self.admin.shutdown()
         await self.channels.close()
         try:
@@ -181,6 +194,19 @@ class Controller:
                                 ) -> tuple[list[int], int] | None:
         """The leader's ISR write (see isr_changes.ZkAlterPartitionManager)."""
         return await self.alter_partition.submit(partition, new_isr, partition_epoch)
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
+        """The active controller's side of AllocateProducerIds: (first id, block length), claimed from the
+        store. Raises UnknownBroker, StaleBrokerEpoch (Kafka wants the broker's current epoch exactly)."""
+        async def allocate() -> tuple[int, int]:
+            current = self.ctx.broker_epochs.get(broker_id)
+            if current is None:
+                raise UnknownBroker(f"broker {broker_id} is not registered")
+            if broker_epoch != current:
+                raise StaleBrokerEpoch(f"broker {broker_id} epoch {broker_epoch} is not its current {current}")
+            first, last = await self.call(self.store.allocate_producer_id_block, broker_id)
+            return first, last - first + 1
+        return await self.enqueue(allocate)
 
     async def process_topic_changes(self, names: Collection[str]) -> None:
         """An admin request changed these topics in the store: when active, act now, not on the watch."""

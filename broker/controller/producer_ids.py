@@ -9,24 +9,41 @@ twice, not even across restarts, and (in a cluster) never one another broker han
   the same id to two idempotent producers, whose sequence numbers would then clash on a shared partition
   (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal in the client). The next block is claimed in the background when the
   current one is 90% used, so the event loop waits on ZooKeeper only if that has not finished.
-A third, asking the controller with AllocateProducerIds (Kafka's RPCProducerIdManager), plugs in behind the
-same `generate()`; the controller's side of it is `MetadataStore.allocate_producer_id_block`.
+- `RpcProducerIdManager`, with `zookeeper.connect` at inter.broker.protocol.version 3.0 or later (Kafka's
+  RPCProducerIdManager): blocks are asked of the active controller with AllocateProducerIds (over the wire, or
+  directly when this broker is the controller), which claims them from the same znode. `generate()` never
+  waits: with no id left it raises `ProducerIdsUnavailable` (InitProducerId answers COORDINATOR_LOAD_IN_PROGRESS
+  and the client retries, as with Kafka) while a background task asks for the next block, retrying with
+  backoff until the controller answers. The first block is asked for at start-up, the next one when the
+  current block is 90% used.
+The controller's side of AllocateProducerIds is `Controller.allocate_producer_ids`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import logging
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.metadata import MetadataStore
+
+if TYPE_CHECKING:
+    from broker.controller.controller import Controller
+
+log = logging.getLogger("broker.producer_ids")
 
 BLOCK_SIZE = 1000
 
 
 class ProducerIdManager(Protocol):
     def generate(self) -> int: ...
+
+
+class ProducerIdsUnavailable(Exception):
+    """No producer id to hand out until the controller answers (COORDINATOR_LOAD_IN_PROGRESS)."""
 
 
 class FileProducerIdManager:
@@ -92,3 +109,94 @@ class StoreProducerIdManager:
         if self._pending is None and self._last - self._next < self._block_size // 10:
             self._pending = self.executor.submit(self._claim)
         return pid
+
+
+MAX_PRODUCER_ID = (1 << 63) - 1
+RPC_BACKOFF_S = 0.1
+MAX_RPC_BACKOFF_S = 2.0
+
+
+class RpcProducerIdManager:
+    """Blocks from the active controller (AllocateProducerIds); see the module docstring."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self._next = 0
+        self._last = -1
+        self._block_size = 1
+        self._pending: tuple[int, int] | None = None
+        self._task: asyncio.Task | None = None
+        self._conn: tuple[int, Any] | None = None  # (controller id, BrokerConnection)
+
+    def start(self) -> None:
+        self._request()
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task})
+        self._close_conn()
+
+    def generate(self) -> int:
+        if self._next > self._last:
+            if self._pending is None:
+                self._request()
+                raise ProducerIdsUnavailable("producer id block is full; waiting for the controller's next block")
+            (self._next, self._last), self._pending = self._pending, None
+            self._block_size = self._last - self._next + 1
+        pid = self._next
+        self._next += 1
+        if self._pending is None and self._last - self._next < self._block_size // 10:
+            self._request()
+        return pid
+
+    def _request(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._fetch_block())
+
+    async def _fetch_block(self) -> None:
+        backoff = RPC_BACKOFF_S
+        while True:
+            try:
+                start, length = await self._ask_controller()
+                if start < 0 or length <= 0 or start > MAX_PRODUCER_ID - length + 1:
+                    raise ValueError(f"invalid producer id block start {start} length {length}")
+                self._pending = (start, start + length - 1)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.info("AllocateProducerIds failed (%s); retrying", e)
+                self._close_conn()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_RPC_BACKOFF_S)
+
+    async def _ask_controller(self) -> tuple[int, int]:
+        controller = self.controller
+        epoch = controller.store.broker_epoch
+        if controller.active:
+            return await controller.allocate_producer_ids(controller.broker_id, epoch)
+        from broker.inter_broker import BrokerConnection
+        from protocol import ApiKey, request_class
+        from protocol.errors import ErrorCode
+
+        cache = controller.server.metadata_cache
+        cid = cache.controller_id
+        ep = cache.alive_broker(cid) if cid is not None and cid >= 0 else None
+        if ep is None:
+            raise ConnectionError("no controller known yet")
+        if self._conn is None or self._conn[0] != cid:
+            self._close_conn()
+            self._conn = (cid, BrokerConnection(ep.host, ep.port, f"broker-{controller.broker_id}-producer-ids",
+                                                timeout_s=controller.server.config["request.timeout.ms"] / 1000))
+        resp = await self._conn[1].send(lambda v: request_class(ApiKey.ALLOCATE_PRODUCER_IDS)[v](
+            broker_id=controller.broker_id, broker_epoch=epoch), ApiKey.ALLOCATE_PRODUCER_IDS)
+        if resp.error_code != ErrorCode.NONE:
+            raise ConnectionError(f"controller {cid} answered {ErrorCode(resp.error_code).name}")
+        return resp.producer_id_start, resp.producer_id_len
+
+    def _close_conn(self) -> None:
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None

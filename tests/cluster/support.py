@@ -32,6 +32,7 @@ from kazoo.client import KazooClient
 
 from broker.cluster import LocalCluster
 from protocol import ApiKey, decode_response, encode_request, request_class
+from protocol.errors import ErrorCode
 
 
 def wait_until(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
@@ -213,9 +214,15 @@ def list_offsets_error(port: int, topic: str, partition: int, current_leader_epo
 
 
 def init_producer_id(port: int) -> int:
-    """A fresh idempotent producer id from one broker (InitProducerId without a transactional id)."""
+    """A fresh idempotent producer id from one broker (InitProducerId without a transactional id), retried
+    as a client does while the broker waits for a producer id block from the controller."""
     Req = request_class(ApiKey.INIT_PRODUCER_ID)
-    resp = raw_request(port, Req[4](transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
-                                    producer_epoch=-1))
+
+    def ask() -> Any:
+        resp = raw_request(port, Req[4](transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                                        producer_epoch=-1))
+        return None if resp.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else resp
+
+    resp = wait_until(ask, 30, "a producer id")
     assert resp.error_code == 0, resp
     return int(resp.producer_id)
