@@ -47,6 +47,8 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "replica.fetch.backoff.ms", "replica.socket.timeout.ms", "replica.high.watermark.checkpoint.interval.ms",
     "controller.socket.timeout.ms", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
+    # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
+    "inter.broker.protocol.version",
 })
 
 # This broker's own keys (Kafka has no such key).
@@ -75,8 +77,6 @@ _METRICS = "no metrics reporters"
 
 # (prefixes or exact names, note), first match wins.
 _NOTES: list[tuple[tuple[str, ...], str]] = [
-    (("inter.broker.protocol.version",),
-     "validated; inter-broker requests use this broker's own versions, whatever the version says"),
     (("log.message.format.version", "message.format.version"),
      "ignored, as Kafka ignores it from inter.broker.protocol.version 3.0: batches are kept as written"),
     (("zookeeper.ssl.", "zookeeper.set.acl", "zookeeper.clientCnxnSocket"),

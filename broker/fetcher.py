@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.metadata_version import request_versions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import InvalidRecordError as StorageInvalidRecordError
@@ -54,8 +55,9 @@ class LeaderEndPoint(Protocol):
 
 
 class RemoteLeaderEndPoint:
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float) -> None:
-        self.conn = BrokerConnection(host, port, client_id, timeout_s=timeout_s)
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float,
+                 version_caps: dict[int, int] | None = None) -> None:
+        self.conn = BrokerConnection(host, port, client_id, timeout_s=timeout_s, version_caps=version_caps)
 
     async def fetch(self, build: Any) -> Any:
         return await self.conn.send(build, ApiKey.FETCH)
@@ -321,8 +323,12 @@ class ReplicaFetcherManager:
                 if ep is None:
                     log.warning("%s: leader %d has no known endpoint yet", tp, leader)
                     continue
-                endpoint = RemoteLeaderEndPoint(ep.host, ep.port, f"replica-fetcher-{self.server.broker_id}",
-                                                self.server.config["replica.socket.timeout.ms"] / 1000)
+                # Fetch, OffsetForLeaderEpoch and ListOffsets at the versions inter.broker.protocol.version
+                # allows (below 3.1 Fetch names topics, so a cluster without topic ids still replicates).
+                endpoint = RemoteLeaderEndPoint(
+                    ep.host, ep.port, f"replica-fetcher-{self.server.broker_id}",
+                    self.server.config["replica.socket.timeout.ms"] / 1000,
+                    request_versions(self.server.config.inter_broker_protocol_version))
                 fetcher = ReplicaFetcher(self.server, leader, endpoint)
                 self.fetchers[leader] = fetcher
                 fetcher.start()

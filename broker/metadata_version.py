@@ -10,12 +10,16 @@ Contract:
 - `str(v)` is Kafka's canonical form ("3.7-IV4"); `v.release` the release ("3.7").
 The list is Kafka 3.9's (3.7.1's plus 3.8-IV0 and 3.9-IV0, whose releases 3.9 made production);
 `LATEST_PRODUCTION` is 3.7-IV4, the version this broker reports itself as (Kafka 3.7.1's default).
+`request_versions(v)`: the highest version of each inter-broker request (controller requests, replica
+fetches, controlled shutdown) a Kafka broker at `v` sends, which ours send too.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+
+from protocol import ApiKey
 
 # (release, internal version) in Kafka's order. Releases before 0.10.0 have no internal version.
 _VERSIONS: tuple[tuple[str, str], ...] = (
@@ -102,3 +106,32 @@ for _v in _ALL:
     _BY_NAME[_v.release] = _v
 
 LATEST_PRODUCTION = _BY_NAME["3.7-IV4"]
+
+
+# The request versions a Kafka broker sends other brokers at each inter.broker.protocol.version (its
+# controller's LeaderAndIsr/UpdateMetadata/StopReplica, its replica fetcher's requests): (first IBP, version),
+# newest first. Whatever the receiver's ApiVersions says, Kafka never sends more than its IBP allows.
+_VERSIONS_BY_IBP: dict[int, tuple[tuple[str, int], ...]] = {
+    ApiKey.LEADER_AND_ISR: (("3.4-IV0", 7), ("3.2-IV0", 6), ("2.8-IV1", 5), ("2.4-IV1", 4), ("2.4-IV0", 3),
+                            ("2.2-IV0", 2), ("1.0-IV0", 1)),
+    ApiKey.UPDATE_METADATA: (("3.4-IV0", 8), ("2.8-IV1", 7), ("2.4-IV1", 6), ("2.2-IV0", 5), ("1.0-IV0", 4),
+                             ("0.10.2-IV0", 3), ("0.10.0-IV1", 2), ("0.9.0", 1)),
+    ApiKey.STOP_REPLICA: (("3.4-IV0", 4), ("2.6-IV0", 3), ("2.4-IV1", 2), ("2.2-IV0", 1)),
+    # A broker's own request to the controller (KafkaServer's controlled shutdown).
+    ApiKey.CONTROLLED_SHUTDOWN: (("2.4-IV1", 3), ("2.2-IV0", 2), ("0.9.0", 1)),
+    # The replica fetcher's requests to leaders (MetadataVersion.fetchRequestVersion and friends).
+    ApiKey.FETCH: (("3.7-IV4", 16), ("3.5-IV1", 15), ("3.5-IV0", 14), ("3.1-IV0", 13), ("2.7-IV1", 12),
+                   ("2.3-IV1", 11), ("2.1-IV2", 10), ("2.0-IV1", 8), ("1.1-IV0", 7), ("0.11.0-IV1", 5),
+                   ("0.11.0-IV0", 4), ("0.10.1-IV1", 3), ("0.10.0-IV0", 2), ("0.9.0", 1)),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (("2.8-IV0", 4), ("2.3-IV1", 3), ("2.1-IV1", 2), ("2.0-IV0", 1)),
+    ApiKey.LIST_OFFSETS: (("3.5-IV0", 8), ("3.0-IV1", 7), ("2.8-IV0", 6), ("2.2-IV1", 5), ("2.1-IV1", 4),
+                          ("2.0-IV1", 3), ("0.11.0-IV0", 2), ("0.10.1-IV2", 1)),
+}
+
+
+def request_versions(ibp: MetadataVersion) -> dict[int, int]:
+    """The highest version of each inter-broker request a broker at `ibp` sends (absent: no cap)."""
+    out = {}
+    for api_key, steps in _VERSIONS_BY_IBP.items():
+        out[api_key] = next((v for first, v in steps if ibp.is_at_least(first)), 0)
+    return out

@@ -15,6 +15,7 @@ from types import ModuleType
 from broker.apis import (
     allocate_producer_ids,
     alter_configs,
+    alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
@@ -91,6 +92,7 @@ HANDLER_MODULES: list[ModuleType] = [
     describe_cluster,
     # --- controller protocol (issue 14) ---
     allocate_producer_ids,
+    alter_partition,
 ]
 
 

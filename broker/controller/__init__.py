@@ -11,8 +11,9 @@ Public API:
 - partition_state_machine.py, reassignment.py, topic_deletion.py, isr_changes.py, preferred_election.py:
   what the active controller does with them; context.py: what it knows.
 - producer_ids.py: producer id blocks for InitProducerId (local file, or the metadata store).
-Requests a KRaft-era controller answers (AllocateProducerIds, AlterPartition, ElectLeaders) plug in at
-producer_ids.py, isr_changes.py and election.py/preferred_election.py respectively.
+- alter_partition.py: AlterPartition (KIP-497), the controller's judgement and the leader's proposals.
+The controller requests of Kafka 2.7+ brokers: AllocateProducerIds (`Controller.allocate_producer_ids`,
+producer_ids.py), AlterPartition (alter_partition.py) and ElectLeaders (preferred_election.py).
 """
 
 from broker.controller.admin_manager import AdminManager, NewTopic, TopicResult

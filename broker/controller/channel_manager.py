@@ -6,7 +6,7 @@ Contract:
   `RemoteChannel` sends the request frames (requests.py) over the wire. A channel is created on first use
   and closed when its broker dies or restarts (`remove`), or when the controller shuts down (`close`).
 - A `RemoteChannel` stamps every request with the receiving broker's epoch (KIP-380) and sends each API at
-  the version inter.broker.protocol.version allows (requests.request_versions), as Kafka's controller does.
+  the version inter.broker.protocol.version allows (metadata_version.request_versions), as Kafka's controller does.
 - `RemoteChannel` has one queue and one sending task per broker: requests go out in order; a failed send is
   retried with backoff until it is answered or the channel is closed, so a slow, paused or briefly
   unreachable broker neither stalls the controller nor misses a request. Its methods return once the request
@@ -34,10 +34,10 @@ from broker.controller.requests import (
     build_leader_and_isr,
     build_stop_replica,
     build_update_metadata,
-    request_versions,
 )
 from broker.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.metadata_version import request_versions
 from broker.partition import PartitionState
 from protocol import ApiKey
 from protocol.errors import ErrorCode

@@ -20,7 +20,8 @@ Contract:
 Each job lives in its own module, reached from here: the context (context.py), channels and request
 batches (channel_manager.py), elections (election.py) applied by the partition state machine
 (partition_state_machine.py), reassignment (reassignment.py), topic deletion (topic_deletion.py), ISR
-changes (isr_changes.py), preferred elections (preferred_election.py), producer ids (producer_ids.py) and
+changes (isr_changes.py; AlterPartition, both sides, in alter_partition.py), preferred elections
+(preferred_election.py), producer ids (producer_ids.py; AllocateProducerIds served by `allocate_producer_ids`) and
 the admin entry points every broker serves (admin_manager.py, as `Controller.admin`).
 """
 
@@ -33,6 +34,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import AdminManager
+from broker.controller.alter_partition import AlterPartitionService, RpcAlterPartitionManager
 from broker.controller.channel_manager import ControllerChannelManager
 from broker.controller.context import ControllerContext
 from broker.controller.isr_changes import IsrChangeNotificationHandler, ZkAlterPartitionManager
@@ -40,10 +42,10 @@ from broker.controller.partition_state_machine import PartitionStateMachine
 from broker.controller.preferred_election import PreferredReplicaElection
 from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerIdManager
 from broker.controller.reassignment import PartitionReassignment
-from broker.controller.requests import request_versions
 from broker.controller.topic_deletion import TopicDeletionManager
 from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
 from broker.metadata_cache import BrokerEndpoint
+from broker.metadata_version import request_versions
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -80,7 +82,13 @@ class Controller:
         self.topic_deletion = TopicDeletionManager(self)
         self.isr_change_notifications = IsrChangeNotificationHandler(self)
         self.preferred_election = PreferredReplicaElection(self)
-        self.alter_partition = ZkAlterPartitionManager(self)
+        # How this broker's leaders propose ISR changes: to the controller (AlterPartition) from
+        # inter.broker.protocol.version 2.7-IV2 in a ZooKeeper cluster, as Kafka's brokers; else written directly.
+        self.alter_partition: ZkAlterPartitionManager | RpcAlterPartitionManager = ZkAlterPartitionManager(self)
+        if server.config.get("zookeeper.connect") and \
+                server.config.inter_broker_protocol_version.is_alter_partition_supported:
+            self.alter_partition = RpcAlterPartitionManager(self)
+        self.alter_partition_service = AlterPartitionService(self)
         self.admin = AdminManager(self)
 
     @classmethod
@@ -182,6 +190,8 @@ class Controller:
         if isinstance(self.server.producer_ids, RpcProducerIdManager):
             await self.server.producer_ids.close()
         await self.admin.shutdown()
+        if isinstance(self.alter_partition, RpcAlterPartitionManager):
+            self.alter_partition.close()
         await self.channels.close()
         try:
             await self.call(self.store.close)
@@ -192,7 +202,8 @@ class Controller:
     # ------------------------------------------------------------------ what the rest of the broker asks
     async def record_isr_change(self, partition: Any, new_isr: list[int], partition_epoch: int
                                 ) -> tuple[list[int], int] | None:
-        """The leader's ISR write (see isr_changes.ZkAlterPartitionManager)."""
+        """The leader's ISR proposal (isr_changes.ZkAlterPartitionManager, or AlterPartition to the controller:
+        alter_partition.RpcAlterPartitionManager)."""
         return await self.alter_partition.submit(partition, new_isr, partition_epoch)
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:

@@ -13,35 +13,12 @@ import uuid
 from typing import Any
 
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.metadata_version import MetadataVersion
 from broker.partition import PartitionState
 from protocol import ApiKey, request_class
 from storage import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
 PLAINTEXT = 0  # SecurityProtocol id
-
-
-# ---------------------------------------------------------------- versions by inter.broker.protocol.version
-# The request version Kafka's controller sends at each inter.broker.protocol.version: (first IBP, version),
-# newest first. Whatever a broker's ApiVersions says, a Kafka controller never sends more than its IBP allows.
-_VERSIONS_BY_IBP: dict[int, tuple[tuple[str, int], ...]] = {
-    ApiKey.LEADER_AND_ISR: (("3.4-IV0", 7), ("3.2-IV0", 6), ("2.8-IV1", 5), ("2.4-IV1", 4), ("2.4-IV0", 3),
-                            ("2.2-IV0", 2), ("1.0-IV0", 1)),
-    ApiKey.UPDATE_METADATA: (("3.4-IV0", 8), ("2.8-IV1", 7), ("2.4-IV1", 6), ("2.2-IV0", 5), ("1.0-IV0", 4),
-                             ("0.10.2-IV0", 3), ("0.10.0-IV1", 2), ("0.9.0", 1)),
-    ApiKey.STOP_REPLICA: (("3.4-IV0", 4), ("2.6-IV0", 3), ("2.4-IV1", 2), ("2.2-IV0", 1)),
-    # A broker's own request to the controller (KafkaServer's controlled shutdown).
-    ApiKey.CONTROLLED_SHUTDOWN: (("2.4-IV1", 3), ("2.2-IV0", 2), ("0.9.0", 1)),
-}
-
-
-def request_versions(ibp: MetadataVersion) -> dict[int, int]:
-    """The highest version of each control request a broker at `ibp` sends (absent: no cap)."""
-    out = {}
-    for api_key, steps in _VERSIONS_BY_IBP.items():
-        out[api_key] = next((v for first, v in steps if ibp.is_at_least(first)), 0)
-    return out
 
 
 # ---------------------------------------------------------------- LeaderAndIsr

@@ -2,7 +2,9 @@
 
 - A broker restarted under the controller (kill -9, then start) first hears UpdateMetadata naming every live
   broker, and only then LeaderAndIsr: read from the restarted broker's own log, where each control request it
-  applies is logged as it arrives. It then fetches from the leader and rejoins the ISR.
+  applies is logged as it arrives. It then fetches from the leader and rejoins the ISR: through AlterPartition
+  to the controller at inter.broker.protocol.version 3.7, by the leader's own ZooKeeper write at 2.6 (whose
+  control requests go out at the older versions Kafka's controller uses there).
 - Control requests stamped with an older broker epoch than the broker's registration (the czxid of
   /brokers/ids/<id>) are refused with STALE_BROKER_EPOCH; -1 (a controller without broker epochs) and the
   current epoch are accepted. ControlledShutdown with a stale epoch is refused by the controller the same way.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 
 from protocol import ApiKey, request_class
@@ -36,8 +39,9 @@ def _control_requests(log_text: str) -> list[tuple[str, list[int]]]:
     return out
 
 
-def test_restarted_broker_hears_update_metadata_before_leader_and_isr(tmp_path: Path) -> None:
-    cluster = start_cluster(tmp_path, OVERRIDES)
+@pytest.mark.parametrize("ibp", ["3.7", "2.6"])
+def test_restarted_broker_hears_update_metadata_before_leader_and_isr(tmp_path: Path, ibp: str) -> None:
+    cluster = start_cluster(tmp_path, {**OVERRIDES, "inter.broker.protocol.version": ibp})
     zk = Zk(cluster)
     try:
         wait_until(lambda: zk.controller() is not None, 10, "a controller")
@@ -67,6 +71,10 @@ def test_restarted_broker_hears_update_metadata_before_leader_and_isr(tmp_path: 
         before = received[:first_lai]
         assert before and before[0][0] == "UpdateMetadata", received
         assert set(before[0][1]) == {0, 1, 2}, received  # every live broker, itself included
+        # The leaders took the restarted follower back into the ISR through the controller (AlterPartition)
+        # from inter.broker.protocol.version 2.7-IV2 on, by writing ZooKeeper themselves before.
+        controller_log = cluster.brokers[controller].log_path.read_text(errors="replace")
+        assert ("proposed by its leader" in controller_log) == (ibp == "3.7")
     finally:
         zk.close()
         cluster.cleanup()
