@@ -29,6 +29,7 @@ from broker.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -93,6 +94,7 @@ HANDLER_MODULES: list[ModuleType] = [
     # --- controller protocol (issue 14) ---
     allocate_producer_ids,
     alter_partition,
+    elect_leaders,
 ]
 
 

@@ -6,6 +6,13 @@ Contract:
   LeaderAndIsr/UpdateMetadata go out for the partitions that moved, which are returned.
 - `on_request(tps)`: /admin/preferred_replica_election (kafka-preferred-replica-election --zookeeper) elects
   the listed partitions, then deletes the request.
+- `elect_leaders(tps, election_type)` (ElectLeaders, kafka-leader-election.sh; Kafka's
+  processReplicaLeaderElection for an admin client): per partition the new leader, or the error Kafka answers:
+  UNKNOWN_TOPIC_OR_PARTITION (no such partition), INVALID_TOPIC_EXCEPTION (topic being deleted),
+  ELECTION_NOT_NEEDED (preferred: the preferred replica already leads; unclean: the leader is live),
+  PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE (no replica may lead), NOT_CONTROLLER.
+  Unclean elections take the first live in-sync replica, else the first live replica (its ISR is then just
+  itself), as Kafka's OfflinePartitionLeaderElectionStrategy(allowUnclean = true).
 - With `auto.leader.rebalance.enable`, `start()` runs a task that every
   `leader.imbalance.check.interval.seconds`, while this controller is active, elects the preferred leaders of
   brokers whose share of partitions led by someone else is over `leader.imbalance.per.broker.percentage`
@@ -21,12 +28,15 @@ from typing import TYPE_CHECKING
 
 from broker.controller import election
 from broker.metadata import LeaderAndIsr
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.controller.controller import Controller
 
 log = logging.getLogger("broker.controller")
+
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' ElectionType
 
 
 class PreferredReplicaElection:
@@ -103,3 +113,50 @@ class PreferredReplicaElection:
         log.info("controller: preferred replica election requested for %s", ", ".join(str(tp) for tp in tps))
         await self.elect_preferred_leaders(list(tps))
         await self.controller.call(self.controller.store.clear_preferred_replica_election_request)
+
+    async def elect_leaders(self, tps: Sequence[TopicPartition], election_type: int
+                            ) -> dict[TopicPartition, int | ErrorCode]:
+        """ElectLeaders as a controller event; see the module docstring."""
+        return await self.controller.enqueue(lambda: self._elect_leaders(tps, election_type))
+
+    async def _elect_leaders(self, tps: Sequence[TopicPartition], election_type: int
+                             ) -> dict[TopicPartition, int | ErrorCode]:
+        ctx = self.ctx
+        if not self.controller.active:
+            return dict.fromkeys(tps, ErrorCode.NOT_CONTROLLER)
+        deleting = await self.controller.call(self.controller.store.topics_pending_deletion)
+        live = ctx.live_broker_ids()
+        results: dict[TopicPartition, int | ErrorCode] = {}
+        electable = []
+        for tp in tps:
+            st = ctx.states.get(tp)
+            if st is None or tp.topic not in ctx.topics:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif tp.topic in deleting:
+                results[tp] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif (st.leader == ctx.replicas(tp)[0]) if election_type == PREFERRED else (st.leader in live):
+                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+            else:
+                electable.append(tp)
+        moved = []
+        for tp in electable:
+            replicas = ctx.replicas(tp)
+
+            def elect(st: LeaderAndIsr, replicas: tuple[int, ...] = replicas) -> LeaderAndIsr | None:
+                if election_type == PREFERRED:
+                    return election.elect_for_preferred_replica(st, replicas, live, ctx.epoch)
+                new = election.elect_for_offline(st, replicas, live, True, ctx.epoch)
+                return new if new.leader != election.NO_LEADER else None
+
+            if await self.controller.partition_states.update_with_retries(tp, elect):
+                moved.append(tp)
+                results[tp] = ctx.states[tp].leader
+            else:
+                results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election_type == PREFERRED \
+                    else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        if moved:
+            kind = "preferred" if election_type == PREFERRED else "unclean"
+            log.info("controller: %s leader election (ElectLeaders) moved %s", kind,
+                     ", ".join(str(tp) for tp in moved))
+            await self.controller.channels.send_partition_states(moved)
+        return results
