@@ -24,15 +24,16 @@ from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, 
 
 TOPIC = "ctlreq"
 OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms": "100"}
-_CONTROL = re.compile(r"(UpdateMetadata|LeaderAndIsr) from controller \d+")
+_CONTROL = re.compile(r"(UpdateMetadata|LeaderAndIsr) from controller (\d+) \(epoch (\d+)\)")
 _LIVE = re.compile(r"live brokers \[([\d, ]*)\]")
 
 
-def _control_requests(log_text: str) -> list[tuple[str, list[int]]]:
+def _control_requests(log_text: str, controller_epoch: int | None = None) -> list[tuple[str, list[int]]]:
+    """(request, live brokers named) for each control request the log shows (of one controller epoch)."""
     out = []
     for line in log_text.splitlines():
         m = _CONTROL.search(line)
-        if m:
+        if m and (controller_epoch is None or int(m.group(3)) == controller_epoch):
             live = _LIVE.search(line)
             brokers = [int(b) for b in live.group(1).split(",")] if live and live.group(1) else []
             out.append((m.group(1), brokers))
@@ -92,11 +93,16 @@ def test_stale_broker_epochs_are_refused(tmp_path: Path) -> None:
         controller_epoch = zk.controller_epoch()
 
         UM = request_class(ApiKey.UPDATE_METADATA)
+        B = UM.UpdateMetadataBroker
+        # The accepted ones replace the broker's view of the live brokers: give it the true one.
+        live = [B(id=b, rack=None, endpoints=[B.UpdateMetadataEndpoint(
+            host="127.0.0.1", port=cluster.brokers[b].port, listener="PLAINTEXT", security_protocol=0)])
+            for b in range(3)]
         for broker_epoch, expected in ((epoch - 1, ErrorCode.STALE_BROKER_EPOCH), (-1, ErrorCode.NONE),
                                        (epoch, ErrorCode.NONE)):
             resp = raw_request(port, UM[8](controller_id=controller, controller_epoch=controller_epoch,
                                            broker_epoch=broker_epoch, request_type=0, topic_states=[],
-                                           live_brokers=[]))
+                                           live_brokers=live))
             assert resp.error_code == expected, (broker_epoch, resp)
 
         LAI = request_class(ApiKey.LEADER_AND_ISR)
@@ -121,6 +127,22 @@ def test_stale_broker_epochs_are_refused(tmp_path: Path) -> None:
         resp = raw_request(cluster.brokers[controller].port, CS[3](broker_id=other, broker_epoch=epoch - 1))
         assert resp.error_code == ErrorCode.STALE_BROKER_EPOCH
         assert other in zk.live_brokers()
+
+        # Controller fail-over: the new controller's first request to a surviving broker is UpdateMetadata
+        # naming the live brokers, before any LeaderAndIsr (Kafka's onControllerFailover).
+        create_topic(cluster.bootstrap, TOPIC, 2, 3)
+        cluster.brokers[controller].kill()
+        wait_until(lambda: zk.controller() not in (None, controller), 20, "a new controller")
+        new_controller, new_epoch = zk.controller(), zk.controller_epoch()
+        survivor = next(b for b in range(3) if b not in (controller, new_controller))
+        survivors = {new_controller, survivor}
+
+        def heard() -> list[tuple[str, list[int]]]:
+            got = _control_requests(cluster.brokers[survivor].log_path.read_text(errors="replace"), new_epoch)
+            return got if "LeaderAndIsr" in [k for k, _ in got] else []
+
+        received = wait_until(heard, 20, "the new controller's LeaderAndIsr")
+        assert received[0][0] == "UpdateMetadata" and set(received[0][1]) >= survivors, received
     finally:
         zk.close()
         cluster.cleanup()
