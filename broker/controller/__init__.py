@@ -11,7 +11,8 @@ Public API:
 - partition_state_machine.py, reassignment.py, topic_deletion.py, isr_changes.py, preferred_election.py:
   what the active controller does with them; context.py: what it knows.
 - producer_ids.py: producer id blocks for InitProducerId (local file, or the metadata store).
-- alter_partition.py: AlterPartition (KIP-497), the controller's judgement and the leader's proposals.
+- alter_partition.py: AlterPartition (KIP-497), the controller's judgement and the leader's proposals;
+  controller_client.py: a broker's requests to the active controller (AlterPartition, AllocateProducerIds).
 The controller requests of Kafka 2.7+ brokers: AllocateProducerIds (`Controller.allocate_producer_ids`,
 producer_ids.py), AlterPartition (alter_partition.py) and ElectLeaders (preferred_election.py).
 """

@@ -31,7 +31,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.controller.controller_client import ControllerClient
 from broker.metadata import BadVersionError, ControllerMovedError, LeaderAndIsr, MetadataError
+from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -166,8 +168,7 @@ class RpcAlterPartitionManager:
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         self.broker_id = controller.broker_id
-        self._conn: tuple[int, Any] | None = None
-        self._lock = asyncio.Lock()
+        self._client = ControllerClient(controller.server, "alter-partition")
 
     async def submit(self, partition: Any, new_isr: list[int], partition_epoch: int) -> tuple[list[int], int] | None:
         leader_epoch = partition.leader_epoch
@@ -180,7 +181,7 @@ class RpcAlterPartitionManager:
             except Exception as e:
                 log.info("%s: AlterPartition not answered (%s); retrying", partition.topic_partition, e)
                 top, outcome = ErrorCode.NOT_CONTROLLER, None
-                self.close()
+                self._client.reset()
             if top == ErrorCode.NONE:
                 if isinstance(outcome, tuple):
                     return outcome
@@ -206,21 +207,6 @@ class RpcAlterPartitionManager:
             if isinstance(outcome, LeaderAndIsr):
                 return top, (list(outcome.isr), outcome.partition_epoch)
             return top, outcome
-        from broker.inter_broker import BrokerConnection
-        from protocol import ApiKey, request_class
-
-        cache = controller.server.metadata_cache
-        cid = cache.controller_id
-        ep = cache.alive_broker(cid) if cid is not None and cid >= 0 else None
-        if ep is None:
-            raise ConnectionError("no controller known")
-        async with self._lock:
-            if self._conn is None or self._conn[0] != cid:
-                self.close()
-                self._conn = (cid, BrokerConnection(
-                    ep.host, ep.port, f"broker-{self.broker_id}-alter-partition",
-                    timeout_s=controller.server.config["request.timeout.ms"] / 1000))
-            conn = self._conn[1]
         topic_id = partition.topic_id
 
         def build(v: int) -> Any:
@@ -238,8 +224,8 @@ class RpcAlterPartitionManager:
             return Req[v](broker_id=self.broker_id, broker_epoch=epoch, topics=[topic])
 
         # Topic ids from v2: without one (a topic created before them), stay at v1 as Kafka does.
-        conn.version_caps = {ApiKey.ALTER_PARTITION: 1} if topic_id is None else {}
-        resp = await conn.send(build, ApiKey.ALTER_PARTITION)
+        caps = {ApiKey.ALTER_PARTITION: 1} if topic_id is None else None
+        resp = await self._client.send(build, ApiKey.ALTER_PARTITION, caps)
         if resp.error_code != ErrorCode.NONE:
             return ErrorCode(resp.error_code), None
         for t in resp.topics:
@@ -251,6 +237,4 @@ class RpcAlterPartitionManager:
         return ErrorCode.NONE, ErrorCode.UNKNOWN_SERVER_ERROR
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn[1].close()
-            self._conn = None
+        self._client.reset()

@@ -26,9 +26,12 @@ import concurrent.futures
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from broker.controller.controller_client import ControllerClient, ControllerUnavailable
 from broker.metadata import MetadataStore
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.controller.controller import Controller
@@ -126,7 +129,7 @@ class RpcProducerIdManager:
         self._block_size = 1
         self._pending: tuple[int, int] | None = None
         self._task: asyncio.Task | None = None
-        self._conn: tuple[int, Any] | None = None  # (controller id, BrokerConnection)
+        self._client = ControllerClient(controller.server, "producer-ids")
 
     def start(self) -> None:
         self._request()
@@ -136,7 +139,7 @@ class RpcProducerIdManager:
         if task is not None:
             task.cancel()
             await asyncio.wait({task})
-        self._close_conn()
+        self._client.reset()
 
     def generate(self) -> int:
         if self._next > self._last:
@@ -168,7 +171,7 @@ class RpcProducerIdManager:
                 raise
             except Exception as e:
                 log.info("AllocateProducerIds failed (%s); retrying", e)
-                self._close_conn()
+                self._client.reset()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_RPC_BACKOFF_S)
 
@@ -177,26 +180,8 @@ class RpcProducerIdManager:
         epoch = controller.store.broker_epoch
         if controller.active:
             return await controller.allocate_producer_ids(controller.broker_id, epoch)
-        from broker.inter_broker import BrokerConnection
-        from protocol import ApiKey, request_class
-        from protocol.errors import ErrorCode
-
-        cache = controller.server.metadata_cache
-        cid = cache.controller_id
-        ep = cache.alive_broker(cid) if cid is not None and cid >= 0 else None
-        if ep is None:
-            raise ConnectionError("no controller known yet")
-        if self._conn is None or self._conn[0] != cid:
-            self._close_conn()
-            self._conn = (cid, BrokerConnection(ep.host, ep.port, f"broker-{controller.broker_id}-producer-ids",
-                                                timeout_s=controller.server.config["request.timeout.ms"] / 1000))
-        resp = await self._conn[1].send(lambda v: request_class(ApiKey.ALLOCATE_PRODUCER_IDS)[v](
+        resp = await self._client.send(lambda v: request_class(ApiKey.ALLOCATE_PRODUCER_IDS)[v](
             broker_id=controller.broker_id, broker_epoch=epoch), ApiKey.ALLOCATE_PRODUCER_IDS)
         if resp.error_code != ErrorCode.NONE:
-            raise ConnectionError(f"controller {cid} answered {ErrorCode(resp.error_code).name}")
+            raise ControllerUnavailable(f"the controller answered {ErrorCode(resp.error_code).name}")
         return resp.producer_id_start, resp.producer_id_len
-
-    def _close_conn(self) -> None:
-        if self._conn is not None:
-            self._conn[1].close()
-            self._conn = None
