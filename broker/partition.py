@@ -87,6 +87,7 @@ class PartitionState:
     adding_replicas: list[int] = field(default_factory=list)
     removing_replicas: list[int] = field(default_factory=list)
     is_new: bool = False
+    leader_recovery_state: int = 0  # KIP-704: 1 (RECOVERING) after an unclean election; the leader recovers it
 
 
 @dataclass

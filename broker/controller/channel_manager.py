@@ -244,7 +244,8 @@ class ControllerChannelManager:
             replicas = list(info.assignment.get(tp.partition, ()))
             ps = PartitionState(st.leader, st.leader_epoch, list(st.isr), replicas, ctx.versions.get(tp, 0),
                                 st.controller_epoch, list(info.adding_replicas.get(tp.partition, ())),
-                                list(info.removing_replicas.get(tp.partition, ())))
+                                list(info.removing_replicas.get(tp.partition, ())),
+                                leader_recovery_state=st.leader_recovery_state)
             for r in replicas:
                 if r in ctx.live_brokers and r not in exclude:
                     by_broker.setdefault(r, {})[tp] = ps

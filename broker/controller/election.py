@@ -28,6 +28,7 @@ from collections.abc import Collection, Sequence
 from broker.metadata import LeaderAndIsr
 
 NO_LEADER = -1
+RECOVERING = 1  # LeaderRecoveryState (KIP-704); 0 is RECOVERED
 
 
 # ---------------------------------------------------------------- choosing a leader
@@ -70,7 +71,10 @@ def needs_offline_election(state: LeaderAndIsr, live: Collection[int]) -> bool:
 
 
 def elect_for_offline(state: LeaderAndIsr, assignment: Sequence[int], live: Collection[int], unclean: bool,
-                      controller_epoch: int) -> LeaderAndIsr:
+                      controller_epoch: int, leader_recovery: bool = False) -> LeaderAndIsr:
+    """The leader stays if live, else the offline election; the ISR keeps its live members. An unclean leader
+    (not in the old ISR) marks the partition RECOVERING when `leader_recovery` (KIP-704, inter.broker.protocol
+    .version 3.2+); otherwise the leader recovery state is kept, as every election here keeps it."""
     new_isr = tuple(r for r in state.isr if r in live)
     leader = state.leader if state.leader in live else offline_partition_leader(assignment, state.isr, live, unclean)
     if leader != NO_LEADER and leader not in new_isr:
@@ -78,7 +82,9 @@ def elect_for_offline(state: LeaderAndIsr, assignment: Sequence[int], live: Coll
     if not new_isr and state.isr:
         new_isr = state.isr[:1]  # Kafka keeps the last ISR member when no replica is live
     epoch = state.leader_epoch + 1 if leader != state.leader or new_isr != state.isr else state.leader_epoch
-    return LeaderAndIsr(leader, epoch, new_isr, controller_epoch, state.partition_epoch)
+    recovery = RECOVERING if leader_recovery and leader != NO_LEADER and leader not in state.isr \
+        else state.leader_recovery_state
+    return LeaderAndIsr(leader, epoch, new_isr, controller_epoch, state.partition_epoch, recovery)
 
 
 def elect_for_controlled_shutdown(state: LeaderAndIsr, assignment: Sequence[int], broker_id: int,
@@ -92,9 +98,11 @@ def elect_for_controlled_shutdown(state: LeaderAndIsr, assignment: Sequence[int]
         leader = controlled_shutdown_leader(assignment, new_isr, live, shutting_down)
         if leader == NO_LEADER:
             return None
-        return LeaderAndIsr(leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch)
+        return LeaderAndIsr(leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch,
+                            state.leader_recovery_state)
     if broker_id in state.isr and new_isr:
-        return LeaderAndIsr(state.leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch)
+        return LeaderAndIsr(state.leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch,
+                            state.leader_recovery_state)
     return None
 
 
@@ -104,7 +112,8 @@ def elect_for_preferred_replica(state: LeaderAndIsr, assignment: Sequence[int], 
     preferred = preferred_replica_leader(assignment, state.isr, live)
     if preferred == NO_LEADER or preferred == state.leader:
         return None
-    return LeaderAndIsr(preferred, state.leader_epoch + 1, state.isr, controller_epoch, state.partition_epoch)
+    return LeaderAndIsr(preferred, state.leader_epoch + 1, state.isr, controller_epoch, state.partition_epoch,
+                        state.leader_recovery_state)
 
 
 def elect_for_reassignment(state: LeaderAndIsr, target: Sequence[int], live: Collection[int],
@@ -117,7 +126,8 @@ def elect_for_reassignment(state: LeaderAndIsr, target: Sequence[int], live: Col
         leader = reassignment_leader(target, new_isr, live)
         if leader == NO_LEADER:
             return None
-    return LeaderAndIsr(leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch)
+    return LeaderAndIsr(leader, state.leader_epoch + 1, new_isr, controller_epoch, state.partition_epoch,
+                        state.leader_recovery_state)
 
 
 def new_partition_state(assignment: Sequence[int], live: Collection[int], controller_epoch: int) -> LeaderAndIsr:
@@ -139,4 +149,5 @@ def drop_from_isr(state: LeaderAndIsr, dropped: Collection[int], replicas: Seque
 
 def bump_leader_epoch(state: LeaderAndIsr, controller_epoch: int) -> LeaderAndIsr:
     """Same leader and ISR under a new leader epoch (a reassignment's new replicas must hear it)."""
-    return LeaderAndIsr(state.leader, state.leader_epoch + 1, state.isr, controller_epoch, state.partition_epoch)
+    return LeaderAndIsr(state.leader, state.leader_epoch + 1, state.isr, controller_epoch, state.partition_epoch,
+                        state.leader_recovery_state)

@@ -108,6 +108,11 @@ class PartitionStateMachine:
             await self.load_states(name)
         return sorted(created)
 
+    @property
+    def leader_recovery_supported(self) -> bool:
+        """Unclean leaders mark their partition RECOVERING (KIP-704) from inter.broker.protocol.version 3.2."""
+        return self.controller.server.config.inter_broker_protocol_version.is_leader_recovery_supported
+
     def topic_enables_unclean(self, topic: str) -> bool:
         """The topic's own unclean.leader.election.enable override is true."""
         v = self.controller.server.topic_configs.overrides(topic).get("unclean.leader.election.enable")
@@ -131,7 +136,8 @@ class PartitionStateMachine:
             if tp.topic not in ctx.topics or not election.needs_offline_election(state, live):
                 continue
             new_state = election.elect_for_offline(state, ctx.replicas(tp), live,
-                                                   unclean or self.topic_enables_unclean(tp.topic), ctx.epoch)
+                                                   unclean or self.topic_enables_unclean(tp.topic), ctx.epoch,
+                                                   self.leader_recovery_supported)
             if await self.write_state(tp, new_state):
                 if tp not in changed:
                     changed.append(tp)

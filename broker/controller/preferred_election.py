@@ -145,7 +145,8 @@ class PreferredReplicaElection:
             def elect(st: LeaderAndIsr, replicas: tuple[int, ...] = replicas) -> LeaderAndIsr | None:
                 if election_type == PREFERRED:
                     return election.elect_for_preferred_replica(st, replicas, live, ctx.epoch)
-                new = election.elect_for_offline(st, replicas, live, True, ctx.epoch)
+                new = election.elect_for_offline(st, replicas, live, True, ctx.epoch,
+                                                 self.controller.partition_states.leader_recovery_supported)
                 return new if new.leader != election.NO_LEADER else None
 
             if await self.controller.partition_states.update_with_retries(tp, elect):

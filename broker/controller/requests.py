@@ -32,7 +32,8 @@ def build_leader_and_isr(version: int, controller_id: int, controller_epoch: int
         return PS(topic_name=tp.topic, partition_index=tp.partition, controller_epoch=s.controller_epoch,
                   leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr), partition_epoch=s.partition_epoch,
                   replicas=list(s.replicas), adding_replicas=list(s.adding_replicas),
-                  removing_replicas=list(s.removing_replicas), is_new=s.is_new, leader_recovery_state=0)
+                  removing_replicas=list(s.removing_replicas), is_new=s.is_new,
+                  leader_recovery_state=s.leader_recovery_state)
 
     live = [Req.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port) for b in leaders]
     fields: dict[str, Any] = dict(controller_id=controller_id,
@@ -66,7 +67,7 @@ def parse_leader_and_isr(request: Any) -> tuple[dict[TopicPartition, PartitionSt
             leader=p.leader, leader_epoch=p.leader_epoch, isr=list(p.isr), replicas=list(p.replicas),
             partition_epoch=p.partition_epoch, controller_epoch=p.controller_epoch,
             adding_replicas=list(p.adding_replicas or []), removing_replicas=list(p.removing_replicas or []),
-            is_new=bool(p.is_new))
+            is_new=bool(p.is_new), leader_recovery_state=p.leader_recovery_state if request.API_VERSION >= 6 else 0)
     leaders = [BrokerEndpoint(b.broker_id, b.host_name, b.port) for b in request.live_leaders]
     return states, topic_ids, leaders
 

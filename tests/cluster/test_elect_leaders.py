@@ -97,7 +97,8 @@ def test_elect_leaders(tmp_path: Path) -> None:
         codes = _confluent_elect(cluster.bootstrap, ElectionType.UNCLEAN, [TP("uncl", 0), TP("solo", 0)])
         assert codes == {("uncl", 0): 0, ("solo", 0): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
         state = zk.partition_state("uncl", 0)
-        assert (state["leader"], state["isr"]) == (b, [b])
+        # A leader from outside the ISR marks the partition RECOVERING (KIP-704, inter.broker.protocol.version 3.2+).
+        assert (state["leader"], state["isr"], state["leader_recovery_state"]) == (b, [b], 1)
 
         # Raw frames: v0 (always preferred: pref-0's preferred replica a is dead) and a broker that is not the
         # controller.
