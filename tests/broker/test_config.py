@@ -186,3 +186,24 @@ def test_example_server_properties_loads() -> None:
     c = KafkaConfig.load(Path(__file__).resolve().parents[2] / "config" / "server.properties")
     assert c.listeners[0].port == 9092
     assert c.startup_warnings() == []
+
+
+def test_inter_broker_request_versions_follow_kafkas_tables() -> None:
+    """The versions a Kafka broker of each inter.broker.protocol.version sends (its controller's requests, its
+    replica fetcher's), which ours send too."""
+    from broker.metadata_version import request_versions
+    from protocol import ApiKey
+
+    def at(ibp: str) -> tuple[int, ...]:
+        v = request_versions(MetadataVersion.parse(ibp))
+        return tuple(v[k] for k in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA,
+                                    ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.LIST_OFFSETS,
+                                    ApiKey.CONTROLLED_SHUTDOWN))
+
+    assert at("3.7") == (7, 8, 4, 16, 4, 8, 3)
+    assert at("3.7-IV3") == (7, 8, 4, 15, 4, 8, 3)
+    assert at("3.3") == (6, 7, 3, 13, 4, 7, 3)
+    assert at("2.8") == (5, 7, 3, 12, 4, 6, 3)  # topic ids in LeaderAndIsr/UpdateMetadata, not yet in Fetch
+    assert at("2.6") == (4, 6, 3, 11, 3, 5, 3)
+    assert at("2.2") == (2, 5, 1, 10, 2, 5, 2)
+    assert at("0.8.0") == (0, 0, 0, 0, 0, 0, 0)

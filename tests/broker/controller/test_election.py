@@ -156,3 +156,19 @@ def test_a_new_partition_is_led_by_its_first_live_replica_with_the_live_replicas
 
 def test_bump_leader_epoch_keeps_leader_isr_and_partition_epoch() -> None:
     assert bump_leader_epoch(state(1, (1, 2)), CONTROLLER_EPOCH) == LeaderAndIsr(1, 5, (1, 2), CONTROLLER_EPOCH, 11)
+
+
+def test_an_unclean_leader_marks_the_partition_recovering_and_other_elections_keep_the_state() -> None:
+    unclean = elect_for_offline(state(1, (1,)), [1, 2], live={2}, unclean=True, controller_epoch=CONTROLLER_EPOCH,
+                                leader_recovery=True)
+    assert (unclean.leader, unclean.isr, unclean.leader_recovery_state) == (2, (2,), 1)
+    old_ibp = elect_for_offline(state(1, (1,)), [1, 2], live={2}, unclean=True, controller_epoch=CONTROLLER_EPOCH)
+    assert old_ibp.leader_recovery_state == 0
+    clean = elect_for_offline(state(1, (1, 2)), [1, 2], live={2}, unclean=True, controller_epoch=CONTROLLER_EPOCH,
+                              leader_recovery=True)
+    assert (clean.leader, clean.leader_recovery_state) == (2, 0)
+    moved = elect_for_preferred_replica(unclean, [2, 1], live={1, 2}, controller_epoch=CONTROLLER_EPOCH)
+    assert moved is None  # 2 is preferred and leads already
+    recovering = LeaderAndIsr(2, 5, (1, 2), 3, 12, 1)
+    moved = elect_for_preferred_replica(recovering, [1, 2], live={1, 2}, controller_epoch=CONTROLLER_EPOCH)
+    assert moved is not None and (moved.leader, moved.leader_recovery_state) == (1, 1)
