@@ -37,6 +37,9 @@ OVERRIDES = {
     "zookeeper.session.timeout.ms": "3000",
     "replica.fetch.wait.max.ms": "100",
     "log.segment.bytes": "1048576",  # several segments per replica, rolled at different positions
+    # Kafka 3.7's inter-broker protocol: ISR changes go to the controller as AlterPartition and producer id
+    # blocks come from it (AllocateProducerIds), across every kill -9 here (of the controller too, when it leads).
+    "inter.broker.protocol.version": "3.7",
 }
 
 
