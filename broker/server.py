@@ -55,6 +55,7 @@ from storage import LogManager, TopicPartition
 from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 log = logging.getLogger("broker.server")
 
@@ -101,6 +102,7 @@ class KafkaServer:
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
         # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
@@ -145,6 +147,7 @@ class KafkaServer:
         # The group coordinator listens for leadership of __consumer_offsets partitions, which the
         # controller hands out during its start-up: it must be listening before that.
         self._start_group_coordinator()
+        self._start_transaction_coordinator()
         await self.controller.startup()
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
@@ -177,6 +180,12 @@ class KafkaServer:
 
         self.group_coordinator = start_group_coordinator(self)
 
+    def _start_transaction_coordinator(self) -> None:
+        from broker.coordinator.transaction.service import start_transaction_coordinator
+
+        self.transaction_coordinator = start_transaction_coordinator(self)
+        self.transaction_coordinator.startup()
+
     async def shutdown(self) -> None:
         if self._stopping:
             return
@@ -196,6 +205,11 @@ class KafkaServer:
             self.replica_manager.delete_records_purgatory.shutdown()
             await self.socket_server.drain(5.0)
             await self.socket_server.close()
+        if self.transaction_coordinator is not None:
+            try:
+                await self.transaction_coordinator.shutdown()
+            except Exception:
+                log.exception("transaction coordinator shutdown failed")
         if self.group_coordinator is not None:
             try:
                 await self.group_coordinator.shutdown()
@@ -453,6 +467,10 @@ class KafkaServer:
             for tp in partitions:
                 if tp.topic == GROUP_METADATA_TOPIC:
                     self.group_coordinator.on_resignation(tp.partition)
+        if self.transaction_coordinator is not None:
+            for tp in partitions:
+                if tp.topic == TRANSACTION_STATE_TOPIC:
+                    self.transaction_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
 
     async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int

@@ -126,6 +126,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     # --- controller protocol (issue 14) ---

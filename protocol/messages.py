@@ -102,6 +102,8 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.OFFSET_DELETE: _pair_in(_KAFKA + "consumer.group", "OffsetDelete"),
     ApiKey.DESCRIBE_CLUSTER: _pair_in(_KAFKA + "admin.cluster", "DescribeCluster"),
     ApiKey.DESCRIBE_PRODUCERS: _pair_in(_KAFKA + "admin.transactions", "DescribeProducers"),
+    ApiKey.DESCRIBE_TRANSACTIONS: _pair_in(_KAFKA + "admin.transactions", "DescribeTransactions"),
+    ApiKey.LIST_TRANSACTIONS: _pair_in(_KAFKA + "admin.transactions", "ListTransactions"),
     ApiKey.ALTER_PARTITION: _pair_in(_OURS, "AlterPartition"),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _pair_in(_OURS, "ConsumerGroupHeartbeat"),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _pair_in(_KAFKA + "admin.topics", "DescribeTopicPartitions"),

@@ -14,6 +14,8 @@ from types import ModuleType
 
 from broker.apis import (
     allocate_producer_ids,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -30,6 +32,8 @@ from broker.apis import (
     describe_groups,
     describe_log_dirs,
     elect_leaders,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -41,6 +45,7 @@ from broker.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -51,6 +56,7 @@ from broker.apis import (
     stop_replica,
     sync_group,
     update_metadata,
+    write_txn_markers,
 )
 from protocol import SUPPORTED_VERSIONS
 from protocol.api_keys import api_name
@@ -95,6 +101,12 @@ HANDLER_MODULES: list[ModuleType] = [
     allocate_producer_ids,
     alter_partition,
     elect_leaders,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    describe_transactions,
+    list_transactions,
 ]
 
 

@@ -3,9 +3,10 @@
 Group keys (key_type 0) map to the leader of `__consumer_offsets` partition
 abs(hashCode(group_id)) % offsets.topic.num.partitions, as in Kafka; the topic is created on first use,
 and until its partition has a leader the answer is COORDINATOR_NOT_AVAILABLE (clients retry). v4+
-batches several keys (`coordinator_keys`). Transaction keys (key_type 1) answer
-COORDINATOR_NOT_AVAILABLE: there is no transaction coordinator (compat/GAPS.md).
-Invalid (empty) group ids: INVALID_REQUEST.
+batches several keys (`coordinator_keys`). Transaction keys (key_type 1) map the same way to the leader of
+`__transaction_state` partition abs(hashCode(transactional_id)) % transaction.state.log.num.partitions, the
+topic also created on first use. Empty keys: INVALID_REQUEST; another key type: INVALID_REQUEST (Kafka's
+InvalidRequestException for an unknown CoordinatorType).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
+from broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -26,15 +28,20 @@ TRANSACTION = 1
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
     server = ctx.server
-    if key_type != GROUP:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    if not key:
+    if key_type not in (GROUP, TRANSACTION) or not key:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
-    groups = server.group_coordinator
-    if not groups.offsets_topic_ready():
-        groups.ensure_offsets_topic()
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    pm = server.metadata_cache.partition(GROUP_METADATA_TOPIC, groups.partition_for(key))
+    if key_type == GROUP:
+        groups = server.group_coordinator
+        if not groups.offsets_topic_ready():
+            groups.ensure_offsets_topic()
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        pm = server.metadata_cache.partition(GROUP_METADATA_TOPIC, groups.partition_for(key))
+    else:
+        txns = server.transaction_coordinator
+        if not txns.topic_ready():
+            txns.ensure_topic()
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        pm = server.metadata_cache.partition(TRANSACTION_STATE_TOPIC, txns.partition_for(key))
     if pm is None or pm.leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     ep = server.metadata_cache.alive_broker(pm.leader)

@@ -2,37 +2,51 @@
 
 Idempotent producers (no transactional id) always get a fresh producer id with epoch 0, from blocks
 persisted before use so no id is ever handed out twice, even across restarts (Kafka's behaviour for a
-null transactional id). Transactional producers are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-and one log line: there is no transaction coordinator yet (compat/GAPS.md).
+null transactional id). Transactional producers go to the transaction coordinator
+(`broker/coordinator/transaction/`): epoch bump, fencing, KIP-360 (v3+: the producer's id and epoch; one of
+them -1 without the other is INVALID_REQUEST), errors as Kafka's TransactionCoordinator. Before v4 a client
+does not know PRODUCER_FENCED: it gets INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis answers.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.producer_ids import ProducerIdsUnavailable
 from protocol.errors import ErrorCode
 
-log = logging.getLogger("broker.apis.init_producer_id")
-
 API_KEY = 22
 MIN_VERSION = 0
 MAX_VERSION = 5
 
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if request.transactional_id is not None:
-        log.warning("client %s asked for transactional id %r: transactions are not supported",
-                    ctx.client_id, request.transactional_id)
-        return response_for(request, throttle_time_ms=0,
-                            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                            producer_id=-1, producer_epoch=-1)
-    assert ctx.server.producer_ids is not None
-    try:
-        pid = ctx.server.producer_ids.generate()
-    except ProducerIdsUnavailable:  # waiting for the controller's next block; the client retries
-        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                            producer_id=-1, producer_epoch=-1)
-    return response_for(request, throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+    if request.transactional_id is None:
+        assert ctx.server.producer_ids is not None
+        try:
+            pid = ctx.server.producer_ids.generate()
+        except ProducerIdsUnavailable:  # waiting for the controller's next block; the client retries
+            return _answer(request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        return response_for(request, throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+    pid, epoch = (request.producer_id, request.producer_epoch) if request.API_VERSION >= 3 else (-1, -1)
+    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return _answer(request, ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+    expected = None if pid == NO_PRODUCER_ID else (pid, epoch)
+    return _transactional(ctx, request, expected)
+
+
+async def _transactional(ctx: RequestContext, request: Any, expected: tuple[int, int] | None) -> Any:
+    coordinator = ctx.server.transaction_coordinator.coordinator
+    error, pid, epoch = await coordinator.handle_init_producer_id(request.transactional_id,
+                                                                  request.transaction_timeout_ms, expected)
+    return _answer(request, error, pid, epoch)
+
+
+def _answer(request: Any, error: ErrorCode, pid: int, epoch: int) -> Any:
+    if error == ErrorCode.PRODUCER_FENCED and request.API_VERSION < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return response_for(request, throttle_time_ms=0, error_code=error, producer_id=pid, producer_epoch=epoch)

@@ -1,0 +1,33 @@
+"""AddOffsetsToTxn (key 25), versions 0–3.
+
+Adds the group's `__consumer_offsets` partition (abs(hashCode(group_id)) % offsets.topic.num.partitions) to the
+producer's transaction, as AddPartitionsToTxn would (Kafka's handleAddOffsetsToTxnRequest); the offsets
+themselves come with TxnOffsetCommit to the group coordinator. Before v2 PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for
+from broker.coordinator.group.service import GROUP_METADATA_TOPIC
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+API_KEY = 25
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    return _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: Any) -> Any:
+    tp = TopicPartition(GROUP_METADATA_TOPIC, ctx.server.group_coordinator.partition_for(request.group_id))
+    error = await ctx.server.transaction_coordinator.coordinator.handle_add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch, {tp})
+    if request.API_VERSION < 2 and error == ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return response_for(request, throttle_time_ms=0, error_code=error)

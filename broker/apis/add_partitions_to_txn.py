@@ -1,0 +1,70 @@
+"""AddPartitionsToTxn (key 24), versions 0–4.
+
+v0–3 come from a transactional producer: one transaction, its partitions added to it (written to
+`__transaction_state` before the answer). v4 comes from partition leaders (KIP-890): a batch of transactions,
+each either added or, with `verify_only`, checked (NONE for a partition in the transaction, INVALID_TXN_STATE
+for one not in it). As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
+transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a coordinator error is
+answered for every partition of the transaction; before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+API_KEY = 24
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    return _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: Any) -> Any:
+    v = request.API_VERSION
+    if v < 4:
+        txns = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                 request.v3_and_below_producer_epoch, False, request.v3_and_below_topics)]
+    else:
+        txns = [(t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics)
+                for t in request.transactions]
+    results = await asyncio.gather(*(_one(ctx, v, *t) for t in txns))
+    Resp = response_type(request)
+    if v < 4:
+        return response_for(request, throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(Resp,
+                                                                                                     results[0]))
+    return response_for(request, throttle_time_ms=0, error_code=0, results_by_transaction=[
+        Resp.AddPartitionsToTxnResult(transactional_id=t[0], topic_results=_topic_results(Resp, r))
+        for t, r in zip(txns, results, strict=True)])
+
+
+def _topic_results(Resp: Any, errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
+    TopicResult = Resp.AddPartitionsToTxnTopicResult
+    by_topic: dict[str, list[Any]] = {}
+    for tp, error in errors.items():
+        by_topic.setdefault(tp.topic, []).append(TopicResult.AddPartitionsToTxnPartitionResult(
+            partition_index=tp.partition, partition_error_code=error))
+    return [TopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+async def _one(ctx: RequestContext, version: int, transactional_id: str, producer_id: int, producer_epoch: int,
+               verify_only: bool, topics: list[Any]) -> dict[TopicPartition, ErrorCode]:
+    partitions = {TopicPartition(t.name, p) for t in topics for p in t.partitions}
+    cache = ctx.server.metadata_cache
+    unknown = {tp for tp in partitions if cache.partition(tp.topic, tp.partition) is None}
+    if unknown:
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in partitions}
+    coordinator = ctx.server.transaction_coordinator.coordinator
+    if verify_only:
+        return coordinator.handle_verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    error = await coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    if version < 2 and error == ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return dict.fromkeys(partitions, error)

@@ -1,0 +1,30 @@
+"""EndTxn (key 26), versions 0–4.
+
+Commits or aborts the producer's transaction: the coordinator writes PrepareCommit/PrepareAbort, answers, then
+sends the markers and writes the Complete* state in the background (Kafka's handleEndTxnRequest). A retry of
+an EndTxn that already completed the same way answers NONE; while the markers of the previous one are still
+being written, CONCURRENT_TRANSACTIONS. Before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for
+from protocol.errors import ErrorCode
+
+API_KEY = 26
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    return _handle(ctx, request)
+
+
+async def _handle(ctx: RequestContext, request: Any) -> Any:
+    error = await ctx.server.transaction_coordinator.coordinator.handle_end_transaction(
+        request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed))
+    if request.API_VERSION < 2 and error == ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return response_for(request, throttle_time_ms=0, error_code=error)

@@ -1,0 +1,305 @@
+"""The transaction coordinator's request logic (Kafka's TransactionCoordinator), on the broker's event loop.
+
+Contract:
+- Each handler answers Kafka's error codes for Kafka's cases: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
+  from the state manager, INVALID_PRODUCER_ID_MAPPING for an unknown id or another producer id,
+  PRODUCER_FENCED for an older epoch, CONCURRENT_TRANSACTIONS while a transition or the markers are pending,
+  INVALID_TXN_STATE for an EndTxn the state does not allow. The API handlers translate PRODUCER_FENCED for old
+  request versions.
+- Every state change is prepared on the metadata (pending), written to `__transaction_state` (acks=all) and
+  applied only once written (`TransactionStateManager.append`).
+- InitProducerId: a new id gets a producer id from the broker's producer-id manager and epoch 0; a known id is
+  bumped (KIP-360 when the caller gives its producer id/epoch); an exhausted epoch rotates to a new producer id;
+  an Ongoing transaction is fenced (epoch bump written as PrepareAbort, markers sent) and the caller gets
+  CONCURRENT_TRANSACTIONS, so it retries once the abort completed.
+- EndTxn: PrepareCommit/PrepareAbort written, the client answered, then the marker channel writes the markers
+  and the CompleteCommit/CompleteAbort record. The same for a loaded Prepare* transaction (`_on_loaded`).
+- `abort_timed_out_transactions()` fences and aborts every Ongoing transaction past its timeout.
+- `active` is False until `startup()` and after `shutdown()`: Describe/ListTransactions then answer
+  COORDINATOR_NOT_AVAILABLE, as Kafka's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from broker.coordinator.transaction.metadata import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+    is_epoch_exhausted,
+)
+from broker.coordinator.transaction.state_manager import TransactionStateManager, now_ms
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.coordinator.transaction.markers import TransactionMarkerChannelManager
+
+log = logging.getLogger("broker.coordinator.transaction")
+
+S = TransactionState
+
+
+class TransactionCoordinator:
+    def __init__(self, state: TransactionStateManager, generate_producer_id: Callable[[], int],
+                 markers: TransactionMarkerChannelManager) -> None:
+        self.state = state
+        self.generate_producer_id = generate_producer_id
+        self.markers = markers
+        self.active = False
+        state.on_loaded = self._on_loaded
+        state.on_unloaded = markers.remove_markers_for_txn_partition
+
+    def startup(self) -> None:
+        self.active = True
+
+    def shutdown(self) -> None:
+        self.active = False
+
+    # ---- InitProducerId
+    async def handle_init_producer_id(self, transactional_id: str, timeout_ms: int,
+                                      expected: tuple[int, int] | None) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, producer epoch) for a transactional InitProducerId."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not self.state.validate_timeout_ms(timeout_ms):
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        got = self.state.get_state(transactional_id)
+        if got is None:
+            try:
+                producer_id = self.generate_producer_id()
+            except Exception as e:  # the block manager could not persist a block
+                log.error("no producer id for %s: %s", transactional_id, e)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            got = self.state.put_if_not_exists(TransactionMetadata(
+                transactional_id, producer_id, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, timeout_ms,
+                S.EMPTY, set(), -1, now_ms()))
+        if isinstance(got, ErrorCode):
+            return got, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        coordinator_epoch, md = got
+        prepared = self._prepare_init_producer_id(md, timeout_ms, expected)
+        if isinstance(prepared, ErrorCode):
+            return prepared, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if prepared.txn_state == S.PREPARE_EPOCH_FENCE:
+            error = await self._end_transaction(transactional_id, prepared.producer_id, prepared.producer_epoch,
+                                                commit=False, from_client=False)
+            return (error if error != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS,
+                    NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        error = await self.state.append(transactional_id, coordinator_epoch, prepared)
+        if error != ErrorCode.NONE:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        log.info("initialized transactional id %s with producer id %d and epoch %d on partition %d",
+                 transactional_id, prepared.producer_id, prepared.producer_epoch,
+                 self.state.partition_for(transactional_id))
+        return ErrorCode.NONE, prepared.producer_id, prepared.producer_epoch
+
+    def _prepare_init_producer_id(self, md: TransactionMetadata, timeout_ms: int,
+                                  expected: tuple[int, int] | None) -> TxnTransitMetadata | ErrorCode:
+        if md.pending_transition_in_progress:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if expected is not None:
+            pid, epoch = expected
+            valid = (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
+                     or (pid == md.last_producer_id and is_epoch_exhausted(epoch)))
+            if not valid:
+                return ErrorCode.PRODUCER_FENCED
+        if md.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
+            if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
+                try:
+                    new_pid = self.generate_producer_id()
+                except Exception as e:
+                    log.error("no producer id for %s: %s", md.transactional_id, e)
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                return md.prepare_producer_id_rotation(new_pid, timeout_ms, now_ms(), expected is not None)
+            return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
+                                                        now_ms())
+        if md.state == S.ONGOING:
+            return md.prepare_fence_producer_epoch()
+        raise AssertionError(f"{md.transactional_id} found in state {md.state.state_name}")
+
+    # ---- AddPartitionsToTxn / AddOffsetsToTxn
+    async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                    partitions: set[TopicPartition]) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        got = self.state.get_state(transactional_id)
+        if got is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if isinstance(got, ErrorCode):
+            return got
+        coordinator_epoch, md = got
+        if md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if md.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if md.pending_transition_in_progress or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state == S.ONGOING and partitions <= md.topic_partitions:
+            return ErrorCode.NONE
+        target = md.prepare_add_partitions(frozenset(partitions), now_ms())
+        return await self.state.append(transactional_id, coordinator_epoch, target)
+
+    def handle_verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4 verify_only)."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
+        got = self.state.get_state(transactional_id)
+        error: ErrorCode | None = None
+        if got is None:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif isinstance(got, ErrorCode):
+            error = got
+        else:
+            md = got[1]
+            if md.producer_id != producer_id:
+                error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            elif md.producer_epoch != producer_epoch:
+                error = ErrorCode.PRODUCER_FENCED
+            elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                error = ErrorCode.CONCURRENT_TRANSACTIONS
+            else:
+                return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.INVALID_TXN_STATE
+                        for tp in partitions}
+        return dict.fromkeys(partitions, error)
+
+    # ---- EndTxn
+    async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                     commit: bool) -> ErrorCode:
+        return await self._end_transaction(transactional_id, producer_id, producer_epoch, commit, from_client=True)
+
+    async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                               from_client: bool) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        got = self.state.get_state(transactional_id)
+        if got is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if isinstance(got, ErrorCode):
+            return got
+        coordinator_epoch, md = got
+        is_epoch_fence = False
+        if md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state == S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            if next_state == S.PREPARE_ABORT and md.pending_state == S.PREPARE_EPOCH_FENCE:
+                # The fence's epoch bump is written with the abort itself.
+                is_epoch_fence = True
+                md.pending_state = None
+                md.producer_epoch = producer_epoch
+                md.last_producer_epoch = NO_PRODUCER_EPOCH
+            target = md.prepare_abort_or_commit(next_state, now_ms())
+        elif md.state == S.COMPLETE_COMMIT:
+            return ErrorCode.NONE if commit else self._invalid_end(md, commit)
+        elif md.state == S.COMPLETE_ABORT:
+            return ErrorCode.NONE if not commit else self._invalid_end(md, commit)
+        elif md.state == S.PREPARE_COMMIT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else self._invalid_end(md, commit)
+        elif md.state == S.PREPARE_ABORT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else self._invalid_end(md, commit)
+        elif md.state == S.EMPTY:
+            return self._invalid_end(md, commit)
+        else:
+            raise AssertionError(f"{transactional_id} found in state {md.state.state_name}")
+
+        error = await self.state.append(transactional_id, coordinator_epoch, target)
+        if error != ErrorCode.NONE:
+            if is_epoch_fence:
+                again = self.state.get_state(transactional_id)
+                if isinstance(again, tuple) and again[0] == coordinator_epoch:
+                    # The bumped epoch was never handed out: the next fence reuses it.
+                    again[1].has_failed_epoch_fence = True
+                    log.warning("%s: writing the epoch fence failed (%s); epoch %d was not returned to a client",
+                                transactional_id, error.name, target.producer_epoch)
+            return error
+        # Written: from now on the transaction completes whatever happens to this request.
+        again = self.state.get_state(transactional_id)
+        if isinstance(again, ErrorCode):
+            return again
+        if again is None or again[0] != coordinator_epoch:
+            return ErrorCode.NOT_COORDINATOR
+        md = again[1]
+        if md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if md.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if md.pending_transition_in_progress:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state != (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
+            return self._invalid_end(md, commit)
+        complete = md.prepare_complete(now_ms())
+        self.markers.add_txn_markers_to_send(coordinator_epoch, commit, md, complete)
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _invalid_end(md: TransactionMetadata, commit: bool) -> ErrorCode:
+        log.debug("%s is %s; an EndTxn(%s) is not valid there", md.transactional_id, md.state.state_name,
+                  "COMMIT" if commit else "ABORT")
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _on_loaded(self, partition: int, coordinator_epoch: int, pending: list[TransactionMetadata]) -> None:
+        for md in pending:
+            log.info("resuming the %s markers of %s after loading partition %d",
+                     "COMMIT" if md.state == S.PREPARE_COMMIT else "ABORT", md.transactional_id, partition)
+            complete = md.prepare_complete(now_ms())
+            self.markers.add_txn_markers_to_send(coordinator_epoch, md.state == S.PREPARE_COMMIT, md, complete)
+
+    # ---- the timer
+    async def abort_timed_out_transactions(self) -> None:
+        for txn_id, producer_id, _epoch in self.state.timed_out_transactions(now_ms()):
+            got = self.state.get_state(txn_id)
+            if not isinstance(got, tuple):
+                continue
+            md = got[1]
+            if md.producer_id != producer_id or md.pending_transition_in_progress or md.state != S.ONGOING:
+                continue
+            fence = md.prepare_fence_producer_epoch()
+            log.info("aborting transaction of %s (producer id %d): it exceeded its timeout of %d ms", txn_id,
+                     producer_id, md.txn_timeout_ms)
+            error = await self._end_transaction(txn_id, fence.producer_id, fence.producer_epoch, commit=False,
+                                                from_client=False)
+            if error not in (ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED,
+                             ErrorCode.CONCURRENT_TRANSACTIONS):
+                log.warning("rolling back the timed-out transaction of %s failed: %s", txn_id, error.name)
+
+    # ---- DescribeTransactions / ListTransactions
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        got = self.state.get_state(transactional_id)
+        if isinstance(got, ErrorCode):
+            return got, None
+        if got is None or got[1].state == S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, got[1]
+
+    def list_transactions(self, producer_ids: set[int], state_names: set[str], duration_ms: int
+                          ) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
+        """(error, unknown state filters, matching transactions)."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
+        if self.state.is_loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        states = {s for s in map(TransactionState.from_name, state_names) if s is not None}
+        unknown = [n for n in state_names if TransactionState.from_name(n) is None]
+        now = now_ms()
+        out = [md for md in self.state.all_transactions()
+               if md.state != S.DEAD
+               and (not producer_ids or md.producer_id in producer_ids)
+               and (not state_names or md.state in states)
+               and (duration_ms < 0 or now - md.txn_start_timestamp > duration_ms)]
+        return ErrorCode.NONE, unknown, out

@@ -1,0 +1,201 @@
+"""Sending the COMMIT/ABORT markers of ended transactions to the partition leaders, then writing the
+transaction's CompleteCommit/CompleteAbort (Kafka's TransactionMarkerChannelManager and
+TransactionMarkerRequestCompletionHandler).
+
+Contract:
+- `add_txn_markers_to_send(coordinator_epoch, commit, metadata, complete)` is called once PrepareCommit /
+  PrepareAbort is written (or found when loading) and `complete` (the Complete* target) is pending on the
+  metadata. One task per transaction then, until every partition of the transaction has its marker:
+  groups the partitions by their leader in the metadata cache and sends each leader one WriteTxnMarkers
+  (over the wire, to this broker too — one path), drops a partition whose topic is gone from the metadata,
+  waits and resends for a partition without a live leader or answering a retriable error (the leader moved,
+  not enough replicas, timed out, broker unreachable). Each written marker removes its partition from the
+  metadata. Once none is left it writes `complete`, retrying while the write answers COORDINATOR_NOT_AVAILABLE.
+- The task stops without writing anything once this broker is no longer the coordinator of the transactional
+  id at that coordinator epoch (unloaded, reloaded, another metadata object), or when a leader answers
+  INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED (a newer producer or coordinator took over), as Kafka.
+- `shutdown()` cancels and waits for every task and closes the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
+from broker.coordinator.transaction.state_manager import TransactionStateManager
+from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
+
+log = logging.getLogger("broker.coordinator.transaction")
+
+RETRY_BACKOFF_S = 0.1
+
+_RETRIABLE = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR,
+})
+_STOP = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+_DROP = frozenset({ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, ErrorCode.UNSUPPORTED_VERSION})
+
+
+class _Stop(Exception):
+    """The transaction is no longer this coordinator's to complete."""
+
+
+class TransactionMarkerChannelManager:
+    def __init__(self, broker_id: int, metadata_cache: MetadataCache, state: TransactionStateManager,
+                 request_timeout_ms: int) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.state = state
+        self.request_timeout_ms = request_timeout_ms
+        self._connections: dict[int, BrokerConnection] = {}
+        self._tasks: set[asyncio.Task] = set()
+        # Called with each finished (transactional id, commit) — tests and tooling wait on it.
+        self.on_completed: list[Callable[[str, bool], None]] = []
+
+    def add_txn_markers_to_send(self, coordinator_epoch: int, commit: bool, md: TransactionMetadata,
+                                complete: TxnTransitMetadata) -> None:
+        task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, commit, md, complete))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("sending transaction markers failed", exc_info=task.exception())
+
+    def remove_markers_for_txn_partition(self, partition: int) -> None:
+        # Nothing to cancel: every task checks, before each step, that it still owns its transaction.
+        log.debug("__transaction_state-%d: pending markers stop at their next step", partition)
+
+    @property
+    def pending(self) -> int:
+        return len(self._tasks)
+
+    async def shutdown(self) -> None:
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    # ---- one transaction
+    def _check_owner(self, md: TransactionMetadata, coordinator_epoch: int) -> None:
+        got = self.state.get_state(md.transactional_id)
+        if not isinstance(got, tuple) or got[0] != coordinator_epoch or got[1] is not md:
+            raise _Stop(f"no longer the coordinator of {md.transactional_id} at epoch {coordinator_epoch}")
+
+    async def _complete(self, coordinator_epoch: int, commit: bool, md: TransactionMetadata,
+                        complete: TxnTransitMetadata) -> None:
+        txn_id = md.transactional_id
+        try:
+            while True:
+                self._check_owner(md, coordinator_epoch)
+                if not md.topic_partitions:
+                    break
+                by_broker: dict[int, list[TopicPartition]] = defaultdict(list)
+                for tp in list(md.topic_partitions):
+                    pm = self.metadata_cache.partition(tp.topic, tp.partition)
+                    if pm is None:
+                        log.info("%s: %s no longer exists; no marker for it", txn_id, tp)
+                        md.remove_partition(tp)
+                    elif pm.leader >= 0 and self.metadata_cache.alive_broker(pm.leader) is not None:
+                        by_broker[pm.leader].append(tp)
+                if by_broker:
+                    results = await asyncio.gather(*(
+                        self._send(broker, coordinator_epoch, commit, md.producer_id, complete.producer_epoch, tps)
+                        for broker, tps in by_broker.items()))
+                    self._check_owner(md, coordinator_epoch)
+                    for errors in results:
+                        for tp, error in errors.items():
+                            self._handle(md, tp, error)
+                if md.topic_partitions:
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+            while True:
+                error = await self.state.append(txn_id, coordinator_epoch, complete,
+                                                retry_on_error=lambda e: e == ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                if error != ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                    break
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                self._check_owner(md, coordinator_epoch)
+            if error != ErrorCode.NONE:
+                log.info("%s: writing %s failed with %s; the new coordinator completes it", txn_id,
+                         complete.txn_state.state_name, error.name)
+                return
+            log.debug("%s: transaction completed as %s", txn_id, complete.txn_state.state_name)
+            for callback in self.on_completed:
+                callback(txn_id, commit)
+        except _Stop as e:
+            log.info("%s; stopped sending its markers", e)
+
+    def _handle(self, md: TransactionMetadata, tp: TopicPartition, error: ErrorCode) -> None:
+        if error == ErrorCode.NONE:
+            md.remove_partition(tp)
+        elif error in _RETRIABLE:
+            log.info("%s: the marker for %s failed with %s; retrying", md.transactional_id, tp, error.name)
+        elif error in _STOP:
+            raise _Stop(f"the marker for {tp} of {md.transactional_id} was refused with {error.name}")
+        elif error in _DROP:
+            log.info("%s: the marker for %s failed with %s; the partition no longer waits for it",
+                     md.transactional_id, tp, error.name)
+            md.remove_partition(tp)
+        else:
+            log.error("%s: unexpected %s writing the marker for %s; retrying", md.transactional_id, error.name, tp)
+
+    async def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int,
+                    producer_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in tps:
+            by_topic[tp.topic].append(tp.partition)
+
+        def build(version: int) -> Any:
+            Req = request_class(ApiKey.WRITE_TXN_MARKERS)
+            Marker = Req.WritableTxnMarker
+            return Req[version](markers=[Marker(
+                producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+                coordinator_epoch=coordinator_epoch,
+                topics=[Marker.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+
+        conn = self._connection(broker_id)
+        if conn is None:
+            return {}
+        try:
+            response = await conn.send(build, ApiKey.WRITE_TXN_MARKERS)
+        except BrokerUnavailable as e:
+            log.info("WriteTxnMarkers to broker %d failed: %s; retrying", broker_id, e)
+            return {}
+        out: dict[TopicPartition, ErrorCode] = {}
+        for marker in response.markers:
+            if marker.producer_id != producer_id:
+                continue
+            for topic in marker.topics:
+                for p in topic.partitions:
+                    out[TopicPartition(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+        return out
+
+    def _connection(self, broker_id: int) -> BrokerConnection | None:
+        ep = self.metadata_cache.alive_broker(broker_id)
+        if ep is None:
+            return None
+        conn = self._connections.get(broker_id)
+        if conn is not None and (conn.host, conn.port) != (ep.host, ep.port):
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = self._connections[broker_id] = BrokerConnection(
+                ep.host, ep.port, f"broker-{self.broker_id}-txn-marker-sender",
+                timeout_s=self.request_timeout_ms / 1000)
+        return conn
