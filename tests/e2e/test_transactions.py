@@ -1,0 +1,229 @@
+"""Transactions through the transaction coordinator, with stock clients over real sockets.
+
+- confluent-kafka's transactional producer: init, commit and abort across partitions; a read_committed consumer
+  sees every committed record and never an aborted one, a read_uncommitted one sees both.
+- A second producer with the same transactional.id fences the first, whose next operation fails fatally
+  (librdkafka's _FENCED); an ongoing transaction of the fenced producer is aborted by the new init.
+- kafka-python's and aiokafka's transactional producers commit and abort the same way.
+- A transaction left open past its transaction.timeout.ms is aborted by the coordinator (epoch bump).
+- InitProducerId with a timeout above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT; DescribeTransactions
+  and ListTransactions report Kafka's states; FindCoordinator key type 1 finds the coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaProducer
+
+from protocol import request_class
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from tests.cluster.support import raw_request
+from tests.e2e.support import wait_until
+
+FAST = {"transaction.state.log.num.partitions": "3"}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 2) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(30)
+
+
+def read_all(bootstrap: str, topic: str, expected: int, isolation: str = "read_committed",
+             settle: float = 1.0) -> list[bytes]:
+    """Every value of `topic` a fresh consumer gets: up to `expected`, then `settle` seconds more."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                         "isolation.level": isolation, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(got) < expected:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        end = time.monotonic() + settle
+        while time.monotonic() < end:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def txn_producer(bootstrap: str, txn_id: str, **extra: Any) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **extra})
+
+
+def describe(port: int, txn_id: str) -> Any:
+    req = request_class(ApiKey.DESCRIBE_TRANSACTIONS)[0](transactional_ids=[txn_id])
+    return raw_request(port, req).transaction_states[0]
+
+
+def test_confluent_commit_abort_and_read_committed(broker_factory: Any) -> None:
+    broker = broker_factory()  # the default 50 __transaction_state partitions
+    create_topic(broker.bootstrap, "tx-out")
+    p = txn_producer(broker.bootstrap, "confluent-tx")
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce("tx-out", f"c1-{i}".encode(), partition=i % 2)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("tx-out", f"a-{i}".encode(), partition=i % 2)
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce("tx-out", b"c2-0", partition=0)
+    p.commit_transaction(30)
+
+    committed = read_all(broker.bootstrap, "tx-out", 5)
+    assert sorted(committed) == [b"c1-0", b"c1-1", b"c1-2", b"c1-3", b"c2-0"]
+    everything = read_all(broker.bootstrap, "tx-out", 8, isolation="read_uncommitted")
+    assert sorted(everything) == sorted(committed + [b"a-0", b"a-1", b"a-2"])
+
+    state = describe(broker.port, "confluent-tx")
+    assert (state.error_code, state.transaction_state, state.topics) == (0, "CompleteCommit", [])
+    listed = raw_request(broker.port, request_class(ApiKey.LIST_TRANSACTIONS)[1](
+        state_filters=["CompleteCommit", "Bogus"], producer_id_filters=[], duration_filter=-1))
+    assert listed.error_code == 0 and list(listed.unknown_state_filters) == ["Bogus"]
+    assert [(s.transactional_id, s.producer_id, s.transaction_state) for s in listed.transaction_states] == [
+        ("confluent-tx", state.producer_id, "CompleteCommit")]
+    p.flush(5)
+
+
+def test_second_producer_fences_the_first(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "fence-out")
+    first = txn_producer(broker.bootstrap, "zombie")
+    first.init_transactions(30)
+    first.begin_transaction()
+    first.produce("fence-out", b"from-the-zombie", partition=0)
+    first.flush(30)
+    before = describe(broker.port, "zombie")
+    assert before.transaction_state == "Ongoing"
+
+    second = txn_producer(broker.bootstrap, "zombie")
+    second.init_transactions(30)  # fences the first and aborts its open transaction
+    after = describe(broker.port, "zombie")
+    assert after.producer_id == before.producer_id and after.producer_epoch == before.producer_epoch + 2
+    # the fence bumped the epoch and aborted (CONCURRENT_TRANSACTIONS to the new instance), whose retry bumped again
+    assert after.transaction_state == "Empty"
+    with pytest.raises(KafkaException) as caught:
+        first.produce("fence-out", b"late", partition=0)
+        first.commit_transaction(10)
+    assert caught.value.args[0].fatal()
+
+    second.begin_transaction()
+    second.produce("fence-out", b"from-the-new-instance", partition=0)
+    second.commit_transaction(30)
+    assert read_all(broker.bootstrap, "fence-out", 1) == [b"from-the-new-instance"]
+
+
+def test_kafka_python_transactions(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "kp-out")
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="kafka-python-tx")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("kp-out", b"kp-committed", partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send("kp-out", b"kp-aborted", partition=1)
+        p.flush()
+        p.abort_transaction()
+    finally:
+        p.close()
+    assert read_all(broker.bootstrap, "kp-out", 1) == [b"kp-committed"]
+
+
+def test_aiokafka_transactions(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "aio-out")
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="aiokafka-tx")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait("aio-out", b"aio-committed", partition=0)
+            await p.begin_transaction()
+            await p.send_and_wait("aio-out", b"aio-aborted", partition=1)
+            await p.abort_transaction()
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+    assert read_all(broker.bootstrap, "aio-out", 1) == [b"aio-committed"]
+
+
+def test_timed_out_transaction_is_aborted(broker_factory: Any) -> None:
+    broker = broker_factory({**FAST, "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+    create_topic(broker.bootstrap, "timeout-out")
+    p = txn_producer(broker.bootstrap, "slowpoke", **{"transaction.timeout.ms": 1000})
+    p.init_transactions(30)
+    epoch = describe(broker.port, "slowpoke").producer_epoch
+    p.begin_transaction()
+    p.produce("timeout-out", b"never-committed", partition=0)
+    p.flush(30)
+    wait_until(lambda: describe(broker.port, "slowpoke").transaction_state == "CompleteAbort", 30,
+               "the coordinator aborting the timed-out transaction")
+    assert describe(broker.port, "slowpoke").producer_epoch == epoch + 1  # fenced by the abort's bump
+    with pytest.raises(KafkaException):
+        p.commit_transaction(10)
+    assert read_all(broker.bootstrap, "timeout-out", 0) == []
+
+
+def test_request_level_errors(broker_factory: Any) -> None:
+    broker = broker_factory({**FAST, "transaction.max.timeout.ms": "60000"})
+    Init = request_class(ApiKey.INIT_PRODUCER_ID)
+    Find = request_class(ApiKey.FIND_COORDINATOR)
+    find = Find[3](key="some-txn", key_type=1)
+    wait_until(lambda: raw_request(broker.port, find).error_code == 0, 30, "the transaction coordinator")
+    for txn_id in ("some-txn", "nobody"):  # their partitions loaded
+        wait_until(lambda txn_id=txn_id: describe(broker.port, txn_id).error_code not in (
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR), 30, f"{txn_id}'s partition loaded")
+    assert raw_request(broker.port, find).port == broker.port
+    too_long = raw_request(broker.port, Init[4](transactional_id="some-txn", transaction_timeout_ms=60001,
+                                                producer_id=-1, producer_epoch=-1))
+    assert too_long.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    half = raw_request(broker.port, Init[4](transactional_id="some-txn", transaction_timeout_ms=1000,
+                                            producer_id=5, producer_epoch=-1))
+    assert half.error_code == ErrorCode.INVALID_REQUEST
+    ok = raw_request(broker.port, Init[4](transactional_id="some-txn", transaction_timeout_ms=1000,
+                                          producer_id=-1, producer_epoch=-1))
+    assert (ok.error_code, ok.producer_epoch) == (0, 0)
+    # KIP-360: the same instance bumps its epoch; an older epoch is fenced (INVALID_PRODUCER_EPOCH before v4)
+    bumped = raw_request(broker.port, Init[4](transactional_id="some-txn", transaction_timeout_ms=1000,
+                                              producer_id=ok.producer_id, producer_epoch=0))
+    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (0, ok.producer_id, 1)
+    again = raw_request(broker.port, Init[4](transactional_id="some-txn", transaction_timeout_ms=1000,
+                                             producer_id=ok.producer_id, producer_epoch=1))
+    assert again.producer_epoch == 2
+    stale = Init[4](transactional_id="some-txn", transaction_timeout_ms=1000, producer_id=ok.producer_id + 1,
+                    producer_epoch=0)
+    assert raw_request(broker.port, stale).error_code == ErrorCode.PRODUCER_FENCED
+    stale_v3 = Init[3](transactional_id="some-txn", transaction_timeout_ms=1000, producer_id=ok.producer_id + 1,
+                       producer_epoch=0)
+    assert raw_request(broker.port, stale_v3).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+    End = request_class(ApiKey.END_TXN)
+    empty = raw_request(broker.port, End[3](transactional_id="some-txn", producer_id=ok.producer_id,
+                                            producer_epoch=2, committed=True))
+    assert empty.error_code == ErrorCode.INVALID_TXN_STATE
+    unknown = raw_request(broker.port, End[3](transactional_id="nobody", producer_id=1, producer_epoch=0,
+                                              committed=True))
+    assert unknown.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert describe(broker.port, "nobody").error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
