@@ -1,0 +1,87 @@
+"""Transactions in a 3-broker cluster: markers go over the wire to partition leaders on other brokers, and the
+transaction coordinator fails over with the leader of its `__transaction_state` partition.
+
+A transactional producer commits and aborts across three partitions led by three brokers (a read_committed
+consumer sees exactly the committed records); it then leaves a transaction open and the coordinator's broker
+is killed -9. A new instance with the same transactional.id, served by the broker that now leads that
+`__transaction_state` partition (loaded from its replica), fences the open transaction — whose ABORT markers
+reach partition leaders that moved — and commits. Nothing aborted or left open is ever visible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+
+from protocol import request_class
+from protocol.api_keys import ApiKey
+from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, wait_isr, wait_until
+
+TOPIC = "eos-out"
+TXN_ID = "eos-producer"
+OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms": "100",
+             "transaction.state.log.num.partitions": "3"}
+
+
+def coordinator_of(port: int) -> int:
+    response = raw_request(port, request_class(ApiKey.FIND_COORDINATOR)[3](key=TXN_ID, key_type=1))
+    return response.node_id if response.error_code == 0 else -1
+
+
+def read_committed(bootstrap: str, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{expected}",
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        consumer.subscribe([TOPIC])
+        wait_until(lambda: got.extend(m.value() for m in consumer.consume(100, 0.5) if m.error() is None)
+                   or len(got) >= expected, 60, f"{expected} committed records")
+        got.extend(m.value() for m in consumer.consume(100, 2.0) if m.error() is None)  # and nothing more
+    finally:
+        consumer.close()
+    return sorted(got)
+
+
+def test_transactions_across_brokers_and_coordinator_failover(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, OVERRIDES)
+    zk = Zk(cluster)
+    try:
+        create_topic(cluster.bootstrap, TOPIC, 3, 3, {"min.insync.replicas": "2"})
+        wait_isr(zk, TOPIC, 3, {0, 1, 2}, 20)
+        first = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": TXN_ID})
+        first.init_transactions(60)
+        first.begin_transaction()
+        for p in range(3):
+            first.produce(TOPIC, f"committed-{p}".encode(), partition=p)
+        first.commit_transaction(60)
+        first.begin_transaction()
+        for p in range(3):
+            first.produce(TOPIC, f"aborted-{p}".encode(), partition=p)
+        first.abort_transaction(60)
+        committed = [b"committed-0", b"committed-1", b"committed-2"]
+        assert read_committed(cluster.bootstrap, 3) == committed
+
+        first.begin_transaction()
+        for p in range(3):
+            first.produce(TOPIC, f"open-{p}".encode(), partition=p)
+        assert first.flush(30) == 0
+        wait_isr(zk, "__transaction_state", 3, {0, 1, 2}, 20)
+        old = wait_until(lambda: coordinator_of(cluster.ports[0]) + 1, 20, "the transaction coordinator") - 1
+        cluster.brokers[old].kill()
+        survivors = [b for b in range(3) if b != old]
+        bootstrap = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in survivors)
+        wait_until(lambda: coordinator_of(cluster.ports[survivors[0]]) in survivors, 30, "a new coordinator")
+
+        second = Producer({"bootstrap.servers": bootstrap, "transactional.id": TXN_ID})
+        second.init_transactions(60)  # fences the open transaction: ABORT markers to the moved leaders
+        second.begin_transaction()
+        for p in range(3):
+            second.produce(TOPIC, f"after-failover-{p}".encode(), partition=p)
+        second.commit_transaction(60)
+        assert read_committed(bootstrap, 6) == sorted(committed + [b"after-failover-0", b"after-failover-1",
+                                                                   b"after-failover-2"])
+    finally:
+        zk.close()
+        cluster.cleanup()
