@@ -227,3 +227,62 @@ def test_request_level_errors(broker_factory: Any) -> None:
                                               committed=True))
     assert unknown.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
     assert describe(broker.port, "nobody").error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_add_partitions_offsets_verify_and_end_over_the_wire(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "raw-out")
+    find = request_class(ApiKey.FIND_COORDINATOR)[3](key="raw-txn", key_type=1)
+    wait_until(lambda: raw_request(broker.port, find).error_code == 0, 30, "the transaction coordinator")
+    Init = request_class(ApiKey.INIT_PRODUCER_ID)
+    init = Init[4](transactional_id="raw-txn", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+    answers: list[Any] = []
+    wait_until(lambda: answers.append(raw_request(broker.port, init)) or answers[-1].error_code == 0, 30,
+               "InitProducerId once the partition is loaded")
+    pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
+
+    Add = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
+    Topic = Add.AddPartitionsToTxnTopic
+
+    def add_v3(topics: dict[str, list[int]], producer_epoch: int = epoch) -> dict[tuple[str, int], int]:
+        response = raw_request(broker.port, Add[3](
+            v3_and_below_transactional_id="raw-txn", v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=producer_epoch,
+            v3_and_below_topics=[Topic(name=t, partitions=ps) for t, ps in topics.items()]))
+        return {(t.name, p.partition_index): p.partition_error_code for t in response.results_by_topic_v3_and_below
+                for p in t.results_by_partition}
+
+    assert add_v3({"raw-out": [0], "missing": [0]}) == {("raw-out", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+                                                         ("missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert add_v3({"raw-out": [0]}) == {("raw-out", 0): 0}
+    assert add_v3({"raw-out": [1]}, producer_epoch=epoch - 1 if epoch else 7) == {
+        ("raw-out", 1): ErrorCode.PRODUCER_FENCED}
+
+    def verify(producer_epoch: int) -> dict[tuple[str, int], int]:
+        response = raw_request(broker.port, Add[4](transactions=[Add.AddPartitionsToTxnTransaction(
+            transactional_id="raw-txn", producer_id=pid, producer_epoch=producer_epoch, verify_only=True,
+            topics=[Topic(name="raw-out", partitions=[0, 1])])]))
+        (result,) = response.results_by_transaction
+        assert result.transactional_id == "raw-txn"
+        return {(t.name, p.partition_index): p.partition_error_code for t in result.topic_results
+                for p in t.results_by_partition}
+
+    assert verify(epoch) == {("raw-out", 0): 0, ("raw-out", 1): ErrorCode.INVALID_TXN_STATE}
+    assert verify(epoch + 1) == {("raw-out", 0): ErrorCode.PRODUCER_FENCED, ("raw-out", 1): ErrorCode.PRODUCER_FENCED}
+
+    add_offsets = raw_request(broker.port, request_class(ApiKey.ADD_OFFSETS_TO_TXN)[3](
+        transactional_id="raw-txn", producer_id=pid, producer_epoch=epoch, group_id="some-group"))
+    assert add_offsets.error_code == 0
+    state = describe(broker.port, "raw-txn")
+    topics = {t.topic: list(t.partitions) for t in state.topics}
+    assert state.transaction_state == "Ongoing" and topics["raw-out"] == [0] and len(topics["__consumer_offsets"]) == 1
+
+    End = request_class(ApiKey.END_TXN)
+    end = End[3](transactional_id="raw-txn", producer_id=pid, producer_epoch=epoch, committed=True)
+    assert raw_request(broker.port, end).error_code == 0
+    wait_until(lambda: describe(broker.port, "raw-txn").transaction_state == "CompleteCommit", 30, "the commit")
+    assert raw_request(broker.port, end).error_code == 0  # a retry of a completed commit
+    abort = End[3](transactional_id="raw-txn", producer_id=pid, producer_epoch=epoch, committed=False)
+    assert raw_request(broker.port, abort).error_code == ErrorCode.INVALID_TXN_STATE
+    fenced_v1 = End[1](transactional_id="raw-txn", producer_id=pid, producer_epoch=epoch + 1, committed=True)
+    assert raw_request(broker.port, fenced_v1).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
