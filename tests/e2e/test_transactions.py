@@ -20,7 +20,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 
 from protocol import request_class
 from protocol.api_keys import ApiKey
@@ -286,3 +286,40 @@ def test_add_partitions_offsets_verify_and_end_over_the_wire(broker_factory: Any
     assert raw_request(broker.port, abort).error_code == ErrorCode.INVALID_TXN_STATE
     fenced_v1 = End[1](transactional_id="raw-txn", producer_id=pid, producer_epoch=epoch + 1, committed=True)
     assert raw_request(broker.port, fenced_v1).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_kafka_python_admin_lists_and_describes(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "admin-out")
+    p = txn_producer(broker.bootstrap, "described")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("admin-out", b"x", partition=1)
+    p.flush(30)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        listed = admin.list_transactions()
+        assert [(t.transactional_id, t.state.value) for ts in listed.values() for t in ts] == [("described", "Ongoing")]
+        assert all(not ts for ts in admin.list_transactions(state_filters=["CompleteCommit"]).values())
+        d = admin.describe_transactions(["described"])["described"]
+        assert (d.state.value, d.transaction_timeout_ms, [(tp.topic, tp.partition) for tp in d.topic_partitions]) == (
+            "Ongoing", 60000, [("admin-out", 1)])
+    finally:
+        admin.close()
+    p.abort_transaction(30)
+
+
+def test_idle_transactional_ids_expire(broker_factory: Any) -> None:
+    broker = broker_factory({**FAST, "transactional.id.expiration.ms": "500",
+                             "transaction.remove.expired.transaction.cleanup.interval.ms": "100"})
+    create_topic(broker.bootstrap, "expire-out")
+    p = txn_producer(broker.bootstrap, "short-lived")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("expire-out", b"x", partition=0)
+    p.commit_transaction(30)
+    wait_until(lambda: describe(broker.port, "short-lived").error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, 30,
+               "the idle transactional id's tombstone")
+    again = txn_producer(broker.bootstrap, "short-lived")
+    again.init_transactions(30)  # a new producer id for the expired id
+    assert describe(broker.port, "short-lived").producer_epoch == 0
