@@ -124,19 +124,24 @@ class TransactionCoordinator:
             return md.prepare_fence_producer_epoch()
         raise AssertionError(f"{md.transactional_id} found in state {md.state.state_name}")
 
-    # ---- AddPartitionsToTxn / AddOffsetsToTxn
-    async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                    partitions: set[TopicPartition]) -> ErrorCode:
+    def _existing(self, transactional_id: str, producer_id: int) -> ErrorCode | tuple[int, TransactionMetadata]:
+        """The (coordinator epoch, metadata) of an id the caller's producer id owns, or the error Kafka answers."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         got = self.state.get_state(transactional_id)
         if got is None:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if isinstance(got, tuple) and got[1].producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        return got
+
+    # ---- AddPartitionsToTxn / AddOffsetsToTxn
+    async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                    partitions: set[TopicPartition]) -> ErrorCode:
+        got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
             return got
         coordinator_epoch, md = got
-        if md.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED
         if md.pending_transition_in_progress or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -149,19 +154,12 @@ class TransactionCoordinator:
     def handle_verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4 verify_only)."""
-        if not transactional_id:
-            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
-        got = self.state.get_state(transactional_id)
-        error: ErrorCode | None = None
-        if got is None:
-            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        elif isinstance(got, ErrorCode):
+        got = self._existing(transactional_id, producer_id)
+        if isinstance(got, ErrorCode):
             error = got
         else:
             md = got[1]
-            if md.producer_id != producer_id:
-                error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-            elif md.producer_epoch != producer_epoch:
+            if md.producer_epoch != producer_epoch:
                 error = ErrorCode.PRODUCER_FENCED
             elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 error = ErrorCode.CONCURRENT_TRANSACTIONS
@@ -177,17 +175,11 @@ class TransactionCoordinator:
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                                from_client: bool) -> ErrorCode:
-        if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
-        got = self.state.get_state(transactional_id)
-        if got is None:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
             return got
         coordinator_epoch, md = got
         is_epoch_fence = False
-        if md.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
             return ErrorCode.PRODUCER_FENCED
         if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
