@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from protocol import request_class
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, wait_isr, wait_until
 
 TOPIC = "eos-out"
@@ -84,4 +85,41 @@ def test_transactions_across_brokers_and_coordinator_failover(tmp_path: Path) ->
                                                                    b"after-failover-2"])
     finally:
         zk.close()
+        cluster.cleanup()
+
+
+def test_markers_wait_for_an_offline_leader(tmp_path: Path) -> None:
+    """EndTxn is answered once PrepareCommit is written; a partition whose only replica is down keeps the
+    transaction in PrepareCommit (InitProducerId answers CONCURRENT_TRANSACTIONS) until its broker is back and
+    the marker is written; then CompleteCommit, and the records become visible."""
+    cluster = start_cluster(tmp_path, {**OVERRIDES, "transaction.state.log.min.isr": "1"}, n=2)
+    try:
+        coordinator = wait_until(lambda: coordinator_of(cluster.ports[0]) + 1, 30, "the transaction coordinator") - 1
+        other = 1 - coordinator
+        create_topic(cluster.bootstrap, TOPIC, 2, 1, assignment=[[other], [coordinator]])
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": TXN_ID})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"waits-0", partition=0)
+        producer.produce(TOPIC, b"waits-1", partition=1)
+        assert producer.flush(30) == 0
+        cluster.brokers[other].kill()
+        producer.commit_transaction(60)  # PrepareCommit written; partition 0's marker cannot be yet
+
+        port = cluster.ports[coordinator]
+        Describe = request_class(ApiKey.DESCRIBE_TRANSACTIONS)[0]
+        state = raw_request(port, Describe(transactional_ids=[TXN_ID])).transaction_states[0]
+        assert state.transaction_state == "PrepareCommit"
+        wait_until(lambda: [(t.topic, list(t.partitions)) for t in raw_request(
+            port, Describe(transactional_ids=[TXN_ID])).transaction_states[0].topics] == [(TOPIC, [0])], 30,
+            "partition 1's marker written, partition 0's pending")
+        init = request_class(ApiKey.INIT_PRODUCER_ID)[4](transactional_id=TXN_ID, transaction_timeout_ms=60000,
+                                                         producer_id=-1, producer_epoch=-1)
+        assert raw_request(port, init).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+
+        cluster.restart(other)
+        wait_until(lambda: raw_request(port, Describe(transactional_ids=[TXN_ID])).transaction_states[0]
+                   .transaction_state == "CompleteCommit", 60, "the marker written once the leader is back")
+        assert read_committed(cluster.bootstrap, 2) == [b"waits-0", b"waits-1"]
+    finally:
         cluster.cleanup()
