@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from broker.coordinator.transaction.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    IllegalTransition,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -82,7 +83,11 @@ class TransactionCoordinator:
         if isinstance(got, ErrorCode):
             return got, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         coordinator_epoch, md = got
-        prepared = self._prepare_init_producer_id(md, timeout_ms, expected)
+        try:
+            prepared = self._prepare_init_producer_id(md, timeout_ms, expected)
+        except IllegalTransition as e:  # an exhausted epoch the caller does not hold: Kafka's IllegalStateException
+            log.error("InitProducerId for %s: %s", transactional_id, e)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if isinstance(prepared, ErrorCode):
             return prepared, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if prepared.txn_state == S.PREPARE_EPOCH_FENCE:
