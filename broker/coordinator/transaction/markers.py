@@ -6,8 +6,9 @@ Contract:
 - `add_txn_markers_to_send(coordinator_epoch, commit, metadata, complete)` is called once PrepareCommit /
   PrepareAbort is written (or found when loading) and `complete` (the Complete* target) is pending on the
   metadata. One task per transaction then, until every partition of the transaction has its marker:
-  groups the partitions by their leader in the metadata cache and sends each leader one WriteTxnMarkers
-  (over the wire, to this broker too — one path), drops a partition whose topic is gone from the metadata,
+  groups the partitions by their leader in the metadata cache and queues them for that leader; one sender per
+  broker sends what its queue holds as one WriteTxnMarkers, one request in flight at a time (Kafka's marker
+  channel), over the wire, to this broker too — one path. It drops a partition whose topic is gone from the metadata,
   waits and resends for a partition without a live leader or answering a retriable error (the leader moved,
   not enough replicas, timed out, broker unreachable). Each written marker removes its partition from the
   metadata. Once none is left it writes `complete`, retrying while the write answers COORDINATOR_NOT_AVAILABLE.
@@ -23,6 +24,7 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
@@ -47,6 +49,18 @@ _STOP = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORD
 _DROP = frozenset({ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, ErrorCode.UNSUPPORTED_VERSION})
 
 
+@dataclass(slots=True)
+class _Marker:
+    """One transaction's marker for the partitions one broker leads, waiting in that broker's queue."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: list[TopicPartition]
+    answer: asyncio.Future[dict[TopicPartition, ErrorCode]]
+
+
 class _Stop(Exception):
     """The transaction is no longer this coordinator's to complete."""
 
@@ -59,6 +73,8 @@ class TransactionMarkerChannelManager:
         self.state = state
         self.request_timeout_ms = request_timeout_ms
         self._connections: dict[int, BrokerConnection] = {}
+        self._queues: dict[int, list[_Marker]] = {}  # per broker: markers waiting for the next request
+        self._senders: dict[int, asyncio.Task] = {}  # per broker: the task sending its queue
         self._tasks: set[asyncio.Task] = set()
         # Called with each finished (transactional id, commit) — tests and tooling wait on it.
         self.on_completed: list[Callable[[str, bool], None]] = []
@@ -83,7 +99,7 @@ class TransactionMarkerChannelManager:
         return len(self._tasks)
 
     async def shutdown(self) -> None:
-        tasks = set(self._tasks)
+        tasks = set(self._tasks) | set(self._senders.values())
         for task in tasks:
             task.cancel()
         if tasks:
@@ -157,17 +173,51 @@ class TransactionMarkerChannelManager:
 
     async def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int,
                     producer_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for tp in tps:
-            by_topic[tp.topic].append(tp.partition)
+        """Queue one marker for `broker_id` and wait for its partitions' answers (none when the request failed)."""
+        marker = _Marker(producer_id, producer_epoch, commit, coordinator_epoch, tps,
+                         asyncio.get_running_loop().create_future())
+        queue = self._queues.setdefault(broker_id, [])
+        queue.append(marker)
+        if broker_id not in self._senders:
+            self._senders[broker_id] = asyncio.get_running_loop().create_task(self._drain(broker_id))
+        return await marker.answer
 
+    async def _drain(self, broker_id: int) -> None:
+        """Send every queued marker for `broker_id`, all of them in one WriteTxnMarkers, one request at a time
+        (Kafka's marker channel: one in-flight request per broker, batching what waits meanwhile)."""
+        queue = self._queues.setdefault(broker_id, [])
+        try:
+            while queue:
+                batch = list(queue)
+                queue.clear()
+                try:
+                    answers = await self._write(broker_id, batch)
+                except Exception:
+                    log.exception("WriteTxnMarkers to broker %d failed; retrying", broker_id)
+                    answers = {}
+                for marker in batch:
+                    if not marker.answer.done():
+                        got = answers.get(marker.producer_id, {})
+                        marker.answer.set_result({tp: got[tp] for tp in marker.partitions if tp in got})
+        finally:
+            # Synchronously after the last look at the queue: a marker queued from now on starts a new sender.
+            if self._senders.get(broker_id) is asyncio.current_task():
+                del self._senders[broker_id]
+
+    async def _write(self, broker_id: int, batch: list[_Marker]) -> dict[int, dict[TopicPartition, ErrorCode]]:
         def build(version: int) -> Any:
             Req = request_class(ApiKey.WRITE_TXN_MARKERS)
-            Marker = Req.WritableTxnMarker
-            return Req[version](markers=[Marker(
-                producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
-                coordinator_epoch=coordinator_epoch,
-                topics=[Marker.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])])
+            M = Req.WritableTxnMarker
+            markers = []
+            for m in batch:
+                by_topic: dict[str, list[int]] = defaultdict(list)
+                for tp in m.partitions:
+                    by_topic[tp.topic].append(tp.partition)
+                markers.append(M(producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+                                 transaction_result=m.commit, coordinator_epoch=m.coordinator_epoch,
+                                 topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                                         for t, ps in by_topic.items()]))
+            return Req[version](markers=markers)
 
         conn = self._connection(broker_id)
         if conn is None:
@@ -177,13 +227,12 @@ class TransactionMarkerChannelManager:
         except BrokerUnavailable as e:
             log.info("WriteTxnMarkers to broker %d failed: %s; retrying", broker_id, e)
             return {}
-        out: dict[TopicPartition, ErrorCode] = {}
-        for marker in response.markers:
-            if marker.producer_id != producer_id:
-                continue
-            for topic in marker.topics:
+        out: dict[int, dict[TopicPartition, ErrorCode]] = {}
+        for result in response.markers:
+            errors = out.setdefault(result.producer_id, {})
+            for topic in result.topics:
                 for p in topic.partitions:
-                    out[TopicPartition(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+                    errors[TopicPartition(topic.name, p.partition_index)] = ErrorCode(p.error_code)
         return out
 
     def _connection(self, broker_id: int) -> BrokerConnection | None:
