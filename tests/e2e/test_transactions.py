@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -323,3 +324,34 @@ def test_idle_transactional_ids_expire(broker_factory: Any) -> None:
     again = txn_producer(broker.bootstrap, "short-lived")
     again.init_transactions(30)  # a new producer id for the expired id
     assert describe(broker.port, "short-lived").producer_epoch == 0
+
+
+def test_concurrent_producers_commit_and_abort(broker_factory: Any) -> None:
+    """Several transactional producers at once: their markers share the per-broker queue and requests."""
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "many-out", partitions=3)
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            p = txn_producer(broker.bootstrap, f"many-{n}", **{"linger.ms": 1})
+            p.init_transactions(30)
+            for t in range(10):
+                p.begin_transaction()
+                for i in range(3):
+                    p.produce("many-out", f"{n}-{t}-{i}".encode(), partition=(n + i) % 3)
+                if t % 3 == 2:
+                    p.abort_transaction(30)
+                else:
+                    p.commit_transaction(30)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    expected = sorted(f"{n}-{t}-{i}".encode() for n in range(4) for t in range(10) if t % 3 != 2 for i in range(3))
+    assert sorted(read_all(broker.bootstrap, "many-out", len(expected))) == expected
