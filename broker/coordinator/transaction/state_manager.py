@@ -188,6 +188,10 @@ class TransactionStateManager:
             error = _APPEND_ERRORS.get(e.code, e.code)
             log.info("%s: writing %s to the transaction log failed: %s (answering %s)", transactional_id,
                      target.txn_state.state_name, e.code.name, error.name)
+        except Exception:
+            log.exception("%s: writing %s to the transaction log failed", transactional_id,
+                          target.txn_state.state_name)
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
         got = self.get_state(transactional_id)
         if error == ErrorCode.NONE:
             if isinstance(got, ErrorCode):
