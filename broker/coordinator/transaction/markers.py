@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,8 +75,6 @@ class TransactionMarkerChannelManager:
         self._queues: dict[int, list[_Marker]] = {}  # per broker: markers waiting for the next request
         self._senders: dict[int, asyncio.Task] = {}  # per broker: the task sending its queue
         self._tasks: set[asyncio.Task] = set()
-        # Called with each finished (transactional id, commit) — tests and tooling wait on it.
-        self.on_completed: list[Callable[[str, bool], None]] = []
 
     def add_txn_markers_to_send(self, coordinator_epoch: int, commit: bool, md: TransactionMetadata,
                                 complete: TxnTransitMetadata) -> None:
@@ -93,10 +90,6 @@ class TransactionMarkerChannelManager:
     def remove_markers_for_txn_partition(self, partition: int) -> None:
         # Nothing to cancel: every task checks, before each step, that it still owns its transaction.
         log.debug("__transaction_state-%d: pending markers stop at their next step", partition)
-
-    @property
-    def pending(self) -> int:
-        return len(self._tasks)
 
     async def shutdown(self) -> None:
         tasks = set(self._tasks) | set(self._senders.values())
@@ -152,8 +145,6 @@ class TransactionMarkerChannelManager:
                          complete.txn_state.state_name, error.name)
                 return
             log.debug("%s: transaction completed as %s", txn_id, complete.txn_state.state_name)
-            for callback in self.on_completed:
-                callback(txn_id, commit)
         except _Stop as e:
             log.info("%s; stopped sending its markers", e)
 
@@ -161,7 +152,7 @@ class TransactionMarkerChannelManager:
         if error == ErrorCode.NONE:
             md.remove_partition(tp)
         elif error in _RETRIABLE:
-            log.info("%s: the marker for %s failed with %s; retrying", md.transactional_id, tp, error.name)
+            log.debug("%s: the marker for %s failed with %s; retrying", md.transactional_id, tp, error.name)
         elif error in _STOP:
             raise _Stop(f"the marker for {tp} of {md.transactional_id} was refused with {error.name}")
         elif error in _DROP:
@@ -169,7 +160,8 @@ class TransactionMarkerChannelManager:
                      md.transactional_id, tp, error.name)
             md.remove_partition(tp)
         else:
-            log.error("%s: unexpected %s writing the marker for %s; retrying", md.transactional_id, error.name, tp)
+            log.warning("%s: unexpected %s writing the marker for %s; retrying", md.transactional_id, error.name,
+                        tp)
 
     async def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int,
                     producer_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
@@ -225,7 +217,7 @@ class TransactionMarkerChannelManager:
         try:
             response = await conn.send(build, ApiKey.WRITE_TXN_MARKERS)
         except BrokerUnavailable as e:
-            log.info("WriteTxnMarkers to broker %d failed: %s; retrying", broker_id, e)
+            log.debug("WriteTxnMarkers to broker %d failed: %s; retrying", broker_id, e)
             return {}
         out: dict[int, dict[TopicPartition, ErrorCode]] = {}
         for result in response.markers:
