@@ -71,6 +71,21 @@ def describe(port: int, txn_id: str) -> Any:
     return raw_request(port, req).transaction_states[0]
 
 
+def open_transaction(broker: Any, topic: str, txn_id: str, records: list[tuple[int, bytes]],
+                     **extra: Any) -> tuple[Producer, Any]:
+    """A producer of `txn_id` whose open transaction holds `records` ((partition, value), flushed), and that
+    transaction as DescribeTransactions reports it."""
+    p = txn_producer(broker.bootstrap, txn_id, **extra)
+    p.init_transactions(30)
+    p.begin_transaction()
+    for partition, value in records:
+        p.produce(topic, value, partition=partition)
+    assert p.flush(30) == 0
+    state = describe(broker.port, txn_id)
+    assert state.transaction_state == "Ongoing"
+    return p, state
+
+
 def test_confluent_commit_abort_and_read_committed(broker_factory: Any) -> None:
     broker = broker_factory()  # the default 50 __transaction_state partitions
     create_topic(broker.bootstrap, "tx-out")
@@ -107,13 +122,7 @@ def test_confluent_commit_abort_and_read_committed(broker_factory: Any) -> None:
 def test_second_producer_fences_the_first(broker_factory: Any) -> None:
     broker = broker_factory(FAST)
     create_topic(broker.bootstrap, "fence-out")
-    first = txn_producer(broker.bootstrap, "zombie")
-    first.init_transactions(30)
-    first.begin_transaction()
-    first.produce("fence-out", b"from-the-zombie", partition=0)
-    first.flush(30)
-    before = describe(broker.port, "zombie")
-    assert before.transaction_state == "Ongoing"
+    first, before = open_transaction(broker, "fence-out", "zombie", [(0, b"from-the-zombie")])
 
     second = txn_producer(broker.bootstrap, "zombie")
     second.init_transactions(30)  # fences the first and aborts its open transaction
@@ -292,11 +301,7 @@ def test_add_partitions_offsets_verify_and_end_over_the_wire(broker_factory: Any
 def test_kafka_python_admin_lists_and_describes(broker_factory: Any) -> None:
     broker = broker_factory(FAST)
     create_topic(broker.bootstrap, "admin-out")
-    p = txn_producer(broker.bootstrap, "described")
-    p.init_transactions(30)
-    p.begin_transaction()
-    p.produce("admin-out", b"x", partition=1)
-    p.flush(30)
+    p, _ = open_transaction(broker, "admin-out", "described", [(1, b"x")])
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         listed = admin.list_transactions()

@@ -20,7 +20,7 @@ from broker.coordinator.transaction.log import encode_key, encode_value
 from broker.coordinator.transaction.metadata import TransactionState, TxnTransitMetadata
 from storage import TopicPartition
 from tests.e2e.support import wait_until
-from tests.e2e.test_transactions import FAST, create_topic, describe, read_all
+from tests.e2e.test_transactions import FAST, create_topic, describe, open_transaction, read_all
 
 
 def loaded_state(port: int, txn_id: str) -> Any:
@@ -75,14 +75,7 @@ def test_prepare_commit_found_on_load_is_completed(broker_factory: Any, tmp_path
     data_dir = tmp_path / "node"
     broker = broker_factory(FAST, data_dir=data_dir)
     create_topic(broker.bootstrap, "resume-out")
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "resumed"})
-    p.init_transactions(30)
-    p.begin_transaction()
-    p.produce("resume-out", b"pending-0", partition=0)
-    p.produce("resume-out", b"pending-1", partition=1)
-    p.flush(30)
-    ongoing = describe(broker.port, "resumed")
-    assert ongoing.transaction_state == "Ongoing"
+    _producer, ongoing = open_transaction(broker, "resume-out", "resumed", [(0, b"pending-0"), (1, b"pending-1")])
 
     # What EndTxn writes before the markers; the coordinator then stops before sending any.
     service = broker.server.transaction_coordinator
