@@ -17,7 +17,15 @@ from confluent_kafka import Consumer, Producer
 from protocol import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, wait_isr, wait_until
+from tests.cluster.support import (
+    Zk,
+    create_topic,
+    init_producer_id,
+    raw_request,
+    start_cluster,
+    wait_isr,
+    wait_until,
+)
 
 TOPIC = "eos-out"
 TXN_ID = "eos-producer"
@@ -53,6 +61,13 @@ def test_transactions_across_brokers_and_coordinator_failover(tmp_path: Path) ->
         wait_isr(zk, TOPIC, 3, {0, 1, 2}, 20)
         first = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": TXN_ID})
         first.init_transactions(60)
+        # The coordinator's producer id comes from the cluster-wide blocks, as every broker's idempotent ones.
+        txn_state = raw_request(cluster.ports[coordinator_of(cluster.ports[0])], request_class(
+            ApiKey.DESCRIBE_TRANSACTIONS)[0](transactional_ids=[TXN_ID])).transaction_states[0]
+        assert txn_state.error_code == 0
+        txn_pid = txn_state.producer_id
+        idempotent = [init_producer_id(port) for port in cluster.ports]
+        assert len({txn_pid, *idempotent}) == 4, (txn_pid, idempotent)
         first.begin_transaction()
         for p in range(3):
             first.produce(TOPIC, f"committed-{p}".encode(), partition=p)

@@ -53,9 +53,7 @@ class TransactionService:
         self.state = TransactionStateManager(self.config, self._append, self._leader_epoch)
         self.markers = TransactionMarkerChannelManager(server.broker_id, server.metadata_cache, self.state,
                                                        self.config.request_timeout_ms)
-        assert server.producer_ids is not None
-        producer_ids = server.producer_ids
-        self.coordinator = TransactionCoordinator(self.state, lambda: producer_ids.generate(), self.markers)
+        self.coordinator = TransactionCoordinator(self.state, self._generate_producer_id, self.markers)
         self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC, self.state, server.replica_manager,
                                           append_timeout_ms=self.config.request_timeout_ms)
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
@@ -63,6 +61,12 @@ class TransactionService:
 
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
         return await self.runtime.append(partition, records)
+
+    def _generate_producer_id(self) -> int:
+        # Read at each call: in a cluster the controller swaps in the ZooKeeper block manager at start-up, after
+        # this service is built, and ids must be unique across brokers.
+        assert self.server.producer_ids is not None
+        return self.server.producer_ids.generate()
 
     def _leader_epoch(self, partition: int) -> int:
         p = self.server.replica_manager.get_partition(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
