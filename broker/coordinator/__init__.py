@@ -5,5 +5,5 @@ topic IS that partition's coordinator.
   when this broker becomes its leader, unloads it on resignation, appends the coordinator's records through
   the ReplicaManager (acks=all), creates the topic on first use.
 - group/: the classic consumer-group coordinator on `__consumer_offsets`.
-A transaction coordinator on `__transaction_state` plugs into the same runtime as a second shard.
+- transaction/: the transaction coordinator on `__transaction_state`, the runtime's second shard.
 """
