@@ -22,10 +22,13 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaProducer
+from kafka import TopicPartition as KPTopicPartition
+from kafka.admin import AbortTransactionSpec
 
 from protocol import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from storage import TopicPartition
 from tests.cluster.support import raw_request
 from tests.e2e.support import wait_until
 
@@ -310,9 +313,16 @@ def test_kafka_python_admin_lists_and_describes(broker_factory: Any) -> None:
         d = admin.describe_transactions(["described"])["described"]
         assert (d.state.value, d.transaction_timeout_ms, [(tp.topic, tp.partition) for tp in d.topic_partitions]) == (
             "Ongoing", 60000, [("admin-out", 1)])
+        # KIP-664: an operator aborts the hanging transaction on its partition (WriteTxnMarkers to the leader)
+        admin.abort_transaction(AbortTransactionSpec(KPTopicPartition("admin-out", 1), d.producer_id,
+                                                     d.producer_epoch))
     finally:
         admin.close()
-    p.abort_transaction(30)
+    tp = TopicPartition("admin-out", 1)
+    partition = broker.server.replica_manager.partitions[tp]
+    assert broker.call(lambda: (partition.last_stable_offset, partition.high_watermark)) == (2, 2)
+    p.abort_transaction(30)  # the coordinator's own markers still complete it
+    wait_until(lambda: describe(broker.port, "described").transaction_state == "CompleteAbort", 30, "the abort")
 
 
 def test_idle_transactional_ids_expire(broker_factory: Any) -> None:
