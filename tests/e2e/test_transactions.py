@@ -8,6 +8,9 @@
 - A transaction left open past its transaction.timeout.ms is aborted by the coordinator (epoch bump).
 - InitProducerId with a timeout above transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT; DescribeTransactions
   and ListTransactions report Kafka's states; FindCoordinator key type 1 finds the coordinator.
+- AddPartitionsToTxn (v3 and v4 verify_only), AddOffsetsToTxn, EndTxn and InitProducerId errors over a raw
+  socket; kafka-python's admin lists, describes and (KIP-664) aborts a hanging transaction; idle ids expire;
+  several producers commit and abort concurrently.
 """
 
 from __future__ import annotations
