@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from types import ModuleType
 
 from broker.apis import (
-    allocate_producer_ids,
     add_offsets_to_txn,
     add_partitions_to_txn,
+    allocate_producer_ids,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -31,8 +31,8 @@ from broker.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
-    elect_leaders,
     describe_transactions,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,

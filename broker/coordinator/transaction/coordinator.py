@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from broker.controller.producer_ids import ProducerIdsUnavailable
 from broker.coordinator.transaction.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -74,6 +75,8 @@ class TransactionCoordinator:
         if got is None:
             try:
                 producer_id = self.generate_producer_id()
+            except ProducerIdsUnavailable:  # the controller's next block is on its way: the client retries
+                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             except Exception as e:  # the block manager could not persist a block
                 log.error("no producer id for %s: %s", transactional_id, e)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
@@ -119,6 +122,8 @@ class TransactionCoordinator:
             if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
                 try:
                     new_pid = self.generate_producer_id()
+                except ProducerIdsUnavailable:
+                    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
                 except Exception as e:
                     log.error("no producer id for %s: %s", md.transactional_id, e)
                     return ErrorCode.COORDINATOR_NOT_AVAILABLE
