@@ -9,15 +9,22 @@ Contract:
   schedules a load: `shard.begin_loading(p)` at once (requests for it answer "loading"), then the partition's
   records from log start to the high watermark, in chunks of LOAD_CHUNK_BYTES, yielding to the loop between
   chunks, as `shard.load_partition(p, [(key, value), ...])` (control batches and keyless records skipped), then
-  `shard.on_partition_loaded(p)`. The load stops (and the shard is not told it finished) once this broker is
-  no longer leader at the epoch the load began with.
+  `shard.on_partition_loaded(p)`. A shard whose records may be written in transactions (the group
+  coordinator's transactional offset commits; a `BatchLoadingShard`) gets whole batches instead,
+  `shard.load_batches(p, [LoadedBatch, ...])`: producer id, the transactional bit, and the markers (control
+  batches) that commit or abort them, so it can replay a transaction's records only once it committed.
+  The load stops (and the shard is not told it finished) once this broker is no longer leader at the epoch
+  the load began with.
 - Becoming follower, or `on_resignation(p)` (StopReplica), cancels a running load and calls
   `shard.unload_partition(p)`. A new leadership while a load runs cancels it and starts over.
 - Tasks are kept until they end, cancelled loads too: `wait_loaded(p)` awaits the running load of p (tests
   wait on it, not on time), `shutdown()` cancels every task and waits for them.
-- `append(p, records)` writes one batch of (key, value) records to partition p through the ReplicaManager
-  with acks=all and internal topics allowed, so a write is acknowledged only once committed (high
-  watermark), as Kafka's coordinators write; it raises KafkaApiError with the partition's error otherwise.
+- `append(p, records, txn=None)` writes one batch of (key, value) records to partition p through the
+  ReplicaManager with acks=all, internal topics allowed and origin COORDINATOR, so a write is acknowledged
+  only once committed (high watermark), as Kafka's coordinators write; it raises KafkaApiError with the
+  partition's error otherwise. `txn` (a `TransactionalAppend`) makes it a transactional batch of that
+  producer id and epoch (base sequence 0, as Kafka writes transactional offset commits), appended with
+  the KIP-890 verification guard the caller obtained.
 - `ensure_topic(create)` starts creating the topic once (FindCoordinator answers COORDINATOR_NOT_AVAILABLE
   meanwhile and clients retry); the creation task is kept and cancelled by `shutdown()`.
 """
@@ -28,12 +35,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
-from protocol.records import CorruptRecordError, InvalidRecordError, build_batch, iter_batches
-from storage import TopicPartition
+from protocol.records import CorruptRecordError, InvalidRecordError, build_batch, control_record_type, iter_batches
+from storage import AppendOrigin, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
     from broker.partition import Partition
@@ -52,6 +60,31 @@ class CoordinatorShard(Protocol):
     def load_partition(self, partition: int, records: Iterable[Record]) -> None: ...
     def on_partition_loaded(self, partition: int) -> None: ...
     def unload_partition(self, partition: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedBatch:
+    """One batch of an internal topic, as a `BatchLoadingShard` replays it."""
+    base_offset: int
+    producer_id: int
+    is_transactional: bool
+    control_type: int | None  # a marker's ControlRecordType (0 ABORT, 1 COMMIT); None for data batches
+    records: list[Record]  # data batches: the keyed records at or after the load offset; markers: none
+
+
+@runtime_checkable
+class BatchLoadingShard(CoordinatorShard, Protocol):
+    """A shard that follows transactions: it is fed whole batches, markers included."""
+
+    def load_batches(self, partition: int, batches: list[LoadedBatch]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalAppend:
+    """Who writes a transactional batch to an internal topic (a transactional offset commit)."""
+    producer_id: int
+    producer_epoch: int
+    verification_guard: VerificationGuard | None = None
 
 
 class CoordinatorRuntime:
@@ -110,16 +143,7 @@ class CoordinatorRuntime:
                 if info.records is None or info.records.length == 0:
                     break
                 data = memoryview(info.records.read())
-                pairs = []
-                next_offset = offset
-                for batch in iter_batches(data):
-                    next_offset = batch.next_offset
-                    if batch.is_control or batch.last_offset < offset:
-                        continue
-                    for rec in batch.records():
-                        if rec.offset >= offset and rec.key is not None:
-                            pairs.append((rec.key, rec.value))
-                self.shard.load_partition(pid, pairs)
+                next_offset = self._feed_shard(pid, data, offset)
                 if next_offset <= offset:
                     break
                 offset = next_offset
@@ -131,6 +155,35 @@ class CoordinatorRuntime:
             log.debug("%s: coordinator state loaded up to offset %d in %.0f ms", partition.topic_partition, offset,
                       (time.monotonic() - t0) * 1000)
 
+    def _feed_shard(self, pid: int, data: memoryview, offset: int) -> int:
+        """Hand the shard the batches in `data` from `offset` on; returns the offset after the last batch."""
+        pairs: list[Record] = []
+        batches: list[LoadedBatch] = []
+        by_batch = isinstance(self.shard, BatchLoadingShard)
+        next_offset = offset
+        for batch in iter_batches(data):
+            next_offset = batch.next_offset
+            if batch.last_offset < offset:
+                continue
+            if batch.is_control:
+                if by_batch:
+                    control = next(iter(batch.records()), None)
+                    kind = control_record_type(control.key) if control is not None else None
+                    if kind is not None:
+                        batches.append(LoadedBatch(batch.base_offset, batch.producer_id, True, kind, []))
+                continue
+            keyed = [(rec.key, rec.value) for rec in batch.records() if rec.offset >= offset and rec.key is not None]
+            if by_batch:
+                batches.append(LoadedBatch(batch.base_offset, batch.producer_id, batch.is_transactional, None,
+                                           keyed))
+            else:
+                pairs.extend(keyed)
+        if by_batch:
+            self.shard.load_batches(pid, batches)  # type: ignore[attr-defined]
+        else:
+            self.shard.load_partition(pid, pairs)
+        return next_offset
+
     async def wait_loaded(self, partition: int) -> None:
         """Wait for a running load of `partition` to end (at once when none runs)."""
         task = self._loads.get(partition)
@@ -138,13 +191,23 @@ class CoordinatorRuntime:
             await asyncio.wait({task})
 
     # ---- writes
-    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                     txn: TransactionalAppend | None = None) -> int:
         now = int(time.time() * 1000)
-        batch = build_batch([(k, v, [], now) for k, v in records])
         tp = TopicPartition(self.topic, partition)
+        guards = None
+        if txn is None:
+            batch = build_batch([(k, v, [], now) for k, v in records])
+        else:
+            batch = build_batch([(k, v, [], now) for k, v in records], producer_id=txn.producer_id,
+                                producer_epoch=txn.producer_epoch, base_sequence=0, is_transactional=True)
+            if txn.verification_guard is not None:
+                guards = {tp: txn.verification_guard}
         result: Any = self.replica_manager.append_records(self.append_timeout_ms, -1,
                                                           {tp: memoryview(bytearray(batch))},
-                                                          internal_topics_allowed=True)
+                                                          internal_topics_allowed=True,
+                                                          origin=AppendOrigin.COORDINATOR,
+                                                          verification_guards=guards)
         if isinstance(result, asyncio.Future):
             result = await result
         r = result[tp]

@@ -16,9 +16,10 @@ Contract:
   (Heartbeat: NONE, SyncGroup: REBALANCE_IN_PROGRESS, as Kafka does). A loaded group's members get their
   session timers here; an unloaded group's waiting members are answered NOT_COORDINATOR.
 - The request methods (`join_group`, `sync_group`, `heartbeat`, `leave_group`, `commit_offsets`,
-  `fetch_offsets`, `delete_offsets`, `describe_groups`, `list_groups`, `delete_groups`) are coroutines
-  returning the dataclasses in `broker.coordinator.group.results` with Kafka error codes. JoinGroup and
-  SyncGroup may wait for the rest of the group; a cancelled caller does not cancel the group's rebalance.
+  `commit_txn_offsets` (TxnOffsetCommit, KIP-447 member checks), `fetch_offsets`, `delete_offsets`,
+  `describe_groups`, `list_groups`, `delete_groups`) are coroutines returning the dataclasses in
+  `broker.coordinator.group.results` with Kafka error codes. JoinGroup and SyncGroup may wait for the rest
+  of the group; a cancelled caller does not cancel the group's rebalance.
 - Kafka's timeouts: `group.initial.rebalance.delay.ms` for the first join of an Empty group, the
   largest rebalance timeout of the members for the join phase and again for the sync phase, each member's
   session timeout between heartbeats (5 minutes for a new member waiting in its first join), and the
@@ -424,7 +425,8 @@ class GroupCoordinator:
                 # A commit from an older generation of a group that no longer exists.
                 return dict.fromkeys(tps, E.ILLEGAL_GENERATION)
             group = self.manager.add_group(group_id)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                             is_transactional=False)
         if error is not None:
             return dict.fromkeys(tps, error)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -434,6 +436,45 @@ class GroupCoordinator:
         if member is not None:
             self.rebalance.schedule_heartbeat(group, member)
 
+        results, to_store = self._offsets_to_store(offsets, tps, retention_time_ms)
+        if to_store:
+            append_error = await self.manager.store_offsets(group, to_store)
+            for tp in to_store:
+                results[tp] = append_error
+        return {tp: results[tp] for tp in tps}
+
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                 group_instance_id: str | None, generation_id: int,
+                                 offsets: Sequence[OffsetCommitEntry], verification_guard: object = None,
+                                 ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit (Kafka's handleTxnCommitOffsets); the error per partition in request order. The
+        offsets are appended in the producer's transaction and become visible with its COMMIT marker.
+        KIP-447 (v3+) members are checked like OffsetCommit's; a producer without group metadata
+        (generation -1, empty member id: v0-v2) may commit to a group that has members.
+        `verification_guard` is the KIP-890 guard of the __consumer_offsets partition, if verified."""
+        tps = [TopicPartition(e.topic, e.partition) for e in offsets]
+        error = self._validate(group_id, require_non_empty=False)
+        if error is not None:
+            return dict.fromkeys(tps, error)
+        group = self.manager.groups.get(group_id)
+        if group is None:
+            group = self.manager.add_group(group_id)
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                             is_transactional=True)
+        if error is not None:
+            return dict.fromkeys(tps, error)
+        results, to_store = self._offsets_to_store(offsets, tps, -1)
+        if to_store:
+            append_error = await self.manager.store_txn_offsets(group, producer_id, producer_epoch, to_store,
+                                                                verification_guard)
+            for tp in to_store:
+                results[tp] = append_error
+        return {tp: results[tp] for tp in tps}
+
+    def _offsets_to_store(self, offsets: Sequence[OffsetCommitEntry], tps: list[TopicPartition],
+                          retention_time_ms: int) -> tuple[dict[TopicPartition, int],
+                                                           dict[TopicPartition, OffsetAndMetadata]]:
+        """The commits that pass the metadata checks, and the errors of those that do not."""
         now = self._now()
         expire = now + retention_time_ms if retention_time_ms >= 0 else -1
         results: dict[TopicPartition, int] = {}
@@ -448,17 +489,16 @@ class GroupCoordinator:
                 results[tp] = E.INVALID_REQUEST
                 continue
             to_store[tp] = OffsetAndMetadata(entry.offset, entry.leader_epoch, metadata, now, expire)
-        if to_store:
-            append_error = await self.manager.store_offsets(group, to_store)
-            for tp in to_store:
-                results[tp] = append_error
-        return {tp: results[tp] for tp in tps}
+        return results, to_store
 
     @staticmethod
     def _validate_offset_commit(group: GroupMetadata, generation_id: int, member_id: str,
-                                group_instance_id: str | None) -> int | None:
+                                group_instance_id: str | None, *, is_transactional: bool) -> int | None:
         if group.is_in(GroupState.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_in(GroupState.EMPTY):
+            # The admin client or a consumer without group management: an Empty group takes its commits.
+            return None
         if generation_id >= 0 or member_id != "" or group_instance_id is not None:
             if group.is_static_member_fenced(group_instance_id, member_id):
                 return E.FENCED_INSTANCE_ID
@@ -467,8 +507,9 @@ class GroupCoordinator:
             if generation_id != group.generation_id:
                 return E.ILLEGAL_GENERATION
             return None
-        if not group.is_in(GroupState.EMPTY):
-            # Only members may commit to a group that has members.
+        if not is_transactional and not group.is_in(GroupState.EMPTY):
+            # Only members may commit to a group that has members; transactional commits of v0-v2
+            # carry no member id and are exempt.
             return E.UNKNOWN_MEMBER_ID
         return None
 
@@ -476,12 +517,12 @@ class GroupCoordinator:
     async def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None,
                             require_stable: bool = False) -> OffsetFetchResult:
         """OffsetFetch for one group: the given partitions (offset -1 when none is committed), or all
-        committed partitions when `partitions` is None. Commits are visible once appended, so
-        `require_stable` never finds an unstable offset here."""
+        committed partitions when `partitions` is None. With `require_stable` (v7+) a partition with a
+        pending transactional commit answers UNSTABLE_OFFSET_COMMIT."""
         error = self._validate(group_id, require_non_empty=False)
         if error is not None:
             return OffsetFetchResult(error)
-        return self.manager.fetch_offsets(group_id, partitions)
+        return self.manager.fetch_offsets(group_id, partitions, require_stable)
 
     async def delete_offsets(self, group_id: str,
                              partitions: Sequence[tuple[str, int]]) -> OffsetDeleteResult:

@@ -56,6 +56,13 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int = -1
+    # Where the commit's batch starts in __consumer_offsets (-1: not appended yet). Kafka's
+    # CommitRecordMetadataAndOffset: a transactional commit completed by a marker replaces the committed
+    # offset only if its batch is newer than the one that wrote the current offset.
+    record_offset: int = field(default=-1, compare=False)
+
+    def older_than(self, other: OffsetAndMetadata) -> bool:
+        return self.record_offset < other.record_offset
 
 
 @dataclass(eq=False)
@@ -122,6 +129,8 @@ class GroupMetadata:
     pending_sync_members: set[str] = field(default_factory=set)
     supported_protocols: Counter[str] = field(default_factory=Counter)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # Transactional offset commits waiting for their transaction's marker, per producer id (KIP-98).
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     subscribed_topics: frozenset[str] | None = None
     new_member_added: bool = False
     join_timer: asyncio.TimerHandle | None = None
@@ -307,6 +316,55 @@ class GroupMetadata:
         """(member_id, group_instance_id, metadata of the chosen protocol) for the leader's JoinGroup."""
         protocol = self.protocol_name or ""
         return [(m.member_id, m.group_instance_id, m.metadata_for(protocol)) for m in self.members.values()]
+
+
+    # -- transactional offset commits (Kafka's pendingTransactionalOffsetCommits) -------------------------
+    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        """Stage a producer's commits before their batch is appended (record_offset -1 until it is)."""
+        self.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+
+    def on_txn_offset_commit_append(self, producer_id: int, tp: TopicPartition, appended: OffsetAndMetadata) -> None:
+        """The staged commit's batch is in the log at `appended.record_offset` (unless a newer commit of the
+        same producer replaced it meanwhile, or its partition moved away)."""
+        pending = self.pending_txn_offsets.get(producer_id)
+        if pending is not None and pending.get(tp) == appended:
+            pending[tp] = appended
+
+    def fail_pending_txn_offset_commit(self, producer_id: int, tp: TopicPartition) -> None:
+        """The staged commit was not appended: forget it (the client retries)."""
+        pending = self.pending_txn_offsets.get(producer_id)
+        if pending is not None:
+            pending.pop(tp, None)
+            if not pending:
+                del self.pending_txn_offsets[producer_id]
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> list[TopicPartition]:
+        """The producer's transaction ended (its marker is in the log): a commit makes its offsets the
+        committed ones unless a newer commit already is; an abort drops them. Returns what became visible.
+        A commit whose batch never reached the log (record_offset -1) is skipped: the marker cannot cover it."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not is_commit or not pending:
+            return []
+        visible = []
+        for tp, o in pending.items():
+            if o.record_offset < 0:
+                continue
+            current = self.offsets.get(tp)
+            if current is None or current.older_than(o):
+                self.offsets[tp] = o
+                visible.append(tp)
+        return visible
+
+    def has_pending_offset_commits(self, tp: TopicPartition) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
+
+    def remove_pending_txn_offsets(self, tps: list[TopicPartition]) -> None:
+        for producer_id in list(self.pending_txn_offsets):
+            pending = self.pending_txn_offsets[producer_id]
+            for tp in tps:
+                pending.pop(tp, None)
+            if not pending:
+                del self.pending_txn_offsets[producer_id]
 
 
 def consumer_subscription_topics(metadata: bytes) -> list[str] | None:

@@ -17,6 +17,13 @@ Contract:
   answers its waiting members. The coordinator (coordinator.py) sets both hooks.
 - `partition_for(group_id)` is `abs(String.hashCode(group_id)) % offsets.topic.num.partitions`, exactly
   Kafka's (Utils.abs maps Integer.MIN_VALUE to 0).
+- Transactional offset commits (KIP-98/KIP-447, Kafka's pendingTransactionalOffsetCommits): `store_txn_offsets`
+  appends a transactional batch of the producer and keeps the offsets pending in the group, invisible to
+  OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets);
+  `handle_txn_completion(producer_id, partitions, is_commit)`, called once the transaction's marker is
+  written to those `__consumer_offsets` partitions, makes them committed (unless a newer commit already is)
+  or drops them. Loading (`load_batches`, batch by batch with the markers) replays the same rules: a
+  transaction's offsets count from its COMMIT marker on, an ABORT drops them, one still open stays pending.
 - Offsets: `store_offsets`, `fetch_offsets`, `delete_offsets`, `delete_groups`, `delete_offsets_of_partitions`
   (Kafka's handleDeletedPartitions), and retention (KIP-211): every offsets.retention.check.interval.ms
   `expire_offsets` drops offsets past retention; Empty groups left without offsets die, with a tombstone.
@@ -62,12 +69,14 @@ from broker.coordinator.group.schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from broker.coordinator.runtime import LoadedBatch, TransactionalAppend
 from storage.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
 E = GroupErrorCode
-AppendRecords = Callable[[int, list[tuple[bytes, bytes | None]]], Awaitable[int]]
+# append_records(partition, records) -> last offset; transactional batches pass txn=TransactionalAppend(...).
+AppendRecords = Callable[..., Awaitable[int]]
 Record = tuple[bytes | memoryview, bytes | memoryview | None]
 Tombstones = list[tuple[bytes, bytes | None]]
 
@@ -87,11 +96,17 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
+GroupTopicPartition = tuple[str, str, int]
+
+
 class _LoadState:
-    __slots__ = ("offsets", "groups", "removed_groups", "skipped")
+    __slots__ = ("offsets", "pending", "groups", "removed_groups", "skipped")
 
     def __init__(self) -> None:
-        self.offsets: dict[tuple[str, str, int], OffsetCommitValue] = {}
+        # (group, topic, partition) -> (the commit's batch offset, value)
+        self.offsets: dict[GroupTopicPartition, tuple[int, OffsetCommitValue]] = {}
+        # producer id -> its open transaction's commits, same shape
+        self.pending: dict[int, dict[GroupTopicPartition, tuple[int, OffsetCommitValue]]] = {}
         self.groups: dict[str, GroupMetadataValue] = {}
         self.removed_groups: set[str] = set()
         self.skipped = 0
@@ -109,6 +124,8 @@ class GroupMetadataManager:
         self.shutting_down = False
         self._expiry_timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        # producer id -> groups holding its pending transactional offsets (Kafka's openGroupsForProducer)
+        self._open_groups_for_producer: dict[int, set[str]] = {}
         self.on_group_loaded: Callable[[GroupMetadata], None] = lambda group: None
         self.on_group_unloaded: Callable[[GroupMetadata, int], None] = lambda group, error: None
 
@@ -141,19 +158,43 @@ class GroupMetadataManager:
 
     def load_partition(self, partition: int, records: Iterable[Record]) -> None:
         """Replay (key, value) pairs of one __consumer_offsets partition in log order; a chunk at a time."""
+        self._replay(partition, self._load_state(partition), records, -1, None)
+
+    def load_batches(self, partition: int, batches: Iterable[LoadedBatch]) -> None:
+        """Replay whole batches of one __consumer_offsets partition in log order, markers included: a
+        transactional batch's offsets wait for their producer's COMMIT marker (Kafka's loader)."""
+        state = self._load_state(partition)
+        for batch in batches:
+            if batch.control_type is not None:
+                pending = state.pending.pop(batch.producer_id, None)
+                if batch.control_type == 1 and pending:  # COMMIT
+                    for tp_key, appended in pending.items():
+                        current = state.offsets.get(tp_key)
+                        if current is None or current[0] < appended[0]:
+                            state.offsets[tp_key] = appended
+                continue
+            producer_id = batch.producer_id if batch.is_transactional else None
+            self._replay(partition, state, batch.records, batch.base_offset, producer_id)
+
+    def _load_state(self, partition: int) -> _LoadState:
         state = self._loading.get(partition)
         if state is None:
             self.begin_loading(partition)
             state = self._loading[partition]
+        return state
+
+    def _replay(self, partition: int, state: _LoadState, records: Iterable[Record], batch_offset: int,
+                producer_id: int | None) -> None:
         for raw_key, raw_value in records:
             try:
                 key = decode_key(raw_key)
                 if isinstance(key, OffsetCommitKey):
                     tp_key = (key.group, key.topic, key.partition)
+                    offsets = state.offsets if producer_id is None else state.pending.setdefault(producer_id, {})
                     if raw_value is None:
-                        state.offsets.pop(tp_key, None)
+                        offsets.pop(tp_key, None)
                     else:
-                        state.offsets[tp_key] = decode_offset_commit_value(raw_value)
+                        offsets[tp_key] = (batch_offset, decode_offset_commit_value(raw_value))
                 elif isinstance(key, GroupMetadataKey):
                     if raw_value is None:
                         state.groups.pop(key.group, None)
@@ -171,19 +212,24 @@ class GroupMetadataManager:
         state = self._loading.pop(partition, None) or _LoadState()
         now = self.clock_ms()
         offsets_by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for (group_id, topic, tp_partition), v in state.offsets.items():
-            offsets_by_group.setdefault(group_id, {})[TopicPartition(topic, tp_partition)] = OffsetAndMetadata(
-                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+        for (group_id, topic, tp_partition), appended in state.offsets.items():
+            offsets_by_group.setdefault(group_id, {})[TopicPartition(topic, tp_partition)] = _loaded_offset(appended)
+        pending_by_group: dict[str, dict[int, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        for producer_id, producer_offsets in state.pending.items():
+            for (group_id, topic, tp_partition), appended in producer_offsets.items():
+                pending_by_group.setdefault(group_id, {}).setdefault(producer_id, {})[
+                    TopicPartition(topic, tp_partition)] = _loaded_offset(appended)
         loaded = 0
-        for group_id, value in state.groups.items():
-            group = self._group_from_record(group_id, partition, value, now)
-            group.offsets = offsets_by_group.pop(group_id, {})
-            self._install_loaded_group(group)
-            loaded += 1
         # Groups that only ever committed offsets (no group management) have no metadata record.
-        for group_id, offsets in offsets_by_group.items():
-            group = GroupMetadata(group_id, partition, state_timestamp_ms=now)
-            group.offsets = offsets
+        offsets_only = [g for g in {**offsets_by_group, **pending_by_group} if g not in state.groups]
+        for group_id in [*state.groups, *offsets_only]:
+            value = state.groups.get(group_id)
+            group = (self._group_from_record(group_id, partition, value, now) if value is not None
+                     else GroupMetadata(group_id, partition, state_timestamp_ms=now))
+            group.offsets = offsets_by_group.pop(group_id, {})
+            group.pending_txn_offsets = pending_by_group.pop(group_id, {})
+            for producer_id in group.pending_txn_offsets:
+                self._open_groups_for_producer.setdefault(producer_id, set()).add(group_id)
             self._install_loaded_group(group)
             loaded += 1
         self._owned.add(partition)
@@ -243,6 +289,8 @@ class GroupMetadataManager:
         self.on_group_loaded(group)
 
     def _unload_group(self, group: GroupMetadata, error: int) -> None:
+        for producer_id in group.pending_txn_offsets:
+            self._remove_producer_group(producer_id, group.group_id)
         previous = group.state
         group.transition_to(GroupState.DEAD, self.clock_ms())
         group.cancel_timers()
@@ -295,20 +343,75 @@ class GroupMetadataManager:
              encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
                                                           o.expire_timestamp)))
             for tp, o in offsets.items()]
-        error = await self._append(group.partition, records, map_offset_append_error)
+        error, base_offset = await self._append_batch(group.partition, records, map_offset_append_error)
         if error == E.NONE and not group.is_in(GroupState.DEAD):
-            group.offsets.update(offsets)
+            for tp, o in offsets.items():
+                o.record_offset = base_offset
+                current = group.offsets.get(tp)
+                if current is None or not o.older_than(current):
+                    group.offsets[tp] = o
         return error
 
-    def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None) -> OffsetFetchResult:
-        """The given partitions (offset -1 when none is committed), or all committed when None."""
+    async def store_txn_offsets(self, group: GroupMetadata, producer_id: int, producer_epoch: int,
+                                offsets: dict[TopicPartition, OffsetAndMetadata],
+                                verification_guard: Any = None) -> int:
+        """Append a producer's transactional commits (one transactional batch with its id and epoch) and keep
+        them pending in the group until the transaction's marker (`handle_txn_completion`)."""
+        records = [
+            (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
+             encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
+                                                          o.expire_timestamp)))
+            for tp, o in offsets.items()]
+        self._open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
+        group.prepare_txn_offset_commit(producer_id, offsets)
+        txn = TransactionalAppend(producer_id, producer_epoch, verification_guard)
+        error, base_offset = await self._append_batch(group.partition, records, map_offset_append_error, txn)
+        for tp, o in offsets.items():
+            if error == E.NONE:
+                o.record_offset = base_offset
+                group.on_txn_offset_commit_append(producer_id, tp, o)
+            else:
+                group.fail_pending_txn_offset_commit(producer_id, tp)
+        if producer_id not in group.pending_txn_offsets:
+            self._remove_producer_group(producer_id, group.group_id)
+        return error
+
+    def handle_txn_completion(self, producer_id: int, partitions: Iterable[int], is_commit: bool) -> None:
+        """The transaction of `producer_id` ended and its marker is written to these __consumer_offsets
+        partitions: its pending offsets in their groups become committed (commit) or are dropped (abort).
+        Groups that moved away meanwhile are completed by their new coordinator's load (Kafka's
+        handleTxnCompletion)."""
+        completed = set(partitions)
+        for group_id in list(self._open_groups_for_producer.get(producer_id, ())):
+            if self.partition_for(group_id) not in completed:
+                continue
+            group = self.groups.get(group_id)
+            if group is not None and not group.is_in(GroupState.DEAD):
+                group.complete_pending_txn_offset_commit(producer_id, is_commit)
+            self._remove_producer_group(producer_id, group_id)
+
+    def _remove_producer_group(self, producer_id: int, group_id: str) -> None:
+        groups = self._open_groups_for_producer.get(producer_id)
+        if groups is not None:
+            groups.discard(group_id)
+            if not groups:
+                del self._open_groups_for_producer[producer_id]
+
+    def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None,
+                      require_stable: bool = False) -> OffsetFetchResult:
+        """The given partitions (offset -1 when none is committed), or all committed when None. With
+        `require_stable` (KIP-447) a partition with a pending transactional commit answers
+        UNSTABLE_OFFSET_COMMIT (the client retries until the transaction completes)."""
         group = self.groups.get(group_id)
-        committed = group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
+        live = group is not None and not group.is_in(GroupState.DEAD)
+        committed = group.offsets if group is not None and live else {}
         wanted = list(committed) if partitions is None else [TopicPartition(t, p) for t, p in partitions]
         out = []
         for tp in wanted:
             o = committed.get(tp)
-            if o is None:
+            if require_stable and group is not None and live and group.has_pending_offset_commits(tp):
+                out.append(FetchedOffset(tp.topic, tp.partition, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT))
+            elif o is None:
                 out.append(FetchedOffset(tp.topic, tp.partition, -1, -1, ""))
             else:
                 out.append(FetchedOffset(tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata))
@@ -323,6 +426,7 @@ class GroupMetadataManager:
             records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
+            group.remove_pending_txn_offsets(removable)
             for tp in removable:
                 group.offsets.pop(tp, None)
             if group.is_in(GroupState.EMPTY) and not group.offsets and not group.members:
@@ -380,6 +484,7 @@ class GroupMetadataManager:
             if await self._append(partition, records, map_offset_append_error) != E.NONE:
                 continue
             for group, tps, dies in entries:
+                group.remove_pending_txn_offsets(tps)
                 for tp in tps:
                     group.offsets.pop(tp, None)
                 removed += len(tps)
@@ -421,7 +526,9 @@ class GroupMetadataManager:
                 elif (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.subscribed_topics is not None
                       and tp.topic not in group.subscribed_topics and now >= o.commit_timestamp + retention):
                     expired.append(tp)
-            dies = group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
+            # A group with transactional commits pending stays until its transactions end (Kafka's hasOffsets).
+            dies = (group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
+                    and not group.pending_txn_offsets)
             if expired or dies:
                 doomed.append((group, expired, dies))
         removed = await self._remove_offsets(doomed)
@@ -451,10 +558,19 @@ class GroupMetadataManager:
 
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]],
                       map_error: Callable[[int], int]) -> int:
+        return (await self._append_batch(partition, records, map_error))[0]
+
+    async def _append_batch(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                            map_error: Callable[[int], int], txn: TransactionalAppend | None = None
+                            ) -> tuple[int, int]:
+        """(error code, offset of the appended batch's first record)."""
         if partition not in self._owned:
-            return E.NOT_COORDINATOR
+            return E.NOT_COORDINATOR, -1
         try:
-            await self._append_records(partition, records)
+            if txn is None:
+                last_offset = await self._append_records(partition, records)
+            else:
+                last_offset = await self._append_records(partition, records, txn=txn)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any append failure becomes a Kafka error code
@@ -462,8 +578,8 @@ class GroupMetadataManager:
             mapped = map_error(code) if code is not None else E.COORDINATOR_NOT_AVAILABLE
             log.warning("append to __consumer_offsets-%d failed (%r): answering %s", partition, exc,
                         _error_name(mapped))
-            return mapped
-        return E.NONE
+            return mapped, -1
+        return E.NONE, last_offset - len(records) + 1
 
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
         """Run a write in the background, kept until it ends (cancelled by shutdown)."""
@@ -476,6 +592,12 @@ class GroupMetadataManager:
                 log.error("group coordinator: %s failed: %r", what, t.exception())
 
         task.add_done_callback(done)
+
+
+def _loaded_offset(appended: tuple[int, OffsetCommitValue]) -> OffsetAndMetadata:
+    batch_offset, v = appended
+    return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp,
+                             record_offset=batch_offset)
 
 
 def _error_name(code: int) -> str:

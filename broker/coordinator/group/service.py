@@ -5,7 +5,8 @@ Contract:
   (broker/coordinator/runtime.py) for `__consumer_offsets` whose shard is the coordinator's metadata
   manager: the runtime appends the manager's records through the ReplicaManager with acks=all, loads a
   partition when this broker becomes its leader and unloads it on resignation (a follower transition, or
-  `on_resignation` for StopReplica).
+  `on_resignation` for StopReplica). The shard is fed whole batches with their markers, so transactional
+  offset commits reload as they were; `handle_txn_completion` is the WriteTxnMarkers handler's hook.
 - `__consumer_offsets` is created on first use (FindCoordinator calls `ensure_offsets_topic`), compacted, with
   `offsets.topic.num.partitions` partitions and at most as many replicas as there are live brokers
   (Kafka refuses to create it until `offsets.topic.replication.factor` brokers are up).
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
-from broker.coordinator.runtime import CoordinatorRuntime
+from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -46,8 +47,16 @@ class GroupService:
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
 
-    async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
-        return await self.runtime.append(partition, records)
+    async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                      txn: TransactionalAppend | None = None) -> int:
+        return await self.runtime.append(partition, records, txn)
+
+    # ---- transactions
+    def handle_txn_completion(self, producer_id: int, offsets_partitions: list[int], is_commit: bool) -> None:
+        """A transaction marker of `producer_id` is written to these __consumer_offsets partitions (the
+        WriteTxnMarkers handler calls this once the marker's append succeeded): the producer's pending
+        transactional offsets there become visible to OffsetFetch (commit) or are dropped (abort)."""
+        self.coordinator.manager.handle_txn_completion(producer_id, offsets_partitions, is_commit)
 
     def partition_for(self, group_id: str) -> int:
         return self.coordinator.partition_for(group_id)
