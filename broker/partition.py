@@ -431,6 +431,16 @@ class Partition:
         return False, ErrorCode.NONE
 
     # ---- appends
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                             enabled: bool = True) -> VerificationGuard:
+        """KIP-890 (Kafka's Partition.maybeStartTransactionVerification): the guard a transactional produce
+        must carry when its producer has no ongoing transaction here, SENTINEL when it has one (nothing to
+        verify). `enabled` is the broker's transaction.partition.verification.enable, handed to the log."""
+        if self.log is None or not self.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
+        self.log.producer_state.transaction_verification_enabled = enabled
+        return self.log.maybe_start_transaction_verification(producer_id, sequence, epoch)
+
     def append_records_to_leader(self, records: memoryview, required_acks: int, now_ms: int, *,
                                  origin: AppendOrigin = AppendOrigin.CLIENT,
                                  verification_guard: VerificationGuard | None = None) -> LeaderAppendResult:

@@ -8,6 +8,10 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   a `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`). `origin` says
   who writes (Kafka's AppendOrigin): clients, or the coordinators (group metadata, transaction markers,
   which only `AppendOrigin.COORDINATOR` may write); KIP-890 verification guards ride along per partition.
+  A client's produce with a `transactional_id` is first verified with the transaction coordinator
+  (`txn_verification`, when `transaction.partition.verification.enable`): partitions whose producer has no
+  ongoing transaction there are appended only once the coordinator confirms they are in the transaction,
+  the others answer as Kafka does (INVALID_TXN_STATE; NOT_ENOUGH_REPLICAS for retriable coordinator errors).
 - `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
   HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
@@ -44,6 +48,7 @@ from broker.partition import (
 )
 from broker.purgatory import DelayedOperation, Purgatory
 from broker.replica_selector import ReplicaSelector, ReplicaView
+from broker.txn_verification import AddPartitionsToTxnManager, produce_error, split_for_verification
 from protocol.errors import ErrorCode
 from storage import (
     AbortedTxn,
@@ -254,6 +259,10 @@ class ReplicaManager:
         self.on_leadership_change: list[Callable[[list[Partition], list[Partition]], None]] = []
         self.on_flush_needed: Callable[[Partition], None] | None = None
         self.high_watermarks: dict[TopicPartition, int] = {}
+        # KIP-890: the broker's transaction.partition.verification.enable (read per request: it is dynamic)
+        # and the client that asks the coordinators (None: nothing to ask, transactional produce unverified).
+        self.transaction_verification_enabled: Callable[[], bool] = lambda: True
+        self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
 
     # ---- lookup
     def get_partition(self, tp: TopicPartition) -> Partition | None:
@@ -309,6 +318,8 @@ class ReplicaManager:
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
                 partition.set_log(log_, self.high_watermarks.get(tp, 0))
+                log_.producer_state.transaction_verification_enabled = (
+                    self.add_partitions_to_txn is not None and self.transaction_verification_enabled())
             partition.topic_id = topic_id
             (to_lead if state.leader == self.broker_id else to_follow)[partition] = state
             errors[tp] = ErrorCode.NONE
@@ -399,10 +410,16 @@ class ReplicaManager:
     # ---- produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
                        *, internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
-                       verification_guards: dict[TopicPartition, VerificationGuard] | None = None
+                       verification_guards: dict[TopicPartition, VerificationGuard] | None = None,
+                       transactional_id: str | None = None,
                        ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
-        `internal_topics_allowed=True`, acks=-1."""
+        `internal_topics_allowed=True`, acks=-1. A client's transactional produce passes its
+        `transactional_id`, which starts KIP-890 verification."""
+        if (transactional_id is not None and self.add_partitions_to_txn is not None
+                and self.transaction_verification_enabled()):
+            return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
+                                         internal_topics_allowed)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
         for tp, records in entries.items():
@@ -416,6 +433,44 @@ class ReplicaManager:
         if self.produce_purgatory.try_complete_else_watch(op, list(results)):
             return results
         return future
+
+    def _append_verified(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
+                         transactional_id: str, internal_topics_allowed: bool
+                         ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
+        """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
+        those it did not verify (and those that failed before asking) are not appended."""
+        try:
+            split = split_for_verification(self, entries, True)
+        except KafkaApiError as e:
+            return {tp: ProducePartitionResult(e.code, error_message=str(e)) for tp in entries}
+
+        def append(errors: dict[TopicPartition, ErrorCode]) -> dict[TopicPartition, ProducePartitionResult] \
+                | asyncio.Future:
+            failed = {**split.errors, **errors}
+            early = {}
+            for tp, code in failed.items():
+                error, message = produce_error(code)
+                early[tp] = ProducePartitionResult(error, error_message=message)
+            verified = {tp: r for tp, r in entries.items() if tp not in failed}
+            result = self.append_records(timeout_ms, required_acks, verified,
+                                         internal_topics_allowed=internal_topics_allowed,
+                                         verification_guards=split.guards) if verified else {}
+            if isinstance(result, asyncio.Future):
+                async def merged() -> dict[TopicPartition, ProducePartitionResult]:
+                    return {**early, **(await result)}
+                return asyncio.ensure_future(merged())
+            return {**early, **result}
+
+        if not split.guards:
+            return append({})
+        assert self.add_partitions_to_txn is not None
+        asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
+                                                              split.producer_epoch, list(split.guards))
+
+        async def after_verification() -> dict[TopicPartition, ProducePartitionResult]:
+            result = append(await asked)
+            return (await result) if isinstance(result, asyncio.Future) else result
+        return asyncio.ensure_future(after_verification())
 
     def _append_to_local_log(self, tp: TopicPartition, records: memoryview, required_acks: int, now: int,
                              internal_topics_allowed: bool, origin: AppendOrigin = AppendOrigin.CLIENT,

@@ -41,6 +41,7 @@ from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
 from broker.topics import TopicConfigs
+from broker.txn_verification import AddPartitionsToTxnManager
 from protocol import (
     ApiKey,
     ProtocolError,
@@ -98,6 +99,13 @@ class KafkaServer:
             metadata_cache=self.metadata_cache)
         self.replica_manager.on_flush_needed = self._schedule_flush
         self.replica_manager.replica_selector = replica_selector(config.get("replica.selector.class"))
+        # KIP-890: transactional produce is verified with the transaction coordinator (dynamic key).
+        self.replica_manager.transaction_verification_enabled = \
+            lambda: bool(self.config["transaction.partition.verification.enable"])
+        self.replica_manager.add_partitions_to_txn = AddPartitionsToTxnManager(
+            self.broker_id, self.metadata_cache,
+            self._transaction_state_partition_for,
+            request_timeout_ms=config["request.timeout.ms"])
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
@@ -175,6 +183,11 @@ class KafkaServer:
                         timeout_s)
             self.metadata_ready.set()
 
+    def _transaction_state_partition_for(self, transactional_id: str) -> int:
+        """The __transaction_state partition of a transactional id: Kafka's abs(hashCode) % partitions."""
+        from broker.coordinator.group.metadata_manager import partition_for
+        return partition_for(transactional_id, self.config["transaction.state.log.num.partitions"])
+
     def _start_group_coordinator(self) -> None:
         from broker.coordinator.group.service import start_group_coordinator
 
@@ -223,6 +236,8 @@ class KafkaServer:
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()
+        if self.replica_manager.add_partitions_to_txn is not None:
+            self.replica_manager.add_partitions_to_txn.shutdown()
         await asyncio.gather(*self._io_pending, return_exceptions=True)
         self.io_executor.shutdown(wait=True)
         self.log_manager.shutdown()

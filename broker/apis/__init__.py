@@ -31,6 +31,7 @@ from broker.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -55,6 +56,7 @@ from broker.apis import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 )
@@ -107,6 +109,8 @@ HANDLER_MODULES: list[ModuleType] = [
     write_txn_markers,
     describe_transactions,
     list_transactions,
+    txn_offset_commit,
+    describe_producers,
 ]
 
 

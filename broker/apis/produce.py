@@ -13,8 +13,11 @@ the ISR shrank below min.insync.replicas meanwhile. Idempotent producers: duplic
 offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH. A batch rejected
 record by record (Kafka's RecordValidationException: a keyless record to a compacted topic) answers
 INVALID_RECORD with the validator's message, the log start offset and KIP-467's `record_errors` (v8+).
-Gaps: transactional produce (transactional_id set) is appended like an idempotent produce,
-without transaction-coordinator checks (see compat/GAPS.md).
+Transactional produce: a request whose first batch of any partition is transactional needs a
+`transactional_id` (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer);
+the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartitionsToTxn v4 verify_only)
+before the first transactional append of a producer to a partition: not in the transaction,
+INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if acks not in (0, 1, -1):
         return _response(request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
             ErrorCode.INVALID_REQUIRED_ACKS) for topic in request.topic_data for pd in topic.partition_data})
+    if request.transactional_id is None and _has_transactional_records(request):
+        log.warning("client %s sent transactional records without a transactional id", ctx.client_id)
+        if acks == 0:
+            return None
+        return _response(request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            for topic in request.topic_data for pd in topic.partition_data})
     entries: dict[TopicPartition, memoryview] = {}
     early: dict[TopicPartition, ProducePartitionResult] = {}
     for topic in request.topic_data:
@@ -58,7 +68,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             entries[tp] = buf
     result = ctx.server.replica_manager.append_records(
-        request.timeout_ms, acks, entries, internal_topics_allowed=ctx.client_id == "__broker_internal")
+        request.timeout_ms, acks, entries, internal_topics_allowed=ctx.client_id == "__broker_internal",
+        transactional_id=request.transactional_id)
     if acks == 0:
         # No response is written for acks=0; errors are only logged (the client cannot hear them).
         return None
@@ -68,6 +79,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             return _response(request, {**early, **results})
         return wait()
     return _response(request, {**early, **result})
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition is transactional."""
+    for topic in request.topic_data:
+        for pd in topic.partition_data:
+            records = pd.records
+            # v2 batch: magic at byte 16, attributes int16 at 21-22 (transactional: bit 4)
+            if records is not None and len(records) > _ATTRIBUTES_LOW and records[16] == 2 \
+                    and records[_ATTRIBUTES_LOW] & _TRANSACTIONAL_BIT:
+                return True
+    return False
+
+
+_ATTRIBUTES_LOW = 22
+_TRANSACTIONAL_BIT = 0x10
 
 
 def _response(request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.errors import GroupErrorCode
@@ -445,20 +445,27 @@ class GroupCoordinator:
 
     async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
                                  group_instance_id: str | None, generation_id: int,
-                                 offsets: Sequence[OffsetCommitEntry], verification_guard: object = None,
+                                 offsets: Sequence[OffsetCommitEntry],
+                                 verify: Callable[[int], Awaitable[tuple[int, object]]] | None = None,
                                  ) -> dict[TopicPartition, int]:
         """TxnOffsetCommit (Kafka's handleTxnCommitOffsets); the error per partition in request order. The
         offsets are appended in the producer's transaction and become visible with its COMMIT marker.
         KIP-447 (v3+) members are checked like OffsetCommit's; a producer without group metadata
         (generation -1, empty member id: v0-v2) may commit to a group that has members.
-        `verification_guard` is the KIP-890 guard of the __consumer_offsets partition, if verified."""
+        `verify(partition)` (KIP-890) asks the transaction coordinator whether the group's __consumer_offsets
+        partition is in the transaction: (error code, verification guard); an error answers every partition."""
         tps = [TopicPartition(e.topic, e.partition) for e in offsets]
-        error = self._validate(group_id, require_non_empty=False)
+        error = self._validate(group_id)
         if error is not None:
             return dict.fromkeys(tps, error)
         group = self.manager.groups.get(group_id)
         if group is None:
             group = self.manager.add_group(group_id)
+        verification_guard = None
+        if verify is not None:
+            error, verification_guard = await verify(group.partition)
+            if error != E.NONE:
+                return dict.fromkeys(tps, error)
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
                                              is_transactional=True)
         if error is not None:

@@ -1,0 +1,277 @@
+"""KIP-890 part 1 on the partition leader: ask the transaction coordinator whether partitions are in a
+transaction before the first transactional append of a producer to them (Kafka's AddPartitionsToTxnManager
+and ReplicaManager's verification steps).
+
+Contract:
+- `AddPartitionsToTxnManager.verify_transaction(transactional_id, producer_id, producer_epoch, tps)` resolves
+  to the errors of the partitions that are NOT verified (an empty dict: all are in the transaction). The
+  coordinator is the leader of `__transaction_state` partition `partition_for(transactional_id)`; no such
+  topic, partition or live leader: COORDINATOR_NOT_AVAILABLE for all. Requests are AddPartitionsToTxn v4
+  with `verify_only`, batched per coordinator broker: the transactions queued for a broker while a request
+  to it is in flight go out together in the next one, one request in flight per broker, over the wire (to
+  this broker too: one path). The same transactional id queued twice: the older epoch's caller hears
+  INVALID_PRODUCER_EPOCH, an equal epoch's earlier caller NETWORK_EXCEPTION (Kafka's rules).
+- Answers mapped as Kafka: a connection failure or timeout is NETWORK_EXCEPTION for all; a coordinator that
+  does not serve v4 verifies nothing and everything passes ("verification not supported"); a top-level error
+  applies to all (CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE); a partition's PRODUCER_FENCED
+  becomes INVALID_PRODUCER_EPOCH.
+- `split_for_verification(replica_manager, entries)` (Kafka's partitionEntriesForVerification) starts a
+  verification on each partition whose first batch is transactional and has no ongoing transaction there
+  (the log's VerificationGuard), and `produce_error(code)` maps a failed verification to what a Produce
+  answers (Kafka's appendEntries: retriable coordinator errors become NOT_ENOUGH_REPLICAS).
+- `shutdown()` cancels the senders and answers every waiting caller NETWORK_EXCEPTION.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from broker.errors import KafkaApiError
+from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from protocol.records import CorruptRecordError, InvalidRecordError, iter_batches
+from storage import StorageError, TopicPartition, VerificationGuard
+
+if TYPE_CHECKING:
+    from broker.metadata_cache import MetadataCache
+    from broker.replica_manager import ReplicaManager
+
+log = logging.getLogger("broker.txn_verification")
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+VERIFY_VERSION = 4
+
+Errors = dict[TopicPartition, ErrorCode]
+
+
+@dataclass
+class _Pending:
+    producer_id: int
+    producer_epoch: int
+    partitions: list[TopicPartition]
+    future: asyncio.Future[Errors]
+
+
+@dataclass
+class _NodeQueue:
+    waiting: dict[str, _Pending] = field(default_factory=dict)  # transactional id -> its verification
+    sender: asyncio.Task[None] | None = None
+
+
+class _VersionMismatch(Exception):
+    pass
+
+
+class AddPartitionsToTxnManager:
+    def __init__(self, broker_id: int, metadata_cache: MetadataCache, partition_for: Callable[[str], int], *,
+                 request_timeout_ms: int = 30000) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.partition_for = partition_for
+        self.timeout_s = request_timeout_ms / 1000
+        self._queues: dict[int, _NodeQueue] = {}
+        self._connections: dict[int, BrokerConnection] = {}
+
+    # ---- the caller's side
+    def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                           tps: list[TopicPartition]) -> asyncio.Future[Errors]:
+        future: asyncio.Future[Errors] = asyncio.get_running_loop().create_future()
+        node = self._coordinator(transactional_id)
+        if node is None:
+            future.set_result(dict.fromkeys(tps, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return future
+        queue = self._queues.setdefault(node, _NodeQueue())
+        existing = queue.waiting.get(transactional_id)
+        if existing is not None:
+            if existing.producer_epoch > producer_epoch:
+                future.set_result(dict.fromkeys(tps, ErrorCode.INVALID_PRODUCER_EPOCH))
+                return future
+            error = (ErrorCode.INVALID_PRODUCER_EPOCH if existing.producer_epoch < producer_epoch
+                     else ErrorCode.NETWORK_EXCEPTION)
+            _answer(existing, dict.fromkeys(existing.partitions, error))
+        queue.waiting[transactional_id] = _Pending(producer_id, producer_epoch, list(tps), future)
+        if queue.sender is None or queue.sender.done():
+            queue.sender = asyncio.get_running_loop().create_task(self._send_loop(node, queue))
+        return future
+
+    def _coordinator(self, transactional_id: str) -> int | None:
+        pm = self.metadata_cache.partition(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
+        if pm is None:
+            return None
+        leader = self.metadata_cache.live_leader(pm)
+        return leader if leader >= 0 and self.metadata_cache.alive_broker(leader) is not None else None
+
+    # ---- the sender, one per coordinator broker
+    async def _send_loop(self, node: int, queue: _NodeQueue) -> None:
+        while queue.waiting:
+            batch, queue.waiting = queue.waiting, {}
+            try:
+                results = await self._send(node, batch)
+            except asyncio.CancelledError:
+                for pending in batch.values():
+                    _answer(pending, dict.fromkeys(pending.partitions, ErrorCode.NETWORK_EXCEPTION))
+                raise
+            for txn_id, pending in batch.items():
+                _answer(pending, results.get(txn_id, {}))
+
+    async def _send(self, node: int, batch: dict[str, _Pending]) -> dict[str, Errors]:
+        endpoint = self.metadata_cache.alive_broker(node)
+        if endpoint is None:
+            return {t: dict.fromkeys(p.partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE) for t, p in batch.items()}
+        conn = self._connections.get(node)
+        if conn is None or (conn.host, conn.port) != (endpoint.host, endpoint.port):
+            if conn is not None:
+                conn.close()
+            conn = self._connections[node] = BrokerConnection(
+                endpoint.host, endpoint.port, f"broker-{self.broker_id}-txn-verification", timeout_s=self.timeout_s)
+        try:
+            response = await conn.send(lambda version: _verify_request(version, batch), ApiKey.ADD_PARTITIONS_TO_TXN)
+        except _VersionMismatch:
+            log.warning("broker %d does not serve AddPartitionsToTxn v4: transactions are not verified", node)
+            return {}
+        except BrokerUnavailable as e:
+            log.warning("AddPartitionsToTxn to broker %d failed: %s", node, e)
+            return {t: dict.fromkeys(p.partitions, ErrorCode.NETWORK_EXCEPTION) for t, p in batch.items()}
+        return _results(response, batch)
+
+    def shutdown(self) -> None:
+        for queue in self._queues.values():
+            if queue.sender is not None:
+                queue.sender.cancel()
+            for pending in queue.waiting.values():
+                _answer(pending, dict.fromkeys(pending.partitions, ErrorCode.NETWORK_EXCEPTION))
+            queue.waiting.clear()
+        for conn in self._connections.values():
+            conn.close()
+
+
+def _verify_request(version: int, batch: dict[str, _Pending]) -> Any:
+    if version < VERIFY_VERSION:
+        raise _VersionMismatch
+    Req = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)[VERIFY_VERSION]
+    Txn = Req.AddPartitionsToTxnTransaction
+    transactions = []
+    for txn_id, pending in batch.items():
+        by_topic: dict[str, list[int]] = {}
+        for tp in pending.partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        transactions.append(Txn(transactional_id=txn_id, producer_id=pending.producer_id,
+                                producer_epoch=pending.producer_epoch, verify_only=True,
+                                topics=[Txn.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                                        for t, ps in by_topic.items()]))
+    return Req(transactions=transactions)
+
+
+def _results(response: Any, batch: dict[str, _Pending]) -> dict[str, Errors]:
+    if response.error_code != ErrorCode.NONE:
+        code = ErrorCode(response.error_code)
+        if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            code = ErrorCode.INVALID_TXN_STATE
+        log.error("AddPartitionsToTxn verification answered %s", code.name)
+        return {t: dict.fromkeys(p.partitions, code) for t, p in batch.items()}
+    out: dict[str, Errors] = {}
+    for result in response.results_by_transaction or []:
+        unverified: Errors = {}
+        for topic in result.topic_results or []:
+            for p in topic.results_by_partition or []:
+                if p.partition_error_code != ErrorCode.NONE:
+                    code = ErrorCode(p.partition_error_code)
+                    unverified[TopicPartition(topic.name, p.partition_index)] = (
+                        ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code)
+        out[result.transactional_id] = unverified
+    return out
+
+
+def _answer(pending: _Pending, errors: Errors) -> None:
+    if not pending.future.done():
+        pending.future.set_result(errors)
+
+
+# ---- the leader's side of a transactional produce
+@dataclass
+class VerificationSplit:
+    guards: dict[TopicPartition, VerificationGuard] = field(default_factory=dict)  # to verify first
+    errors: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview],
+                           enabled: bool) -> VerificationSplit:
+    """Which partitions of a transactional produce need the coordinator's word first (Kafka's
+    partitionEntriesForVerification): those whose first batch is transactional and whose producer has
+    no ongoing transaction there. Raises KafkaApiError(INVALID_PRODUCER_ID_MAPPING) when the transactional
+    batches carry more than one producer id."""
+    split = VerificationSplit()
+    producer_ids: set[int] = set()
+    for tp, records in entries.items():
+        try:
+            batches = [b for b in iter_batches(records) if b.producer_id >= 0 and b.is_transactional]
+        except (CorruptRecordError, InvalidRecordError):
+            continue  # the append reports it
+        if not batches:
+            continue
+        producer_ids.update(b.producer_id for b in batches)
+        first = next(iter_batches(records))
+        try:
+            partition = replica_manager.get_partition_or_error(tp)
+            guard = partition.maybe_start_transaction_verification(first.producer_id, first.base_sequence,
+                                                                   first.producer_epoch, enabled)
+        except KafkaApiError as e:
+            split.errors[tp] = e.code
+            continue
+        except StorageError as e:
+            split.errors[tp] = ErrorCode[e.kafka_error]
+            continue
+        if guard is not VerificationGuard.SENTINEL:
+            split.guards[tp] = guard
+            split.producer_id, split.producer_epoch = first.producer_id, first.producer_epoch
+    if len(producer_ids) > 1:
+        raise KafkaApiError(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                            "Transactional records contained more than one producer ID")
+    return split
+
+
+_NOT_VERIFIED = (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_COORDINATOR)
+
+
+def produce_error(code: ErrorCode) -> tuple[ErrorCode, str | None]:
+    """What a Produce answers for a partition whose verification failed (Kafka's appendEntries): retriable
+    coordinator errors become NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh."""
+    if code == ErrorCode.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _NOT_VERIFIED:
+        return (ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"Unable to verify the partition has been added to the transaction. Underlying error: {code.name}")
+    return code, None
+
+
+async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, transactional_id: str,
+                           producer_id: int, producer_epoch: int, base_sequence: int = -1
+                           ) -> tuple[ErrorCode, VerificationGuard | None]:
+    """One partition's verification before a coordinator's transactional append (a TxnOffsetCommit to
+    __consumer_offsets; Kafka's maybeStartTransactionVerificationForPartition): (NONE, guard) when it may
+    be appended with that guard (None: nothing to verify), else the error, retriable coordinator errors
+    as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own)."""
+    manager = replica_manager.add_partitions_to_txn
+    if manager is None or not replica_manager.transaction_verification_enabled():
+        return ErrorCode.NONE, None
+    try:
+        partition = replica_manager.get_partition_or_error(tp)
+        guard = partition.maybe_start_transaction_verification(producer_id, base_sequence, producer_epoch)
+    except KafkaApiError as e:
+        return e.code, None
+    if guard is VerificationGuard.SENTINEL:
+        return ErrorCode.NONE, None
+    errors = await manager.verify_transaction(transactional_id, producer_id, producer_epoch, [tp])
+    error = errors.get(tp, ErrorCode.NONE)
+    if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+        error = ErrorCode.NOT_ENOUGH_REPLICAS
+    return error, guard
