@@ -5,7 +5,8 @@ replica fetchers (Kafka's NetworkClient / BlockingSend, on asyncio).
 decoded response. It connects lazily, negotiates versions with ApiVersions once per connection (the
 highest version both sides serve, so a broker of another version could answer, capped per API by
 `version_caps`: what inter.broker.protocol.version allows), and raises
-`BrokerUnavailable` on connect/IO failures or `timeout` — the caller decides to retry or back off.
+`BrokerUnavailable` on connect/IO failures or `timeout` — the caller decides to retry or back off —, its
+subclass `UnsupportedApi` when the broker serves no common version of the API.
 Requests on one connection are sent one at a time (Kafka's inter-broker clients do the same).
 """
 
@@ -29,6 +30,11 @@ log = logging.getLogger("broker.inter_broker")
 
 class BrokerUnavailable(Exception):
     pass
+
+
+class UnsupportedApi(BrokerUnavailable):
+    """The broker does not serve the API, or no version of it we speak (Kafka's UnsupportedVersionException
+    on the client side): some callers carry on without it."""
 
 
 class BrokerConnection:
@@ -68,10 +74,10 @@ class BrokerConnection:
         ours = SUPPORTED_VERSIONS[api_key]
         theirs = self._versions.get(api_key)
         if theirs is None:
-            raise BrokerUnavailable(f"{self.host}:{self.port} does not serve API {api_key}")
+            raise UnsupportedApi(f"{self.host}:{self.port} does not serve API {api_key}")
         hi = min(ours[1], theirs[1], self.version_caps.get(api_key, ours[1]))
         if hi < max(ours[0], theirs[0]):
-            raise BrokerUnavailable(f"no common version of API {api_key} with {self.host}:{self.port}")
+            raise UnsupportedApi(f"no common version of API {api_key} with {self.host}:{self.port}")
         return hi
 
     async def send(self, build: Any, api_key: int) -> Any:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import KafkaApiError
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.inter_broker import BrokerConnection, BrokerUnavailable, UnsupportedApi
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, iter_batches
@@ -131,7 +131,7 @@ class AddPartitionsToTxnManager:
                 endpoint.host, endpoint.port, f"broker-{self.broker_id}-txn-verification", timeout_s=self.timeout_s)
         try:
             response = await conn.send(lambda version: _verify_request(version, batch), ApiKey.ADD_PARTITIONS_TO_TXN)
-        except _VersionMismatch:
+        except (_VersionMismatch, UnsupportedApi):
             log.warning("broker %d does not serve AddPartitionsToTxn v4: transactions are not verified", node)
             return {}
         except BrokerUnavailable as e:

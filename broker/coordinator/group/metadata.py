@@ -355,6 +355,11 @@ class GroupMetadata:
                 visible.append(tp)
         return visible
 
+    @property
+    def has_offsets(self) -> bool:
+        """Committed offsets or transactional ones pending (Kafka's hasOffsets: such a group is kept)."""
+        return bool(self.offsets or self.pending_txn_offsets)
+
     def has_pending_offset_commits(self, tp: TopicPartition) -> bool:
         return any(tp in pending for pending in self.pending_txn_offsets.values())
 

@@ -422,14 +422,14 @@ class GroupMetadataManager:
         records: Tombstones = [
             (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)), None)
             for tp in removable]
-        if group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets):
+        if group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets:
             records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
             group.remove_pending_txn_offsets(removable)
             for tp in removable:
                 group.offsets.pop(tp, None)
-            if group.is_in(GroupState.EMPTY) and not group.offsets and not group.members:
+            if group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members:
                 self.remove_dead_group(group)
         return error
 
@@ -461,7 +461,8 @@ class GroupMetadataManager:
         for group in self._owned_live_groups():
             tps = [tp for tp in group.offsets if tp in gone]
             if tps:
-                doomed.append((group, tps, group.is_in(GroupState.EMPTY) and len(tps) == len(group.offsets)))
+                doomed.append((group, tps, group.is_in(GroupState.EMPTY) and len(tps) == len(group.offsets)
+                               and not group.pending_txn_offsets))
         return await self._remove_offsets(doomed)
 
     def _owned_live_groups(self) -> list[GroupMetadata]:
@@ -488,7 +489,7 @@ class GroupMetadataManager:
                 for tp in tps:
                     group.offsets.pop(tp, None)
                 removed += len(tps)
-                if dies and group.is_in(GroupState.EMPTY) and not group.offsets:
+                if dies and group.is_in(GroupState.EMPTY) and not group.has_offsets:
                     self.remove_dead_group(group)
         return removed
 
