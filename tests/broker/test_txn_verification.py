@@ -1,0 +1,225 @@
+"""KIP-890 part 1 on the partition leader: a transactional produce is verified with the transaction coordinator
+(AddPartitionsToTxn v4, verify_only) before a producer's first append to a partition in a transaction.
+
+The transaction coordinator does not exist yet in this branch, so `CoordinatorDouble` plays it: a real socket
+server speaking the protocol codec (ApiVersions and AddPartitionsToTxn), answering per partition what a test
+tells it. The metadata cache names it the leader of the `__transaction_state` partition of the transactional
+id. The leader side is the real ReplicaManager on real logs. When the real coordinator lands, these tests are
+to be switched to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.replica_manager import ProducePartitionResult, ReplicaManager
+from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
+from protocol import decode_request, encode_response, response_class
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+from tests.storage.txn_support import idempotent_batch, txn_batch
+
+from .replication import TP, lead, replica_manager
+
+TP1 = TopicPartition(TP.topic, 1)
+COORDINATOR_ID = 7
+TXN_PARTITIONS = 3
+
+
+class CoordinatorDouble:
+    def __init__(self, *, max_version: int = 4) -> None:
+        self.max_version = max_version
+        self.requests: list[Any] = []
+        self.partition_errors: dict[TopicPartition, ErrorCode] = {}
+        self.top_level_error = ErrorCode.NONE
+        self.hold: asyncio.Event | None = None  # set: requests wait for it before being answered
+        self.port = 0
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                request = decode_request(await reader.readexactly(size))
+                response = await self._answer(request)
+                response.with_header(correlation_id=request.header.correlation_id)
+                frame = encode_response(response)
+                writer.write(struct.pack(">i", len(frame)) + frame)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def _answer(self, request: Any) -> Any:
+        Resp = response_class(request.API_KEY)[request.API_VERSION]
+        if request.API_KEY == ApiKey.API_VERSIONS:
+            keys = [Resp.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=3),
+                    Resp.ApiVersion(api_key=ApiKey.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=self.max_version)]
+            return Resp(error_code=0, api_keys=keys, throttle_time_ms=0)
+        self.requests.append(request)
+        if self.hold is not None:
+            await self.hold.wait()
+        Result = Resp.AddPartitionsToTxnResult
+        TopicResult = Result.AddPartitionsToTxnTopicResult
+        PartResult = TopicResult.AddPartitionsToTxnPartitionResult
+        results = [Result(transactional_id=txn.transactional_id, topic_results=[
+            TopicResult(name=t.name, results_by_partition=[
+                PartResult(partition_index=p, partition_error_code=self.partition_errors.get(
+                    TopicPartition(t.name, p), ErrorCode.NONE)) for p in t.partitions])
+            for t in txn.topics]) for txn in request.transactions]
+        return Resp(throttle_time_ms=0, error_code=self.top_level_error, results_by_transaction=results)
+
+
+def leader_with_coordinator(tmp_path: Path, coordinator_port: int | None) -> ReplicaManager:
+    rm = replica_manager(tmp_path, 0, known=(TP, TP1))
+    cache = rm.metadata_cache
+    assert cache is not None
+    cache.controller_epoch = 1
+    cache.set_brokers([BrokerEndpoint(0, "127.0.0.1", 1)] + (
+        [BrokerEndpoint(COORDINATOR_ID, "127.0.0.1", coordinator_port)] if coordinator_port else []))
+    if coordinator_port:
+        for p in range(TXN_PARTITIONS):
+            cache.update_partition(TRANSACTION_STATE_TOPIC, uuid.UUID(int=9), PartitionMetadata(
+                p, COORDINATOR_ID, 0, (COORDINATOR_ID,), (COORDINATOR_ID,)))
+    rm.add_partitions_to_txn = AddPartitionsToTxnManager(0, cache, lambda txn_id: hash(txn_id) % TXN_PARTITIONS,
+                                                         request_timeout_ms=5000)
+    lead(rm, 1, isr=[0], tp=TP)
+    lead(rm, 1, isr=[0], tp=TP1)
+    return rm
+
+
+async def produce(rm: ReplicaManager, batches: dict[TopicPartition, bytearray], transactional_id: str = "tx"
+                  ) -> dict[TopicPartition, tuple[int, str | None]]:
+    result: Any = rm.append_records(1000, 1, {tp: memoryview(b) for tp, b in batches.items()},
+                                    transactional_id=transactional_id)
+    if isinstance(result, asyncio.Future):
+        result = await result
+    return {tp: (r.error, r.error_message) for tp, r in result.items() if isinstance(r, ProducePartitionResult)}
+
+
+def log_end(rm: ReplicaManager, tp: TopicPartition) -> int:
+    log_ = rm.partitions[tp].log
+    assert log_ is not None
+    return log_.log_end_offset
+
+
+def run_with_coordinator(tmp_path: Path, scenario: Any, **double_kw: Any) -> None:
+    async def main() -> None:
+        double = CoordinatorDouble(**double_kw)
+        await double.start()
+        rm = leader_with_coordinator(tmp_path, double.port)
+        try:
+            await asyncio.wait_for(scenario(rm, double), 20)
+        finally:
+            assert rm.add_partitions_to_txn is not None
+            rm.add_partitions_to_txn.shutdown()
+            await double.stop()
+    asyncio.run(main())
+
+
+def test_verified_partitions_are_appended_and_an_ongoing_transaction_needs_no_second_verification(
+        tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}) == {
+            TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
+        (request,) = double.requests
+        assert request.API_VERSION == 4
+        (txn,) = request.transactions
+        assert (txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.verify_only) == ("tx", 5, 0, True)
+        assert sorted((t.name, sorted(t.partitions)) for t in txn.topics) == [(TP.topic, [0, 1])]
+        assert await produce(rm, {TP: txn_batch(5, 1)}) == {TP: (ErrorCode.NONE, None)}
+        assert len(double.requests) == 1  # the transaction is ongoing on TP now
+        assert log_end(rm, TP) == 2 and log_end(rm, TP1) == 1
+    run_with_coordinator(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("coordinator_error, produce_error, message", [
+    (ErrorCode.INVALID_TXN_STATE, ErrorCode.INVALID_TXN_STATE, "Partition was not added to the transaction"),
+    (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_ENOUGH_REPLICAS,
+     "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS"),
+    (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH, None),
+])
+def test_a_partition_the_coordinator_does_not_confirm_is_not_appended(
+        tmp_path: Path, coordinator_error: ErrorCode, produce_error: ErrorCode, message: str | None) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.partition_errors[TP1] = coordinator_error
+        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}) == {
+            TP: (ErrorCode.NONE, None), TP1: (produce_error, message)}
+        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 0
+    run_with_coordinator(tmp_path, scenario)
+
+
+def test_a_top_level_error_applies_to_every_partition(tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.top_level_error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        result = await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)})
+        assert {tp: e for tp, (e, _) in result.items()} == {TP: ErrorCode.INVALID_TXN_STATE,
+                                                            TP1: ErrorCode.INVALID_TXN_STATE}
+    run_with_coordinator(tmp_path, scenario)
+
+
+def test_verifications_queued_while_one_is_in_flight_go_out_together(tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.hold = asyncio.Event()
+        first = asyncio.ensure_future(produce(rm, {TP: txn_batch(1, 0)}, "a"))
+        while not double.requests:
+            await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(produce(rm, {TP: txn_batch(2, 0)}, "b"))
+        third = asyncio.ensure_future(produce(rm, {TP1: txn_batch(3, 0)}, "c"))
+        again = asyncio.ensure_future(produce(rm, {TP1: txn_batch(3, 0)}, "c"))  # c again, same epoch: replaces it
+        await asyncio.sleep(0.1)
+        assert len(double.requests) == 1
+        double.hold.set()
+        results = await asyncio.gather(first, second, third, again)
+        assert [r[tp][0] for r, tp in zip(results, (TP, TP, TP1, TP1), strict=True)] == [
+            ErrorCode.NONE, ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NONE]
+        assert [sorted(t.transactional_id for t in r.transactions) for r in double.requests] == [["a"], ["b", "c"]]
+    run_with_coordinator(tmp_path, scenario)
+
+
+def test_a_coordinator_without_v4_verifies_nothing_and_the_produce_goes_through(tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        assert await produce(rm, {TP: txn_batch(5, 0)}) == {TP: (ErrorCode.NONE, None)}
+        assert double.requests == []
+    run_with_coordinator(tmp_path, scenario, max_version=3)
+
+
+def test_no_coordinator_unreachable_coordinator_and_mixed_producer_ids(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm = leader_with_coordinator(tmp_path / "none", None)
+        not_verified = ("Unable to verify the partition has been added to the transaction. Underlying error: ")
+        assert await produce(rm, {TP: txn_batch(5, 0)}) == {
+            TP: (ErrorCode.NOT_ENOUGH_REPLICAS, not_verified + "COORDINATOR_NOT_AVAILABLE")}
+        # two producer ids in one request: Kafka's InvalidPidMappingException for the whole request
+        result = await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(6, 0)})
+        assert {e for e, _ in result.values()} == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+        # non-transactional batches are never verified
+        assert await produce(rm, {TP: idempotent_batch(8, 0)}) == {TP: (ErrorCode.NONE, None)}
+
+        double = CoordinatorDouble()
+        await double.start()
+        port = double.port
+        await double.stop()  # nobody listens there any more
+        rm2 = leader_with_coordinator(tmp_path / "gone", port)
+        assert await produce(rm2, {TP: txn_batch(5, 0)}) == {
+            TP: (ErrorCode.NOT_ENOUGH_REPLICAS, not_verified + "NETWORK_EXCEPTION")}
+        for r in (rm, rm2):
+            assert r.add_partitions_to_txn is not None
+            r.add_partitions_to_txn.shutdown()
+    asyncio.run(asyncio.wait_for(scenario(), 20))
