@@ -438,8 +438,14 @@ class Partition:
         verify). `enabled` is the broker's transaction.partition.verification.enable, handed to the log."""
         if self.log is None or not self.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
-        self.log.producer_state.transaction_verification_enabled = enabled
+        self.set_transaction_verification(enabled)
         return self.log.maybe_start_transaction_verification(producer_id, sequence, epoch)
+
+    def set_transaction_verification(self, enabled: bool) -> None:
+        """Whether the log requires a verification guard for a transactional append that opens a transaction:
+        the broker's (dynamic) transaction.partition.verification.enable as of the last transactional request."""
+        if self.log is not None:
+            self.log.producer_state.transaction_verification_enabled = enabled
 
     def append_records_to_leader(self, records: memoryview, required_acks: int, now_ms: int, *,
                                  origin: AppendOrigin = AppendOrigin.CLIENT,

@@ -416,10 +416,11 @@ class ReplicaManager:
         """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
         `internal_topics_allowed=True`, acks=-1. A client's transactional produce passes its
         `transactional_id`, which starts KIP-890 verification."""
-        if (transactional_id is not None and self.add_partitions_to_txn is not None
-                and self.transaction_verification_enabled()):
-            return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
-                                         internal_topics_allowed)
+        if transactional_id is not None:
+            if self.add_partitions_to_txn is not None and self.transaction_verification_enabled():
+                return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
+                                             internal_topics_allowed)
+            self.disable_transaction_verification(entries)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
         for tp, records in entries.items():
@@ -433,6 +434,14 @@ class ReplicaManager:
         if self.produce_purgatory.try_complete_else_watch(op, list(results)):
             return results
         return future
+
+    def disable_transaction_verification(self, tps: Iterable[TopicPartition]) -> None:
+        """Verification is off (or there is no coordinator client): these logs take transactional appends
+        without a guard, as before the broker verified."""
+        for tp in tps:
+            partition = self.partitions.get(tp)
+            if partition is not None:
+                partition.set_transaction_verification(False)
 
     def _append_verified(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
                          transactional_id: str, internal_topics_allowed: bool

@@ -261,6 +261,7 @@ async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, 
     as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own)."""
     manager = replica_manager.add_partitions_to_txn
     if manager is None or not replica_manager.transaction_verification_enabled():
+        replica_manager.disable_transaction_verification([tp])
         return ErrorCode.NONE, None
     try:
         partition = replica_manager.get_partition_or_error(tp)

@@ -223,3 +223,13 @@ def test_no_coordinator_unreachable_coordinator_and_mixed_producer_ids(tmp_path:
             assert r.add_partitions_to_txn is not None
             r.add_partitions_to_txn.shutdown()
     asyncio.run(asyncio.wait_for(scenario(), 20))
+
+
+def test_turning_verification_off_lets_transactional_produce_through_unverified(tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.partition_errors[TP] = ErrorCode.INVALID_TXN_STATE
+        assert (await produce(rm, {TP: txn_batch(5, 0)}))[TP][0] == ErrorCode.INVALID_TXN_STATE
+        rm.transaction_verification_enabled = lambda: False  # transaction.partition.verification.enable, dynamic
+        assert await produce(rm, {TP: txn_batch(5, 0)}) == {TP: (ErrorCode.NONE, None)}
+        assert len(double.requests) == 1 and log_end(rm, TP) == 1
+    run_with_coordinator(tmp_path, scenario)
