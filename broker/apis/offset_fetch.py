@@ -2,7 +2,8 @@
 
 A group's committed offsets (with leader epoch v5+ and metadata) for the given partitions, or all of
 them (null topics, v2+); unknown partitions answer offset -1. v8+ asks for several groups at once.
-`require_stable` (v7+) is accepted (there are no pending transactional commits).
+`require_stable` (v7+, KIP-447): a partition with a transactional commit still waiting for its
+transaction's marker answers UNSTABLE_OFFSET_COMMIT (offset -1); without it the last committed offset.
 """
 
 from __future__ import annotations
