@@ -5,8 +5,9 @@ Public API: `GroupCoordinator` (coordinator.py, with rebalance.py), `GroupMetada
 `partition_for` (metadata_manager.py), `GroupCoordinatorConfig` (config.py), the result dataclasses of
 results.py, `GroupErrorCode`, and the record formats in schema.py. api.py turns kafka-python's decoded
 request objects into coordinator calls and responses (one coroutine per API), for handlers that want no
-mapping code of their own; service.py wires the coordinator into a broker (its ReplicaManager, the
-`__consumer_offsets` topic, the shared runtime of broker/coordinator/runtime.py).
+mapping code of their own; loader.py replays a `__consumer_offsets` partition while it loads; service.py
+wires the coordinator into a broker (its ReplicaManager, the `__consumer_offsets` topic, the shared runtime
+of broker/coordinator/runtime.py).
 """
 
 from broker.coordinator.group.config import GroupCoordinatorConfig

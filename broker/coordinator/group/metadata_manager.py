@@ -22,8 +22,9 @@ Contract:
   OffsetFetch (which answers UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets);
   `handle_txn_completion(producer_id, partitions, is_commit)`, called once the transaction's marker is
   written to those `__consumer_offsets` partitions, makes them committed (unless a newer commit already is)
-  or drops them. Loading (`load_batches`, batch by batch with the markers) replays the same rules: a
-  transaction's offsets count from its COMMIT marker on, an ABORT drops them, one still open stays pending.
+  or drops them. Loading (`load_batches`, batch by batch with the markers; the replay is loader.py's)
+  follows the same rules: a transaction's offsets count from its COMMIT marker on, an ABORT drops them, one
+  still open stays pending.
 - Offsets: `store_offsets`, `fetch_offsets`, `delete_offsets`, `delete_groups`, `delete_offsets_of_partitions`
   (Kafka's handleDeletedPartitions), and retention (KIP-211): every offsets.retention.check.interval.ms
   `expire_offsets` drops offsets past retention; Empty groups left without offsets die, with a tombstone.
@@ -46,6 +47,7 @@ from broker.coordinator.group.errors import (
     map_group_append_error,
     map_offset_append_error,
 )
+from broker.coordinator.group.loader import PartitionLoad
 from broker.coordinator.group.metadata import (
     CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
@@ -60,10 +62,6 @@ from broker.coordinator.group.schema import (
     MemberMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
-    SchemaError,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
     encode_group_metadata_key,
     encode_group_metadata_value,
     encode_offset_commit_key,
@@ -96,22 +94,6 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
-GroupTopicPartition = tuple[str, str, int]
-
-
-class _LoadState:
-    __slots__ = ("offsets", "pending", "groups", "removed_groups", "skipped")
-
-    def __init__(self) -> None:
-        # (group, topic, partition) -> (the commit's batch offset, value)
-        self.offsets: dict[GroupTopicPartition, tuple[int, OffsetCommitValue]] = {}
-        # producer id -> its open transaction's commits, same shape
-        self.pending: dict[int, dict[GroupTopicPartition, tuple[int, OffsetCommitValue]]] = {}
-        self.groups: dict[str, GroupMetadataValue] = {}
-        self.removed_groups: set[str] = set()
-        self.skipped = 0
-
-
 class GroupMetadataManager:
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig, *,
                  clock_ms: Callable[[], int] | None = None) -> None:
@@ -120,7 +102,7 @@ class GroupMetadataManager:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.groups: dict[str, GroupMetadata] = {}
         self._owned: set[int] = set()
-        self._loading: dict[int, _LoadState] = {}
+        self._loading: dict[int, PartitionLoad] = {}
         self.shutting_down = False
         self._expiry_timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -154,71 +136,30 @@ class GroupMetadataManager:
     def begin_loading(self, partition: int) -> None:
         """Mark a partition as being loaded: its groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded."""
         self._owned.discard(partition)
-        self._loading.setdefault(partition, _LoadState())
+        self._loading.setdefault(partition, PartitionLoad(partition))
 
     def load_partition(self, partition: int, records: Iterable[Record]) -> None:
         """Replay (key, value) pairs of one __consumer_offsets partition in log order; a chunk at a time."""
-        self._replay(partition, self._load_state(partition), records, -1, None)
+        self._load_state(partition).replay(records)
 
     def load_batches(self, partition: int, batches: Iterable[LoadedBatch]) -> None:
         """Replay whole batches of one __consumer_offsets partition in log order, markers included: a
         transactional batch's offsets wait for their producer's COMMIT marker (Kafka's loader)."""
-        state = self._load_state(partition)
-        for batch in batches:
-            if batch.control_type is not None:
-                pending = state.pending.pop(batch.producer_id, None)
-                if batch.control_type == 1 and pending:  # COMMIT
-                    for tp_key, appended in pending.items():
-                        current = state.offsets.get(tp_key)
-                        if current is None or current[0] < appended[0]:
-                            state.offsets[tp_key] = appended
-                continue
-            producer_id = batch.producer_id if batch.is_transactional else None
-            self._replay(partition, state, batch.records, batch.base_offset, producer_id)
+        self._load_state(partition).replay_batches(batches)
 
-    def _load_state(self, partition: int) -> _LoadState:
+    def _load_state(self, partition: int) -> PartitionLoad:
         state = self._loading.get(partition)
         if state is None:
             self.begin_loading(partition)
             state = self._loading[partition]
         return state
 
-    def _replay(self, partition: int, state: _LoadState, records: Iterable[Record], batch_offset: int,
-                producer_id: int | None) -> None:
-        for raw_key, raw_value in records:
-            try:
-                key = decode_key(raw_key)
-                if isinstance(key, OffsetCommitKey):
-                    tp_key = (key.group, key.topic, key.partition)
-                    offsets = state.offsets if producer_id is None else state.pending.setdefault(producer_id, {})
-                    if raw_value is None:
-                        offsets.pop(tp_key, None)
-                    else:
-                        offsets[tp_key] = (batch_offset, decode_offset_commit_value(raw_value))
-                elif isinstance(key, GroupMetadataKey):
-                    if raw_value is None:
-                        state.groups.pop(key.group, None)
-                        state.removed_groups.add(key.group)
-                    else:
-                        state.groups[key.group] = decode_group_metadata_value(raw_value)
-                        state.removed_groups.discard(key.group)
-            except SchemaError as exc:
-                state.skipped += 1
-                if state.skipped == 1:
-                    log.warning("__consumer_offsets-%d: skipping undecodable record: %s", partition, exc)
-
     def on_partition_loaded(self, partition: int) -> None:
         """Finish loading: build the groups, hand them to the coordinator, answer for them."""
-        state = self._loading.pop(partition, None) or _LoadState()
+        state = self._loading.pop(partition, None) or PartitionLoad(partition)
         now = self.clock_ms()
-        offsets_by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for (group_id, topic, tp_partition), appended in state.offsets.items():
-            offsets_by_group.setdefault(group_id, {})[TopicPartition(topic, tp_partition)] = _loaded_offset(appended)
-        pending_by_group: dict[str, dict[int, dict[TopicPartition, OffsetAndMetadata]]] = {}
-        for producer_id, producer_offsets in state.pending.items():
-            for (group_id, topic, tp_partition), appended in producer_offsets.items():
-                pending_by_group.setdefault(group_id, {}).setdefault(producer_id, {})[
-                    TopicPartition(topic, tp_partition)] = _loaded_offset(appended)
+        offsets_by_group = state.committed_by_group()
+        pending_by_group = state.pending_by_group()
         loaded = 0
         # Groups that only ever committed offsets (no group management) have no metadata record.
         offsets_only = [g for g in {**offsets_by_group, **pending_by_group} if g not in state.groups]
@@ -593,12 +534,6 @@ class GroupMetadataManager:
                 log.error("group coordinator: %s failed: %r", what, t.exception())
 
         task.add_done_callback(done)
-
-
-def _loaded_offset(appended: tuple[int, OffsetCommitValue]) -> OffsetAndMetadata:
-    batch_offset, v = appended
-    return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp,
-                             record_offset=batch_offset)
 
 
 def _error_name(code: int) -> str:
