@@ -235,3 +235,39 @@ def test_the_group_metadata_manager_loads_committed_offsets_through_the_runtime(
         manager.shutdown()
 
     asyncio.run(scenario())
+
+
+class BatchRecordingShard(RecordingShard):
+    """A shard that follows transactions: the runtime hands it whole batches, markers included."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[tuple[int, int, bool, int | None, list[bytes]]] = []
+
+    def load_batches(self, partition: int, batches: list[runtime_module.LoadedBatch]) -> None:
+        self.events.append(("batches", partition))
+        self.batches.extend((b.base_offset, b.producer_id, b.is_transactional, b.control_type,
+                             [bytes(k) for k, _ in b.records]) for b in batches)
+
+
+def test_a_batch_loading_shard_gets_producer_ids_transactional_bits_and_markers(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        p = leader_partition(tmp_path)
+        append_records(p, 2, prefix="plain")
+        append(p, build_batch([(b"t0", b"v", [], NOW), (b"t1", b"v", [], NOW)], producer_id=7, producer_epoch=0,
+                              base_sequence=0, is_transactional=True))
+        append(p, build_control_batch(ControlRecordType.ABORT, producer_id=7, producer_epoch=0, coordinator_epoch=0,
+                                      timestamp=NOW))
+        append(p, build_batch([(b"t2", b"v", [], NOW)], producer_id=8, producer_epoch=0, base_sequence=0,
+                              is_transactional=True))
+        append(p, build_control_batch(ControlRecordType.COMMIT, producer_id=8, producer_epoch=0, coordinator_epoch=0,
+                                      timestamp=NOW))
+        shard = BatchRecordingShard()
+        runtime = runtime_for(shard)
+        runtime.on_leadership_change([p], [])
+        await runtime.wait_loaded(0)
+        assert shard.events == [("begin", 0), ("batches", 0), ("loaded", 0)]
+        assert shard.batches == [(0, -1, False, None, [b"plain0", b"plain1"]), (2, 7, True, None, [b"t0", b"t1"]),
+                                 (4, 7, True, 0, []), (5, 8, True, None, [b"t2"]), (6, 8, True, 1, [])]
+
+    asyncio.run(scenario())
