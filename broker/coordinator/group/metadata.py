@@ -129,6 +129,8 @@ class GroupMetadata:
     pending_sync_members: set[str] = field(default_factory=set)
     supported_protocols: Counter[str] = field(default_factory=Counter)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # Offset commits whose append is in flight (the latest staged per partition).
+    pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     # Transactional offset commits waiting for their transaction's marker, per producer id (KIP-98).
     pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     subscribed_topics: frozenset[str] | None = None
@@ -361,9 +363,13 @@ class GroupMetadata:
         return bool(self.offsets or self.pending_txn_offsets)
 
     def has_pending_offset_commits(self, tp: TopicPartition) -> bool:
-        return any(tp in pending for pending in self.pending_txn_offsets.values())
+        """A commit of `tp` being appended, or a transactional one waiting for its marker (KIP-447's unstable)."""
+        return tp in self.pending_offset_commits or any(tp in p for p in self.pending_txn_offsets.values())
 
-    def remove_pending_txn_offsets(self, tps: list[TopicPartition]) -> None:
+    def remove_pending_offsets(self, tps: list[TopicPartition]) -> None:
+        """Offsets being deleted: their in-flight and transactional commits go too (Kafka's removeOffsets)."""
+        for tp in tps:
+            self.pending_offset_commits.pop(tp, None)
         for producer_id in list(self.pending_txn_offsets):
             pending = self.pending_txn_offsets[producer_id]
             for tp in tps:

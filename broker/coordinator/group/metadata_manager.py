@@ -278,13 +278,15 @@ class GroupMetadataManager:
     # Offsets
     # ================================================================================================
     async def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata]) -> int:
-        """Append the commits; the group's offsets change once the append succeeded (unless it died)."""
-        records = [
-            (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
-             encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
-                                                          o.expire_timestamp)))
-            for tp, o in offsets.items()]
-        error, base_offset = await self._append_batch(group.partition, records, map_offset_append_error)
+        """Append the commits; the group's offsets change once the append succeeded (unless it died). Until then
+        they are pending: OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them (Kafka's
+        pendingOffsetCommits)."""
+        group.pending_offset_commits.update(offsets)
+        error, base_offset = await self._append_batch(group.partition, _offset_records(group, offsets),
+                                                      map_offset_append_error)
+        for tp, o in offsets.items():
+            if group.pending_offset_commits.get(tp) is o:
+                del group.pending_offset_commits[tp]
         if error == E.NONE and not group.is_in(GroupState.DEAD):
             for tp, o in offsets.items():
                 o.record_offset = base_offset
@@ -298,11 +300,7 @@ class GroupMetadataManager:
                                 verification_guard: Any = None) -> int:
         """Append a producer's transactional commits (one transactional batch with its id and epoch) and keep
         them pending in the group until the transaction's marker (`handle_txn_completion`)."""
-        records = [
-            (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
-             encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
-                                                          o.expire_timestamp)))
-            for tp, o in offsets.items()]
+        records = _offset_records(group, offsets)
         self._open_groups_for_producer.setdefault(producer_id, set()).add(group.group_id)
         group.prepare_txn_offset_commit(producer_id, offsets)
         txn = TransactionalAppend(producer_id, producer_epoch, verification_guard)
@@ -367,7 +365,7 @@ class GroupMetadataManager:
             records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
-            group.remove_pending_txn_offsets(removable)
+            group.remove_pending_offsets(removable)
             for tp in removable:
                 group.offsets.pop(tp, None)
             if group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members:
@@ -426,7 +424,7 @@ class GroupMetadataManager:
             if await self._append(partition, records, map_offset_append_error) != E.NONE:
                 continue
             for group, tps, dies in entries:
-                group.remove_pending_txn_offsets(tps)
+                group.remove_pending_offsets(tps)
                 for tp in tps:
                     group.offsets.pop(tp, None)
                 removed += len(tps)
@@ -534,6 +532,14 @@ class GroupMetadataManager:
                 log.error("group coordinator: %s failed: %r", what, t.exception())
 
         task.add_done_callback(done)
+
+
+def _offset_records(group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata]
+                    ) -> list[tuple[bytes, bytes | None]]:
+    return [(encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)),
+             encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
+                                                          o.expire_timestamp)))
+            for tp, o in offsets.items()]
 
 
 def _error_name(code: int) -> str:

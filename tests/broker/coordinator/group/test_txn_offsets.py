@@ -7,6 +7,7 @@ bit) and markers, fed back to a new coordinator as the runtime feeds a `BatchLoa
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from dataclasses import replace
 
@@ -26,10 +27,13 @@ class TxnOffsetsLog:
         self.batches: dict[int, list[LoadedBatch]] = defaultdict(list)
         self.end: dict[int, int] = defaultdict(int)
         self.fail_with: BaseException | None = None
+        self.hold: asyncio.Event | None = None  # set: appends wait for it
         self.txn_appends: list[TransactionalAppend] = []
 
     async def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]],
                              txn: TransactionalAppend | None = None) -> int:
+        if self.hold is not None:
+            await self.hold.wait()
         if self.fail_with is not None:
             raise self.fail_with
         if txn is not None:
@@ -201,4 +205,21 @@ def test_deleting_offsets_drops_their_pending_commits_and_expiry_keeps_a_group_w
         assert await fetched(c, "g", TP0, TP1, stable=True) == [(-1, E.NONE), (-1, E.UNSTABLE_OFFSET_COMMIT)]
         await c.manager.expire_offsets()
         assert c.group("g") is not None  # no committed offsets left, but a transaction still open
+    run(scenario)
+
+
+def test_a_plain_commit_in_flight_is_unstable_too() -> None:
+    async def scenario() -> None:
+        log = TxnOffsetsLog()
+        c = log.new_coordinator()
+        await c.commit_offsets("g", "", None, -1, offsets((TP0, 5)))
+        log.hold = asyncio.Event()
+        commit = asyncio.ensure_future(c.commit_offsets("g", "", None, -1, offsets((TP0, 6))))
+        await asyncio.sleep(0)
+        assert await fetched(c, "g", TP0) == [(5, E.NONE)]
+        assert await fetched(c, "g", TP0, stable=True) == [(-1, E.UNSTABLE_OFFSET_COMMIT)]
+        log.hold.set()
+        assert await commit == {TP0: E.NONE}
+        assert await fetched(c, "g", TP0, stable=True) == [(6, E.NONE)]
+        assert c.group("g").pending_offset_commits == {}
     run(scenario)
