@@ -431,14 +431,13 @@ class Partition:
         return False, ErrorCode.NONE
 
     # ---- appends
-    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
-                                             enabled: bool = True) -> VerificationGuard:
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int) -> VerificationGuard:
         """KIP-890 (Kafka's Partition.maybeStartTransactionVerification): the guard a transactional produce
         must carry when its producer has no ongoing transaction here, SENTINEL when it has one (nothing to
-        verify). `enabled` is the broker's transaction.partition.verification.enable, handed to the log."""
+        verify). The broker verifies: the log requires the guard from now on."""
         if self.log is None or not self.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
-        self.set_transaction_verification(enabled)
+        self.set_transaction_verification(True)
         return self.log.maybe_start_transaction_verification(producer_id, sequence, epoch)
 
     def set_transaction_verification(self, enabled: bool) -> None:

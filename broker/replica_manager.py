@@ -449,7 +449,7 @@ class ReplicaManager:
         """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
         those it did not verify (and those that failed before asking) are not appended."""
         try:
-            split = split_for_verification(self, entries, True)
+            split = split_for_verification(self, entries)
         except KafkaApiError as e:
             return {tp: ProducePartitionResult(e.code, error_message=str(e)) for tp in entries}
 

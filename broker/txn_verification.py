@@ -201,8 +201,8 @@ class VerificationSplit:
     producer_epoch: int = -1
 
 
-def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview],
-                           enabled: bool) -> VerificationSplit:
+def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview]
+                           ) -> VerificationSplit:
     """Which partitions of a transactional produce need the coordinator's word first (Kafka's
     partitionEntriesForVerification): those whose first batch is transactional and whose producer has
     no ongoing transaction there. Raises KafkaApiError(INVALID_PRODUCER_ID_MAPPING) when the transactional
@@ -221,7 +221,7 @@ def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicP
         try:
             partition = replica_manager.get_partition_or_error(tp)
             guard = partition.maybe_start_transaction_verification(first.producer_id, first.base_sequence,
-                                                                   first.producer_epoch, enabled)
+                                                                   first.producer_epoch)
         except KafkaApiError as e:
             split.errors[tp] = e.code
             continue
