@@ -18,6 +18,8 @@ Transactional produce: a request whose first batch of any partition is transacti
 the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartitionsToTxn v4 verify_only)
 before the first transactional append of a producer to a partition: not in the transaction,
 INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
+NOT_ENOUGH_REPLICAS_AFTER_APPEND stays in the acks=-1 check, as in Kafka, but cannot be reached since the high
+watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ log = logging.getLogger("broker.apis.produce")
 API_KEY = 0
 MIN_VERSION = 0
 MAX_VERSION = 11
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.CORRUPT_MESSAGE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_RECORD,
+    ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_TXN_STATE,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -1,0 +1,127 @@
+"""The error-path harness: every handler module lists the error codes it can return in `ERRORS`, and a test
+module here, `test_<handler>_errors.py`, produces each of them through the real codec against a real broker.
+
+A test module defines `PRODUCERS: dict[ErrorCode, Producer]` (one function per code, given the session's
+`Brokers`, returning the decoded response that must carry the code) and
+`test_errors = error_path_test(<handler module>, PRODUCERS)`: one test per code of the handler's `ERRORS`, so
+a code listed without a producer fails, and a producer whose response lacks its code fails.
+`test_meta.py` checks that every handler has `ERRORS` (or sits in its commented allow-list) and a test module
+whose producers match it exactly.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from broker.testing import EmbeddedBroker
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from tests.broker.wire import roundtrip
+from tests.e2e.support import wait_until
+
+
+@dataclass
+class Brokers:
+    """The session's single broker (most codes) and, started on first use, a 3-broker cluster for the codes
+    only a partition led elsewhere or a lost follower can produce (`led_by_other`, `follower_lost`)."""
+    single: EmbeddedBroker
+    _start_cluster: Callable[[], Any]
+    _cluster: Any = None
+    _topics: set[str] = field(default_factory=set)
+    _follower_lost: Any = None
+
+    @property
+    def cluster(self) -> Any:
+        if self._cluster is None:
+            self._cluster = self._start_cluster()
+        return self._cluster
+
+    def call(self, request: Any, port: int | None = None) -> Any:
+        """One request on a fresh connection, encoded and decoded by our codec; a closed connection fails."""
+        with socket.create_connection(("127.0.0.1", port or self.single.port), timeout=30) as s:
+            return roundtrip(s, request, 7)
+
+    def topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None,
+              port: int | None = None, replicas: list[int] | None = None) -> str:
+        """Create a topic once (CreateTopics v4 through the codec), waiting for its leaders; `replicas`: every
+        partition's replica list (else one replica, placed by the controller)."""
+        key = f"{port}:{name}"
+        if key in self._topics:
+            return name
+
+        Req = request_class(ApiKey.CREATE_TOPICS)
+        T = Req.CreatableTopic
+        assignments = [T.CreatableReplicaAssignment(partition_index=p, broker_ids=replicas)
+                       for p in range(partitions)] if replicas else []
+        resp = self.call(Req[4](topics=[T(name=name, num_partitions=-1 if replicas else partitions,
+                                          replication_factor=-1 if replicas else 1,
+                                          assignments=assignments,
+                                          configs=[T.CreatableTopicConfig(name=k, value=v)
+                                                   for k, v in (configs or {}).items()])],
+                                timeout_ms=30000, validate_only=False), port)
+        assert resp.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS), resp
+        self._topics.add(key)
+        return name
+
+    def follower_lost(self, topics: tuple[str, ...], right_after: Callable[[], Any]) -> Any:
+        """Once per session: create `topics` with replicas [0, 2] (broker 0 leads), kill -9 broker 2 and call
+        `right_after` while broker 0 still counts it in the ISR (replica.lag.time.max.ms is 3 s); its answer
+        is kept and returned on every call, whichever test comes first."""
+        c = self.cluster
+        if self._follower_lost is None:
+            for name in topics:
+                self.topic(name, port=c.ports[0], replicas=[0, 2])
+            c.brokers[2].kill()
+            self._follower_lost = right_after()
+        return self._follower_lost
+
+    def led_by_other(self, name: str) -> str:
+        """A topic of the cluster whose one partition only broker 1 holds, known to broker 0's metadata:
+        broker 0 answers for it as a broker that does not lead it."""
+        c = self.cluster
+        self.topic(name, port=c.ports[1], replicas=[1])
+        Req = request_class(ApiKey.METADATA)
+        request = Req[9](topics=[Req.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False)
+        wait_until(lambda: self.call(request, c.ports[0]).topics[0].error_code == ErrorCode.NONE, 30,
+                   f"broker 0 to learn {name}")
+        return name
+
+
+Producer = Callable[[Brokers], Any]
+
+
+def error_codes(response: Any) -> set[int]:
+    """Every `*error_code` value anywhere in a decoded response."""
+    found: set[int] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k.endswith("error_code") and isinstance(v, int):
+                    found.add(v)
+                else:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(response.to_dict())
+    return found
+
+
+def error_path_test(handler: ModuleType, producers: dict[ErrorCode, Producer]) -> Callable[..., None]:
+    """A test parametrized by exactly `handler.ERRORS`: each code's producer must answer with that code."""
+    codes = list(getattr(handler, "ERRORS", ()))
+
+    @pytest.mark.parametrize("code", codes, ids=[c.name for c in codes])
+    def test_error(brokers: Brokers, code: ErrorCode) -> None:
+        assert code in producers, f"{handler.__name__} lists {code.name} but no test produces it"
+        response = producers[code](brokers)
+        assert response.API_KEY == handler.API_KEY
+        assert code in error_codes(response), f"expected {code.name} in {response}"
+    return test_error

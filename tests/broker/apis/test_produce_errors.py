@@ -1,0 +1,93 @@
+"""Produce: every code of `broker.apis.produce.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from broker.apis import produce
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from tests.e2e.support import wait_until
+
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.PRODUCE)
+Topic = Req.TopicProduceData
+
+
+def batch(n: int = 1, *, key: bytes | None = b"k", value: bytes = b"v", **kw: Any) -> bytes:
+    now = int(time.time() * 1000)
+    return build_batch([(key, value, [], now) for _ in range(n)], **kw)
+
+
+def send(b: Brokers, topic: str, records: bytes, *, acks: int = 1, timeout_ms: int = 10000, partition: int = 0,
+         port: int | None = None, version: int = 9) -> Any:
+    return b.call(Req[version](transactional_id=None, acks=acks, timeout_ms=timeout_ms, topic_data=[
+        Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=records)])]), port)
+
+
+def corrupt(b: Brokers) -> Any:
+    records = bytearray(batch())
+    records[-1] ^= 0xFF  # the last value byte: the batch CRC no longer matches
+    return send(b, b.topic("produce-plain"), bytes(records))
+
+
+def idempotent(b: Brokers, topic: str, *batches: bytes) -> Any:
+    b.topic(topic)
+    response = None
+    for records in batches:
+        response = send(b, topic, records)
+    return response
+
+
+# The partitions the lost follower belongs to; the first code to run kills it, the other finds it dead.
+LOST = ("produce-wait-follower", "produce-under-min-isr")
+
+
+def timed_out(b: Brokers) -> Any:
+    # the dead follower is still in the ISR for 3 s: the high watermark cannot pass the batch
+    return b.follower_lost(LOST, lambda: send(b, LOST[0], batch(), acks=-1, timeout_ms=200, port=b.cluster.ports[0]))
+
+
+def not_enough_replicas(b: Brokers) -> Any:
+    timed_out(b)
+    alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    R = alter.AlterConfigsResource
+    b.call(alter[0](resources=[R(resource_type=2, resource_name=LOST[1], configs=[R.AlterableConfig(
+        name="min.insync.replicas", config_operation=0, value="2")])], validate_only=False), b.cluster.ports[0])
+    meta = request_class(ApiKey.METADATA)
+    request = meta[9](topics=[meta.MetadataRequestTopic(name=LOST[1])], allow_auto_topic_creation=False)
+    wait_until(lambda: b.call(request, b.cluster.ports[0]).topics[0].partitions[0].isr_nodes == [0], 30,
+               "broker 0 to drop its dead follower from the ISR")
+    return send(b, LOST[1], batch(), acks=-1, port=b.cluster.ports[0])
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUIRED_ACKS: lambda b: send(b, b.topic("produce-plain"), batch(), acks=2),
+    ErrorCode.CORRUPT_MESSAGE: corrupt,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "produce-missing", batch()),
+    ErrorCode.INVALID_TOPIC_EXCEPTION: lambda b: send(b, "__consumer_offsets", batch()),
+    ErrorCode.NOT_ENOUGH_REPLICAS: not_enough_replicas,
+    ErrorCode.REQUEST_TIMED_OUT: timed_out,
+    ErrorCode.INVALID_RECORD: lambda b: send(
+        b, b.topic("produce-compacted", configs={"cleanup.policy": "compact"}), batch(key=None)),
+    ErrorCode.MESSAGE_TOO_LARGE: lambda b: send(
+        b, b.topic("produce-small", configs={"max.message.bytes": "100"}), batch(value=b"x" * 200)),
+    ErrorCode.RECORD_LIST_TOO_LARGE: lambda b: send(
+        b, b.topic("produce-tiny-segment", configs={"segment.bytes": "14"}), batch()),
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: lambda b: idempotent(
+        b, "produce-sequence", batch(producer_id=7001, producer_epoch=0, base_sequence=0),
+        batch(producer_id=7001, producer_epoch=0, base_sequence=5)),
+    ErrorCode.INVALID_PRODUCER_EPOCH: lambda b: idempotent(
+        b, "produce-epoch", batch(producer_id=7002, producer_epoch=3, base_sequence=0),
+        batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
+    ErrorCode.INVALID_TXN_STATE: lambda b: idempotent(
+        b, "produce-txn-state", batch(producer_id=7003, producer_epoch=0, base_sequence=0, is_transactional=True),
+        batch(producer_id=7003, producer_epoch=0, base_sequence=1)),
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("produce-on-1"), batch(),
+                                                     port=b.cluster.ports[0]),
+}
+
+test_errors = error_path_test(produce, PRODUCERS)
