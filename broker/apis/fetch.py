@@ -15,6 +15,10 @@ Fetch from the closest replica (KIP-392, v11+): a consumer may fetch from a foll
 own high watermark; on the leader, with `replica.selector.class` set, a consumer's `rack_id` may be answered
 with a `preferred_read_replica` (Kafka's RackAwareReplicaSelector: an in-sync follower in that rack) and no
 records, at once.
+Errors: per partition UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+), OFFSET_OUT_OF_RANGE; for the whole request
+FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH. Gaps: Kafka's FETCH_SESSION_TOPIC_ID_ERROR and
+INCONSISTENT_TOPIC_ID (a session mixing or changing topic ids) are not answered.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from storage import TopicPartition
 API_KEY = 1
 MIN_VERSION = 0
 MAX_VERSION = 17
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_OUT_OF_RANGE,
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+)
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_LIMIT = 2**31 - 1

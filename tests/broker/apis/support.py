@@ -12,6 +12,7 @@ whose producers match it exactly.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -22,8 +23,15 @@ import pytest
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from protocol.records import build_batch
 from tests.broker.wire import roundtrip
 from tests.e2e.support import wait_until
+
+# The cluster's topics broker 2 takes part in when it is killed (`Brokers.broker_2_killed`).
+WAITS_FOR_2 = "waits-for-2"  # acks=-1 waits for the dead follower: REQUEST_TIMED_OUT
+UNDER_MIN_ISR = "under-min-isr"  # min.insync.replicas=2, once broker 2 is out of the ISR: NOT_ENOUGH_REPLICAS
+LED_BY_2 = "led-by-2"  # moves to broker 0 with a new leader epoch: FENCED_LEADER_EPOCH for the old one
+KILLED_2_TOPICS = {WAITS_FOR_2: [0, 2], UNDER_MIN_ISR: [0, 2], LED_BY_2: [2, 0]}
 
 
 @dataclass
@@ -34,7 +42,7 @@ class Brokers:
     _start_cluster: Callable[[], Any]
     _cluster: Any = None
     _topics: set[str] = field(default_factory=set)
-    _follower_lost: Any = None
+    _timed_out_produce: Any = None
 
     @property
     def cluster(self) -> Any:
@@ -69,17 +77,29 @@ class Brokers:
         self._topics.add(key)
         return name
 
-    def follower_lost(self, topics: tuple[str, ...], right_after: Callable[[], Any]) -> Any:
-        """Once per session: create `topics` with replicas [0, 2] (broker 0 leads), kill -9 broker 2 and call
-        `right_after` while broker 0 still counts it in the ISR (replica.lag.time.max.ms is 3 s); its answer
-        is kept and returned on every call, whichever test comes first."""
+    def broker_2_killed(self) -> Any:
+        """Once per session: create the `KILLED_2_TOPICS`, kill -9 broker 2 and, while broker 0 still counts it
+        in the ISR (replica.lag.time.max.ms is 3 s), send an acks=-1 Produce of 200 ms to `WAITS_FOR_2`. That
+        answer (REQUEST_TIMED_OUT) is kept and returned on every call, whichever test comes first. Later
+        broker 0 drops broker 2 from the ISR, and the controller moves `LED_BY_2` to broker 0 (a new leader
+        epoch) once broker 2's ZooKeeper session expires."""
         c = self.cluster
-        if self._follower_lost is None:
-            for name in topics:
-                self.topic(name, port=c.ports[0], replicas=[0, 2])
+        if self._timed_out_produce is None:
+            for name, replicas in KILLED_2_TOPICS.items():
+                self.topic(name, port=c.ports[0], replicas=replicas)
             c.brokers[2].kill()
-            self._follower_lost = right_after()
-        return self._follower_lost
+            Req = request_class(ApiKey.PRODUCE)
+            T = Req.TopicProduceData
+            records = build_batch([(b"k", b"v", [], int(time.time() * 1000))])
+            self._timed_out_produce = self.call(Req[9](transactional_id=None, acks=-1, timeout_ms=200, topic_data=[
+                T(name=WAITS_FOR_2, partition_data=[T.PartitionProduceData(index=0, records=records)])]), c.ports[0])
+        return self._timed_out_produce
+
+    def partition_on_0(self, topic: str) -> Any:
+        """The partition as broker 0's metadata describes it."""
+        Req = request_class(ApiKey.METADATA)
+        return self.call(Req[9](topics=[Req.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False),
+                         self.cluster.ports[0]).topics[0].partitions[0]
 
     def led_by_other(self, name: str) -> str:
         """A topic of the cluster whose one partition only broker 1 holds, known to broker 0's metadata:

@@ -11,7 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from tests.e2e.support import wait_until
 
-from .support import Brokers, Producer, error_path_test
+from .support import UNDER_MIN_ISR, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.PRODUCE)
 Topic = Req.TopicProduceData
@@ -42,26 +42,15 @@ def idempotent(b: Brokers, topic: str, *batches: bytes) -> Any:
     return response
 
 
-# The partitions the lost follower belongs to; the first code to run kills it, the other finds it dead.
-LOST = ("produce-wait-follower", "produce-under-min-isr")
-
-
-def timed_out(b: Brokers) -> Any:
-    # the dead follower is still in the ISR for 3 s: the high watermark cannot pass the batch
-    return b.follower_lost(LOST, lambda: send(b, LOST[0], batch(), acks=-1, timeout_ms=200, port=b.cluster.ports[0]))
-
-
 def not_enough_replicas(b: Brokers) -> Any:
-    timed_out(b)
+    b.broker_2_killed()
     alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     R = alter.AlterConfigsResource
-    b.call(alter[0](resources=[R(resource_type=2, resource_name=LOST[1], configs=[R.AlterableConfig(
+    b.call(alter[0](resources=[R(resource_type=2, resource_name=UNDER_MIN_ISR, configs=[R.AlterableConfig(
         name="min.insync.replicas", config_operation=0, value="2")])], validate_only=False), b.cluster.ports[0])
-    meta = request_class(ApiKey.METADATA)
-    request = meta[9](topics=[meta.MetadataRequestTopic(name=LOST[1])], allow_auto_topic_creation=False)
-    wait_until(lambda: b.call(request, b.cluster.ports[0]).topics[0].partitions[0].isr_nodes == [0], 30,
+    wait_until(lambda: b.partition_on_0(UNDER_MIN_ISR).isr_nodes == [0], 30,
                "broker 0 to drop its dead follower from the ISR")
-    return send(b, LOST[1], batch(), acks=-1, port=b.cluster.ports[0])
+    return send(b, UNDER_MIN_ISR, batch(), acks=-1, port=b.cluster.ports[0])
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
@@ -70,7 +59,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "produce-missing", batch()),
     ErrorCode.INVALID_TOPIC_EXCEPTION: lambda b: send(b, "__consumer_offsets", batch()),
     ErrorCode.NOT_ENOUGH_REPLICAS: not_enough_replicas,
-    ErrorCode.REQUEST_TIMED_OUT: timed_out,
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: b.broker_2_killed(),
     ErrorCode.INVALID_RECORD: lambda b: send(
         b, b.topic("produce-compacted", configs={"cleanup.policy": "compact"}), batch(key=None)),
     ErrorCode.MESSAGE_TOO_LARGE: lambda b: send(

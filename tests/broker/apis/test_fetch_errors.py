@@ -1,0 +1,57 @@
+"""Fetch: every code of `broker.apis.fetch.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.apis import fetch
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from tests.e2e.support import wait_until
+
+from .support import LED_BY_2, Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.FETCH)
+Topic = Req.FetchTopic
+
+
+def send(b: Brokers, topic: str, *, version: int = 12, offset: int = 0, epoch: int = -1, session_id: int = 0,
+         session_epoch: int = -1, topic_id: uuid.UUID | None = None, port: int | None = None) -> Any:
+    return b.call(Req[version](
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=session_id,
+        session_epoch=session_epoch, forgotten_topics_data=[], rack_id="",
+        topics=[Topic(topic=topic, topic_id=topic_id or uuid.UUID(int=0), partitions=[Topic.FetchPartition(
+            partition=0, current_leader_epoch=epoch, fetch_offset=offset, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=1 << 20)])]), port)
+
+
+def leader_epoch(b: Brokers, topic: str) -> int:
+    meta = request_class(ApiKey.METADATA)
+    return int(b.call(meta[9](topics=[meta.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False))
+               .topics[0].partitions[0].leader_epoch)
+
+
+def fenced(b: Brokers) -> Any:
+    b.broker_2_killed()
+    wait_until(lambda: b.partition_on_0(LED_BY_2).leader_id == 0, 60, f"broker 0 to lead {LED_BY_2}")
+    epoch = b.partition_on_0(LED_BY_2).leader_epoch
+    assert epoch > 0
+    return send(b, LED_BY_2, epoch=epoch - 1, port=b.cluster.ports[0])
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "fetch-missing"),
+    ErrorCode.UNKNOWN_TOPIC_ID: lambda b: send(b, "", version=13, topic_id=uuid.uuid4()),
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("fetch-on-1"), port=b.cluster.ports[0]),
+    ErrorCode.FENCED_LEADER_EPOCH: fenced,
+    ErrorCode.UNKNOWN_LEADER_EPOCH: lambda b: send(
+        b, b.topic("fetch-plain"), epoch=leader_epoch(b, "fetch-plain") + 1),
+    ErrorCode.OFFSET_OUT_OF_RANGE: lambda b: send(b, b.topic("fetch-plain"), offset=1000),
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND: lambda b: send(b, b.topic("fetch-plain"), session_id=123456,
+                                                         session_epoch=1),
+    ErrorCode.INVALID_FETCH_SESSION_EPOCH: lambda b: send(
+        b, "fetch-plain", session_id=send(b, b.topic("fetch-plain"), session_epoch=0).session_id, session_epoch=5),
+}
+
+test_errors = error_path_test(fetch, PRODUCERS)
