@@ -8,7 +8,10 @@ whose batch max timestamp is at or after it (time index). MAX_TIMESTAMP and time
 what they find is not below the same bound as LATEST (Kafka's lastFetchableOffset). Each answer carries
 the leader epoch of that offset (v4+). v0 answers with the old list-of-offsets layout.
 The lookup is the partition's (`Partition.fetch_offset_for_timestamp`).
-Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH.
+Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH,
+INVALID_REQUEST for a negative timestamp that names no special lookup. Gaps: Kafka's OFFSET_NOT_AVAILABLE
+(a new leader whose epoch starts above its high watermark) and INVALID_REQUEST for a partition named twice
+are not answered.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 0
 MAX_VERSION = 9
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.INVALID_REQUEST,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

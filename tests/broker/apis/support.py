@@ -95,6 +95,14 @@ class Brokers:
                 T(name=WAITS_FOR_2, partition_data=[T.PartitionProduceData(index=0, records=records)])]), c.ports[0])
         return self._timed_out_produce
 
+    def fenced_epoch(self) -> int:
+        """A leader epoch of `LED_BY_2` older than broker 0's, once broker 0 leads it after broker 2's death."""
+        self.broker_2_killed()
+        wait_until(lambda: self.partition_on_0(LED_BY_2).leader_id == 0, 60, f"broker 0 to lead {LED_BY_2}")
+        epoch = int(self.partition_on_0(LED_BY_2).leader_epoch)
+        assert epoch > 0
+        return epoch - 1
+
     def partition_on_0(self, topic: str) -> Any:
         """The partition as broker 0's metadata describes it."""
         Req = request_class(ApiKey.METADATA)

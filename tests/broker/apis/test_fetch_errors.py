@@ -8,7 +8,6 @@ from typing import Any
 from broker.apis import fetch
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from tests.e2e.support import wait_until
 
 from .support import LED_BY_2, Brokers, Producer, error_path_test
 
@@ -32,19 +31,11 @@ def leader_epoch(b: Brokers, topic: str) -> int:
                .topics[0].partitions[0].leader_epoch)
 
 
-def fenced(b: Brokers) -> Any:
-    b.broker_2_killed()
-    wait_until(lambda: b.partition_on_0(LED_BY_2).leader_id == 0, 60, f"broker 0 to lead {LED_BY_2}")
-    epoch = b.partition_on_0(LED_BY_2).leader_epoch
-    assert epoch > 0
-    return send(b, LED_BY_2, epoch=epoch - 1, port=b.cluster.ports[0])
-
-
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "fetch-missing"),
     ErrorCode.UNKNOWN_TOPIC_ID: lambda b: send(b, "", version=13, topic_id=uuid.uuid4()),
     ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("fetch-on-1"), port=b.cluster.ports[0]),
-    ErrorCode.FENCED_LEADER_EPOCH: fenced,
+    ErrorCode.FENCED_LEADER_EPOCH: lambda b: send(b, LED_BY_2, epoch=b.fenced_epoch(), port=b.cluster.ports[0]),
     ErrorCode.UNKNOWN_LEADER_EPOCH: lambda b: send(
         b, b.topic("fetch-plain"), epoch=leader_epoch(b, "fetch-plain") + 1),
     ErrorCode.OFFSET_OUT_OF_RANGE: lambda b: send(b, b.topic("fetch-plain"), offset=1000),
