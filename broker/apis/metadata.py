@@ -26,6 +26,10 @@ from protocol.errors import ErrorCode
 API_KEY = 3
 MIN_VERSION = 0
 MAX_VERSION = 12
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.REPLICA_NOT_AVAILABLE,
+)
 ZERO_UUID = uuid.UUID(int=0)
 
 

@@ -16,7 +16,7 @@ from .support import Brokers
 @pytest.fixture(scope="session")
 def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brokers]:
     base: Path = tmp_path_factory.mktemp("error-paths")
-    single = EmbeddedBroker({"auto.create.topics.enable": "false"}, data_dir=base / "single").start()
+    single = EmbeddedBroker(data_dir=base / "single").start()
     started: list[LocalCluster] = []
 
     def start_cluster() -> LocalCluster:
