@@ -155,7 +155,7 @@ class AdminManager:
             ok = await self._wait_for(lambda: all(self._topic_ready(n) for n in created), timeout_ms)
             if not ok:
                 for n in created:
-                    if not self._topic_ready(n):
+                    if timeout_ms <= 0 or not self._topic_ready(n):
                         results[n] = TopicResult(ErrorCode.REQUEST_TIMED_OUT,
                                                  "Topic creation did not complete in time")
             for n in created:
@@ -169,6 +169,9 @@ class AdminManager:
         return tm is not None and all(p.leader >= 0 for p in tm.partitions.values()) and bool(tm.partitions)
 
     async def _wait_for(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
+        if timeout_ms <= 0:
+            # Kafka's ZkAdminManager does not wait at all then: the change is made, the answer REQUEST_TIMED_OUT.
+            return False
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
         while not condition():
             remaining = deadline - time.monotonic()
@@ -229,7 +232,7 @@ class AdminManager:
                                       timeout_ms)
             if not ok:
                 for n in marked:
-                    if n in self.server.metadata_cache.topics:
+                    if timeout_ms <= 0 or n in self.server.metadata_cache.topics:
                         results[n] = (ErrorCode.REQUEST_TIMED_OUT, "Topic deletion did not complete in time")
         return results
 
