@@ -8,7 +8,8 @@ rack-unaware round robin. `validate_only` checks everything and creates nothing.
 REQUEST_TIMED_OUT. v5+ returns partitions, replication factor and configs (each with the source and
 sensitivity DescribeConfigs reports); v7 the topic id.
 Duplicate names in one request: INVALID_REQUEST for that name, as Kafka; a config with a null value:
-INVALID_CONFIG "Null value not supported for topic configs: a,b".
+INVALID_CONFIG "Null value not supported for topic configs: a,b". `timeout_ms` <= 0: the topics are created
+and the answer, at once, is REQUEST_TIMED_OUT (Kafka's ZkAdminManager).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from protocol.errors import ErrorCode
 API_KEY = 19
 MIN_VERSION = 0
 MAX_VERSION = 7
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
+    ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR,
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT,
+)
 
 ZERO_UUID = uuid.UUID(int=0)
 

@@ -4,7 +4,8 @@ Marks each topic for deletion in the metadata store (Kafka: /admin/delete_topics
 stops and deletes the replicas and removes the topic. The answer waits up to `timeout_ms` for the
 topic to leave this broker's metadata (else REQUEST_TIMED_OUT). Unknown topics:
 UNKNOWN_TOPIC_OR_PARTITION; v6 may name topics by id (UNKNOWN_TOPIC_ID when unknown);
-`delete.topic.enable=false`: TOPIC_DELETION_DISABLED.
+`delete.topic.enable=false`: TOPIC_DELETION_DISABLED. `timeout_ms` <= 0: marked for deletion and answered
+REQUEST_TIMED_OUT at once (Kafka's ZkAdminManager).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from protocol.errors import ErrorCode
 API_KEY = 20
 MIN_VERSION = 0
 MAX_VERSION = 6
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_DELETION_DISABLED,
+    ErrorCode.REQUEST_TIMED_OUT,
+)
 
 ZERO_UUID = uuid.UUID(int=0)
 

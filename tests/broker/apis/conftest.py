@@ -25,7 +25,9 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brokers]:
                                    "replica.lag.time.max.ms": "3000"}, data_dir=base / "cluster").start()
         started.append(cluster)
         return cluster
-    yield Brokers(single, start_cluster)
+    brokers = Brokers(single, start_cluster)
+    yield brokers
+    brokers.stop_others()
     for cluster in started:
         cluster.stop()
     single.stop()

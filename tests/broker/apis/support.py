@@ -43,12 +43,27 @@ class Brokers:
     _cluster: Any = None
     _topics: set[str] = field(default_factory=set)
     _timed_out_produce: Any = None
+    _others: dict[str, EmbeddedBroker] = field(default_factory=dict)
 
     @property
     def cluster(self) -> Any:
         if self._cluster is None:
             self._cluster = self._start_cluster()
         return self._cluster
+
+    def other(self, **overrides: str) -> EmbeddedBroker:
+        """A second single broker with static config overrides (`delete.topic.enable`, ...), started on first
+        use and stopped with the session; the keywords are the keys with `_` for `.`."""
+        props = {k.replace("_", "."): v for k, v in overrides.items()}
+        key = repr(sorted(props.items()))
+        if key not in self._others:
+            self._others[key] = EmbeddedBroker(props).start()
+        return self._others[key]
+
+    def stop_others(self) -> None:
+        for b in self._others.values():
+            b.stop()
+            b.cleanup()
 
     def call(self, request: Any, port: int | None = None) -> Any:
         """One request on a fresh connection, encoded and decoded by our codec; a closed connection fails."""

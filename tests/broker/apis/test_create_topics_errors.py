@@ -1,0 +1,39 @@
+"""CreateTopics: every code of `broker.apis.create_topics.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis import create_topics
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.CREATE_TOPICS)
+T = Req.CreatableTopic
+
+
+def topic(name: str, partitions: int = 1, replication_factor: int = 1, configs: dict[str, str | None] | None = None,
+          assignment: list[int] | None = None) -> Any:
+    return T(name=name, num_partitions=partitions, replication_factor=replication_factor,
+             assignments=[T.CreatableReplicaAssignment(partition_index=0, broker_ids=assignment)] if assignment else [],
+             configs=[T.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])
+
+
+def send(b: Brokers, *topics: Any, timeout_ms: int = 30000) -> Any:
+    return b.call(Req[7](topics=list(topics), timeout_ms=timeout_ms, validate_only=False))
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUEST: lambda b: send(b, topic("create-twice"), topic("create-twice")),
+    ErrorCode.INVALID_CONFIG: lambda b: send(b, topic("create-bad-config", configs={"retention.ms": "soon"})),
+    ErrorCode.INVALID_TOPIC_EXCEPTION: lambda b: send(b, topic("bad name!")),
+    ErrorCode.TOPIC_ALREADY_EXISTS: lambda b: send(b, topic(b.topic("create-existing"))),
+    ErrorCode.INVALID_PARTITIONS: lambda b: send(b, topic("create-no-partitions", partitions=0)),
+    ErrorCode.INVALID_REPLICATION_FACTOR: lambda b: send(b, topic("create-rf-3", replication_factor=3)),
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT: lambda b: send(b, topic("create-both", assignment=[0])),
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, topic("create-no-wait"), timeout_ms=0),
+}
+
+test_errors = error_path_test(create_topics, PRODUCERS)
