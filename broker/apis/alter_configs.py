@@ -19,6 +19,9 @@ from protocol.errors import ErrorCode
 API_KEY = 33
 MIN_VERSION = 0
 MAX_VERSION = 2
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -27,6 +27,9 @@ from protocol.errors import ErrorCode
 API_KEY = 32
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_REQUEST,
+)
 
 TOPIC = 2
 BROKER = 4

@@ -20,6 +20,9 @@ from protocol.errors import ErrorCode
 API_KEY = 44
 MIN_VERSION = 0
 MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -1,0 +1,30 @@
+"""AlterConfigs: every code of `broker.apis.alter_configs.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis import alter_configs
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.ALTER_CONFIGS)
+R = Req.AlterConfigsResource
+TOPIC = 2
+
+
+def send(b: Brokers, *resources: tuple[str, dict[str, str]]) -> Any:
+    return b.call(Req[2](resources=[R(resource_type=TOPIC, resource_name=name, configs=[
+        R.AlterableConfig(name=k, value=v) for k, v in configs.items()]) for name, configs in resources],
+        validate_only=False))
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUEST: lambda b: send(b, (b.topic("alter-plain"), {}), ("alter-plain", {})),
+    ErrorCode.INVALID_CONFIG: lambda b: send(b, (b.topic("alter-plain"), {"retention.ms": "soon"})),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, ("alter-missing", {"retention.ms": "1000"})),
+}
+
+test_errors = error_path_test(alter_configs, PRODUCERS)

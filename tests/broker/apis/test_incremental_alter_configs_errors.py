@@ -1,0 +1,31 @@
+"""IncrementalAlterConfigs: every code of `broker.apis.incremental_alter_configs.ERRORS`, over a real socket
+with our codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis import incremental_alter_configs
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+R = Req.AlterConfigsResource
+TOPIC = 2
+SET, APPEND = 0, 2
+
+
+def send(b: Brokers, name: str, key: str, value: str, op: int = SET) -> Any:
+    return b.call(Req[1](resources=[R(resource_type=TOPIC, resource_name=name, configs=[
+        R.AlterableConfig(name=key, config_operation=op, value=value)])], validate_only=False))
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUEST: lambda b: send(b, b.topic("incremental-plain"), "retention.ms", "1", op=9),
+    ErrorCode.INVALID_CONFIG: lambda b: send(b, b.topic("incremental-plain"), "retention.ms", "1", op=APPEND),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "incremental-missing", "retention.ms", "1000"),
+}
+
+test_errors = error_path_test(incremental_alter_configs, PRODUCERS)
