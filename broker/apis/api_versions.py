@@ -5,23 +5,34 @@ the broker's only table of what it serves, so it can never claim an API or versi
 A request at a version outside ours never reaches this module: the server answers it in the v0 layout
 with UNSUPPORTED_VERSION and only ApiVersions' own range (as Kafka does, KIP-511), so the client retries
 at a version we serve.
+v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
+digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
 Gaps: no supported/finalized features (KRaft feature levels) are advertised.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
 
 API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST)
+
+SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     from broker.apis import advertised_versions
 
+    if request.API_VERSION >= 3 and not all(
+            SOFTWARE_NAME_OR_VERSION.fullmatch(value or "")
+            for value in (request.client_software_name, request.client_software_version)):
+        return response_for(request, error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     Resp = response_type(request)
     keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(advertised_versions().items())]

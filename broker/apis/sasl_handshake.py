@@ -1,7 +1,8 @@
 """SaslHandshake (key 17), versions 0–1.
 
-This broker has PLAINTEXT listeners only: every mechanism answers UNSUPPORTED_SASL_MECHANISM with an
-empty list of enabled mechanisms, which is what Kafka says on a listener without SASL.
+This broker has PLAINTEXT listeners only: every handshake answers ILLEGAL_SASL_STATE with an empty list of
+mechanisms, which is what Kafka's KafkaApis says when a SaslHandshake reaches it on a listener without SASL
+(no authenticator took the request first).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from protocol.errors import ErrorCode
 API_KEY = 17
 MIN_VERSION = 0
 MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.ILLEGAL_SASL_STATE,)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    return response_for(request, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[])
+    return response_for(request, error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
