@@ -17,11 +17,16 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.delayed_delete_records import DeleteRecordsPartitionResult
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 API_KEY = 21
 MIN_VERSION = 0
 MAX_VERSION = 2
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REQUEST_TIMED_OUT,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

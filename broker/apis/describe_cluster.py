@@ -15,6 +15,7 @@ from protocol.errors import ErrorCode
 API_KEY = 60
 MIN_VERSION = 0
 MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -15,11 +15,16 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 API_KEY = 23
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
