@@ -23,6 +23,10 @@ from storage import TopicPartition
 API_KEY = 45
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_CONTROLLER, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

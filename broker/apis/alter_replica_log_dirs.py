@@ -28,6 +28,10 @@ from storage import TopicPartition
 API_KEY = 34
 MIN_VERSION = 0
 MAX_VERSION = 2
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.LOG_DIR_NOT_FOUND,
+    ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 MAX_DIR_NAME_LENGTH = 255
 FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")  # <topic>-<partition>.<uuid hex>-future

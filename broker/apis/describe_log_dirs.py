@@ -23,6 +23,9 @@ from storage import TopicPartition
 API_KEY = 35
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.KAFKA_STORAGE_ERROR,
+)
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,9 @@ from storage import TopicPartition
 API_KEY = 46
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_CONTROLLER,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -118,6 +118,15 @@ class Brokers:
         assert epoch > 0
         return epoch - 1
 
+    def not_controller_port(self) -> int:
+        """The port of a live cluster broker that is not the active controller."""
+        Req = request_class(ApiKey.METADATA)
+        c = self.cluster
+        seen: list[int] = []
+        wait_until(lambda: seen.append(self.call(Req[9](topics=[], allow_auto_topic_creation=False),
+                                                 c.ports[0]).controller_id) or seen[-1] >= 0, 30, "a controller")
+        return c.ports[1] if seen[-1] == 0 else c.ports[0]
+
     def partition_on_0(self, topic: str) -> Any:
         """The partition as broker 0's metadata describes it."""
         Req = request_class(ApiKey.METADATA)

@@ -26,8 +26,7 @@ NOT_YET_COVERED: set[str] = {
     "sync_group", "heartbeat", "leave_group", "create_partitions",
     "init_producer_id",
     "leader_and_isr", "stop_replica", "update_metadata", "controlled_shutdown", "describe_groups", "list_groups",
-    "alter_replica_log_dirs", "describe_log_dirs",
-    "delete_groups", "alter_partition_reassignments", "list_partition_reassignments", "offset_delete",
+    "delete_groups", "offset_delete",
 }
 
 
