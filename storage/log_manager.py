@@ -183,7 +183,12 @@ class LogManager:
         for d in self._dir_of.values():
             counts[d] = counts.get(d, 0) + 1
         target = self._preferred_dir.pop(tp, None) or min(self.log_dirs, key=lambda d: counts[d])
-        lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id, had_clean_shutdown=True)
+        try:
+            lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id,
+                          had_clean_shutdown=True)
+        except OSError as e:
+            # Kafka's getOrCreateLog: an I/O failure creating the log is a storage error of that partition.
+            raise KafkaStorageError(f"cannot create the log of {tp} in {target}: {e}") from e
         self._logs[tp] = lg
         self._dir_of[tp] = target
         return lg
