@@ -6,7 +6,9 @@ one held are skipped; the rest become leaders (fetchers stopped, remote replicas
 followers (fetchers started toward the new leader, which truncate by leader epoch first). A request stamped
 with an older broker epoch than this broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH
 (-1, from a controller without broker epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+
-(by topic id) layout."""
+(by topic id) layout: STALE_CONTROLLER_EPOCH (also for a leader epoch older than the one held, as Kafka),
+UNKNOWN_TOPIC_OR_PARTITION when this broker is not among the replicas, KAFKA_STORAGE_ERROR when the log cannot
+be created in its log dir."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ log = logging.getLogger("broker.state_change")
 API_KEY = 4
 MIN_VERSION = 0
 MAX_VERSION = 7
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -62,8 +62,10 @@ class Brokers:
 
     def stop_others(self) -> None:
         for b in self._others.values():
-            b.stop()
-            b.cleanup()
+            try:
+                b.stop()
+            finally:
+                b.cleanup()
 
     def call(self, request: Any, port: int | None = None) -> Any:
         """One request on a fresh connection, encoded and decoded by our codec; a closed connection fails."""
