@@ -232,7 +232,11 @@ class LogManager:
         self._dir_of.pop(tp, None)
         if lg is None:
             return
-        lg.delete()
+        try:
+            lg.delete()
+        except OSError as e:
+            # Kafka: an I/O failure in a log dir is a storage error of the partitions it touches.
+            raise KafkaStorageError(f"cannot delete the log of {tp}: {e}") from e
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         self._deleted_logs.append((lg, now_ms + lg.config.file_delete_delay_ms))
         self.checkpoint_recovery_points()
