@@ -2,7 +2,11 @@
 
 Stops replicating the listed partitions (fetchers removed, delayed requests answered) and, when asked (topic
 deletion, reassignment), deletes their logs. Stale controller epochs: STALE_CONTROLLER_EPOCH; an older broker
-epoch than this broker's registration: STALE_BROKER_EPOCH."""
+epoch than this broker's registration: STALE_BROKER_EPOCH; a log that cannot be deleted (an I/O failure in its
+log dir): KAFKA_STORAGE_ERROR for that partition.
+Gaps: Kafka answers FENCED_LEADER_EPOCH for a partition whose leader epoch in the request is older than the
+one held; every partition here is stopped whatever its epoch.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ from protocol.errors import ErrorCode
 API_KEY = 5
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -25,7 +25,7 @@ NOT_YET_COVERED: set[str] = {
     "offset_commit", "offset_fetch", "find_coordinator", "join_group",
     "sync_group", "heartbeat", "leave_group", "create_partitions",
     "init_producer_id",
-    "stop_replica", "describe_groups", "list_groups",
+    "describe_groups", "list_groups",
     "delete_groups", "offset_delete",
 }
 
