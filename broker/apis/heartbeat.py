@@ -1,7 +1,9 @@
 """Heartbeat (key 12), versions 0–4.
 
 Keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin, ILLEGAL_GENERATION /
-UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID (v3+) that it is out of the group.
+UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID (v3+) that it is out of the group. INVALID_GROUP_ID for an empty
+group id; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE as every group API. A group whose partition is loading
+answers NONE (the member keeps its session), as Kafka.
 """
 
 from __future__ import annotations
@@ -10,10 +12,16 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from protocol.errors import ErrorCode
 
 API_KEY = 12
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.REBALANCE_IN_PROGRESS,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
