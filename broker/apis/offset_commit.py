@@ -6,7 +6,9 @@ simple consumers commit with generation -1 and an empty member id. Stored in `__
 and acknowledged once committed there. Metadata over `offset.metadata.max.bytes`:
 OFFSET_METADATA_TOO_LARGE. v2–v4 `retention_time_ms` is honoured. A partition the broker's metadata does not
 know (unknown topic or partition index): UNKNOWN_TOPIC_OR_PARTITION, checked before the group, in every
-version, as Kafka 3.7 does.
+version, as Kafka 3.7 does. As every group API: INVALID_GROUP_ID (a group id too long to store),
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE; REBALANCE_IN_PROGRESS for a member
+between JoinGroup and SyncGroup; a commit too large for `__consumer_offsets`: INVALID_COMMIT_OFFSET_SIZE.
 """
 
 from __future__ import annotations
@@ -15,10 +17,17 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from protocol.errors import ErrorCode
 
 API_KEY = 8
 MIN_VERSION = 0
 MAX_VERSION = 9
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
