@@ -2,7 +2,8 @@
 
 State, protocol type and chosen protocol, and members (id, group.instance.id v4+, client id/host,
 metadata and assignment bytes) of each group; unknown groups are described as Dead with no members,
-as Kafka does. Gaps: authorized operations are not computed.
+as Kafka does. Per group: INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE, as every group API. Gaps: authorized operations are not computed.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from protocol.errors import ErrorCode
 
 API_KEY = 15
 MIN_VERSION = 0
 MAX_VERSION = 5
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

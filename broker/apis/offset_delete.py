@@ -1,7 +1,9 @@
 """OffsetDelete (key 47), version 0.
 
 Deletes a group's committed offsets for the given partitions, unless the group is actively subscribed
-to the topic (GROUP_SUBSCRIBED_TO_TOPIC per partition); unknown group GROUP_ID_NOT_FOUND.
+to the topic (GROUP_SUBSCRIBED_TO_TOPIC per partition); unknown group GROUP_ID_NOT_FOUND; a group with members
+and a protocol type other than "consumer" NON_EMPTY_GROUP; INVALID_GROUP_ID, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group API.
 """
 
 from __future__ import annotations
@@ -10,10 +12,16 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from protocol.errors import ErrorCode
 
 API_KEY = 47
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
+    ErrorCode.NON_EMPTY_GROUP,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -12,6 +12,7 @@ has shut down. Those are entered the way the broker itself enters them (the coor
 from __future__ import annotations
 
 import socket
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,13 +62,14 @@ class Member:
     instance: str | None = None
 
     @staticmethod
-    def join(b: Brokers, group: str, instance: str | None = None, sync: bool = True) -> Member:
+    def join(b: Brokers, group: str, instance: str | None = None, sync: bool = True,
+             protocol_type: str = "consumer", metadata: bytes = b"") -> Member:
         """A member of `group` (its leader when first), through JoinGroup v5 (MEMBER_ID_REQUIRED first for a
         dynamic member) and, with `sync`, SyncGroup v3 with an empty assignment."""
         coordinator_ready(b, b.single.port, group)
         member_id = ""
         while True:
-            resp = b.call(join_request(group, member_id, instance))
+            resp = b.call(join_request(group, member_id, instance, protocol_type=protocol_type, metadata=metadata))
             if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED:
                 member_id = resp.member_id
                 continue
@@ -89,10 +91,19 @@ class Member:
         return s
 
 
-def join_request(group: str, member_id: str, instance: str | None = None, session_timeout_ms: int = 30000) -> Any:
+def join_request(group: str, member_id: str, instance: str | None = None, session_timeout_ms: int = 30000,
+                 protocol_type: str = "consumer", metadata: bytes = b"") -> Any:
     return JOIN[5](group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30000,
-                   member_id=member_id, group_instance_id=instance, protocol_type="consumer",
-                   protocols=[JOIN.JoinGroupRequestProtocol(name="range", metadata=b"")])
+                   member_id=member_id, group_instance_id=instance, protocol_type=protocol_type,
+                   protocols=[JOIN.JoinGroupRequestProtocol(name="range", metadata=metadata)])
+
+
+def subscription(*topics: str) -> bytes:
+    """A consumer's subscription (ConsumerProtocolSubscription v0: topics, no user data)."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
 
 
 __all__ = ["Member", "coordinator_ready", "join_request", "loading", "not_coordinator", "roundtrip", "shut_down"]
