@@ -5,6 +5,10 @@ leader election and protocol choice by vote, static membership (v5+, group.insta
 MEMBER_ID_REQUIRED on a first join with an empty member id (v4+, KIP-394), skip_assignment for a
 rejoining static leader (v9+, KIP-814), `group.initial.rebalance.delay.ms` for a new group.
 The answer comes when the rebalance's join phase completes (the request waits).
+Errors: INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every
+group API; INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms; INVALID_REQUEST for strings too
+long to store (flexible versions); UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
+GROUP_MAX_SIZE_REACHED (group.max.size), MEMBER_ID_REQUIRED.
 """
 
 from __future__ import annotations
@@ -13,10 +17,17 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from protocol.errors import ErrorCode
 
 API_KEY = 11
 MIN_VERSION = 0
 MAX_VERSION = 9
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_SESSION_TIMEOUT, ErrorCode.INVALID_REQUEST,
+    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.MEMBER_ID_REQUIRED,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -63,13 +63,14 @@ class Member:
 
     @staticmethod
     def join(b: Brokers, group: str, instance: str | None = None, sync: bool = True,
-             protocol_type: str = "consumer", metadata: bytes = b"") -> Member:
+             protocol_type: str = "consumer", metadata: bytes = b"", port: int | None = None) -> Member:
         """A member of `group` (its leader when first), through JoinGroup v5 (MEMBER_ID_REQUIRED first for a
         dynamic member) and, with `sync`, SyncGroup v3 with an empty assignment."""
-        coordinator_ready(b, b.single.port, group)
+        coordinator_ready(b, port or b.single.port, group)
         member_id = ""
         while True:
-            resp = b.call(join_request(group, member_id, instance, protocol_type=protocol_type, metadata=metadata))
+            resp = b.call(join_request(group, member_id, instance, protocol_type=protocol_type, metadata=metadata),
+                          port)
             if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED:
                 member_id = resp.member_id
                 continue
@@ -79,7 +80,7 @@ class Member:
         if sync:
             synced = b.call(SYNC[3](group_id=group, generation_id=member.generation, member_id=member.member_id,
                                     group_instance_id=instance, assignments=[SYNC.SyncGroupRequestAssignment(
-                                        member_id=member.member_id, assignment=b"")]))
+                                        member_id=member.member_id, assignment=b"")]), port)
             assert synced.error_code == ErrorCode.NONE, synced
         return member
 
@@ -92,8 +93,8 @@ class Member:
 
 
 def join_request(group: str, member_id: str, instance: str | None = None, session_timeout_ms: int = 30000,
-                 protocol_type: str = "consumer", metadata: bytes = b"") -> Any:
-    return JOIN[5](group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30000,
+                 protocol_type: str = "consumer", metadata: bytes = b"", version: int = 5) -> Any:
+    return JOIN[version](group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30000,
                    member_id=member_id, group_instance_id=instance, protocol_type=protocol_type,
                    protocols=[JOIN.JoinGroupRequestProtocol(name="range", metadata=metadata)])
 

@@ -21,12 +21,11 @@ NOT_YET_COVERED: set[str] = {
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "allocate_producer_ids", "alter_partition", "elect_leaders",
     "describe_producers",
-    # handlers on main whose error paths are not enumerated yet
-    "find_coordinator", "join_group",
+    # FindCoordinator (transaction keys) and InitProducerId are being changed by the transactions branch
+    "find_coordinator", "init_producer_id",
+    # not enumerated yet: Kafka's REASSIGNMENT_IN_PROGRESS (a reassignment of the topic running) is not answered,
+    # ours only for a concurrent change of the assignment, which no test can time
     "create_partitions",
-    "init_producer_id",
-
-
 }
 
 
