@@ -19,7 +19,8 @@ the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartit
 before the first transactional append of a producer to a partition: not in the transaction,
 INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
 NOT_ENOUGH_REPLICAS_AFTER_APPEND stays in the acks=-1 check, as in Kafka, but cannot be reached since the high
-watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`.
+watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`;
+nor is KAFKA_STORAGE_ERROR (an append failing on a disk that fails under a live log), which no test provokes.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ A test module defines `PRODUCERS: dict[ErrorCode, Producer]` (one function per c
 `test_errors = error_path_test(<handler module>, PRODUCERS)`: one test per code of the handler's `ERRORS`, so
 a code listed without a producer fails, and a producer whose response lacks its code fails.
 `test_meta.py` checks that every handler has `ERRORS` (or sits in its commented allow-list) and a test module
-whose producers match it exactly.
+whose producers match it exactly. UNKNOWN_SERVER_ERROR, which any handler answers for an unexpected failure
+(a metadata store write that fails), is listed by none.
 """
 
 from __future__ import annotations
