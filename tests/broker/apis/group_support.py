@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from tests.broker.wire import roundtrip, send
+from tests.broker.wire import send
 from tests.e2e.support import wait_until
 
 from .support import Brokers
@@ -92,6 +93,20 @@ class Member:
         return s
 
 
+def during_rebalance(b: Brokers, group: str, request: Callable[[Member], Any]) -> Any:
+    """`request(member)`'s answer once another member's JoinGroup has made `group` prepare a rebalance, polled
+    until it says REBALANCE_IN_PROGRESS (the two requests go on different connections)."""
+    member = Member.join(b, group)
+    joiner = member.rebalance_started(b)
+    try:
+        answers: list[Any] = []
+        wait_until(lambda: answers.append(request(member))
+                   or answers[-1].error_code == ErrorCode.REBALANCE_IN_PROGRESS, 30, "the rebalance to start")
+        return answers[-1]
+    finally:
+        joiner.close()
+
+
 def join_request(group: str, member_id: str, instance: str | None = None, session_timeout_ms: int = 30000,
                  protocol_type: str = "consumer", metadata: bytes = b"", version: int = 5) -> Any:
     return JOIN[version](group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=30000,
@@ -105,6 +120,3 @@ def subscription(*topics: str) -> bytes:
     for t in topics:
         out += struct.pack(">h", len(t)) + t.encode()
     return out + struct.pack(">i", -1)
-
-
-__all__ = ["Member", "coordinator_ready", "join_request", "loading", "not_coordinator", "roundtrip", "shut_down"]

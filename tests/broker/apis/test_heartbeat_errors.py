@@ -7,9 +7,8 @@ from typing import Any
 from broker.apis import heartbeat
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from tests.e2e.support import wait_until
 
-from .group_support import Member, not_coordinator, shut_down
+from .group_support import Member, during_rebalance, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.HEARTBEAT)
@@ -31,18 +30,6 @@ def illegal_generation(b: Brokers) -> Any:
     return send(b, member.group, member.member_id, member.generation + 1)
 
 
-def rebalance_in_progress(b: Brokers) -> Any:
-    member = Member.join(b, "heartbeat-rebalance")
-    joiner = member.rebalance_started(b)
-    try:
-        answers: list[Any] = []
-        wait_until(lambda: answers.append(send(b, member.group, member.member_id, member.generation))
-                   or answers[-1].error_code == ErrorCode.REBALANCE_IN_PROGRESS, 30, "the rebalance to start")
-        return answers[-1]
-    finally:
-        joiner.close()
-
-
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_GROUP_ID: lambda b: send(b, ""),
     ErrorCode.NOT_COORDINATOR: lambda b: send(b, "heartbeat-any", port=not_coordinator(b)),
@@ -50,7 +37,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_MEMBER_ID: lambda b: send(b, Member.join(b, "heartbeat-unknown").group, "nobody"),
     ErrorCode.FENCED_INSTANCE_ID: fenced,
     ErrorCode.ILLEGAL_GENERATION: illegal_generation,
-    ErrorCode.REBALANCE_IN_PROGRESS: rebalance_in_progress,
+    ErrorCode.REBALANCE_IN_PROGRESS: lambda b: during_rebalance(
+        b, "heartbeat-rebalance", lambda m: send(b, m.group, m.member_id, m.generation)),
 }
 
 test_errors = error_path_test(heartbeat, PRODUCERS)

@@ -7,9 +7,8 @@ from typing import Any
 from broker.apis import sync_group
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from tests.e2e.support import wait_until
 
-from .group_support import Member, not_coordinator, shut_down
+from .group_support import Member, during_rebalance, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.SYNC_GROUP)
@@ -19,18 +18,6 @@ def send(b: Brokers, group: str, member_id: str = "m", generation: int = 1, inst
          protocol_name: str = "range", port: int | None = None) -> Any:
     return b.call(Req[5](group_id=group, generation_id=generation, member_id=member_id, group_instance_id=instance,
                          protocol_type="consumer", protocol_name=protocol_name, assignments=[]), port)
-
-
-def rebalance_in_progress(b: Brokers) -> Any:
-    member = Member.join(b, "sync-rebalance")
-    joiner = member.rebalance_started(b)
-    try:
-        answers: list[Any] = []
-        wait_until(lambda: answers.append(send(b, member.group, member.member_id, member.generation))
-                   or answers[-1].error_code == ErrorCode.REBALANCE_IN_PROGRESS, 30, "the rebalance to start")
-        return answers[-1]
-    finally:
-        joiner.close()
 
 
 def joined(b: Brokers, group: str, instance: str | None = None) -> Member:
@@ -49,7 +36,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL: lambda b: (lambda m: send(b, m.group, m.member_id, m.generation,
                                                                      protocol_name="roundrobin"))(
         joined(b, "sync-protocol")),
-    ErrorCode.REBALANCE_IN_PROGRESS: rebalance_in_progress,
+    ErrorCode.REBALANCE_IN_PROGRESS: lambda b: during_rebalance(
+        b, "sync-rebalance", lambda m: send(b, m.group, m.member_id, m.generation)),
 }
 
 test_errors = error_path_test(sync_group, PRODUCERS)
