@@ -1,4 +1,4 @@
-"""One broker for the whole error-path session (and a 3-broker cluster only if a test asks for it)."""
+"""One broker for the whole error-path package (and a 3-broker cluster only if a test asks for it)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from broker.testing import EmbeddedBroker
 from .support import Brokers
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brokers]:
     base: Path = tmp_path_factory.mktemp("error-paths")
     single = EmbeddedBroker(data_dir=base / "single").start()

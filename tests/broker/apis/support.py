@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -61,6 +61,19 @@ class Brokers:
         if key not in self._others:
             self._others[key] = EmbeddedBroker(props).start()
         return self._others[key]
+
+    @contextlib.contextmanager
+    def throwaway(self, **overrides: str) -> Iterator[EmbeddedBroker]:
+        """A broker of its own, stopped as soon as the block ends: for one whose log dir a test breaks, which
+        must not go on logging failed checkpoints into other tests' logs."""
+        props = {k.replace("_", "."): v for k, v in overrides.items()}
+        broker = EmbeddedBroker(props).start()
+        try:
+            yield broker
+        finally:
+            with contextlib.suppress(Exception):
+                broker.stop()
+            broker.cleanup()
 
     def stop_others(self) -> None:
         for b in self._others.values():

@@ -19,9 +19,9 @@ Req = request_class(ApiKey.DESCRIBE_LOG_DIRS)
 def dir_gone(b: Brokers) -> Any:
     # a broker of its own with a second log dir, removed under it: that dir cannot be read
     gone = Path(tempfile.mkdtemp(prefix="log-dir-gone-"))
-    other = b.other(log_dirs=f"{tempfile.mkdtemp(prefix='log-dir-kept-')},{gone}")
-    shutil.rmtree(gone)
-    return b.call(Req[4](topics=None), other.port)
+    with b.throwaway(log_dirs=f"{tempfile.mkdtemp(prefix='log-dir-kept-')},{gone}") as other:
+        shutil.rmtree(gone)
+        return b.call(Req[4](topics=None), other.port)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {

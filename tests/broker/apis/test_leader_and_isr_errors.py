@@ -33,10 +33,13 @@ def send(b: Brokers, port: int, topic: str, replicas: list[int], controller_epoc
 def storage_error(b: Brokers) -> Any:
     # the broker's only log dir becomes a plain file: the new partition's log cannot be created in it
     log_dir = Path(tempfile.mkdtemp(prefix="lai-log-dir-"))
-    other = b.other(broker_id=str(BROKER), log_dirs=str(log_dir))
-    shutil.rmtree(log_dir)
-    log_dir.write_text("not a directory")
-    return send(b, other.port, "lai-no-dir", [BROKER])
+    with b.throwaway(broker_id=str(BROKER), log_dirs=str(log_dir)) as other:
+        shutil.rmtree(log_dir)
+        log_dir.write_text("not a directory")
+        try:
+            return send(b, other.port, "lai-no-dir", [BROKER])
+        finally:
+            log_dir.unlink()
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {

@@ -30,10 +30,11 @@ def send(b: Brokers, port: int, topic: str, controller_epoch: int = CONTROLLER_E
 def storage_error(b: Brokers) -> Any:
     # the partition's directory disappears under the broker: its log cannot be renamed for deletion
     log_dir = Path(tempfile.mkdtemp(prefix="stop-replica-log-dir-"))
-    other = b.other(broker_id=str(BROKER), log_dirs=str(log_dir))
-    assert leader_and_isr(b, other.port, "stop-replica-gone", [BROKER]).topics[0].partition_errors[0].error_code == 0
-    shutil.rmtree(log_dir / "stop-replica-gone-0")
-    return send(b, other.port, "stop-replica-gone")
+    with b.throwaway(broker_id=str(BROKER), log_dirs=str(log_dir)) as other:
+        answer = leader_and_isr(b, other.port, "stop-replica-gone", [BROKER])
+        assert answer.topics[0].partition_errors[0].error_code == 0
+        shutil.rmtree(log_dir / "stop-replica-gone-0")
+        return send(b, other.port, "stop-replica-gone")
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
