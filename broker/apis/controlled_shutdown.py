@@ -18,9 +18,7 @@ from protocol.errors import ErrorCode
 API_KEY = 7
 MIN_VERSION = 0
 MAX_VERSION = 3
-ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.NOT_CONTROLLER,
-)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.NOT_CONTROLLER)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

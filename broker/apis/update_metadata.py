@@ -20,9 +20,7 @@ log = logging.getLogger("broker.state_change")
 API_KEY = 6
 MIN_VERSION = 0
 MAX_VERSION = 8
-ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.STALE_CONTROLLER_EPOCH,
-)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -22,8 +22,10 @@ BROKER = 7
 CONTROLLER_EPOCH = 1000  # newer than any the broker has seen
 
 
-def send(b: Brokers, port: int, topic: str, replicas: list[int], controller_epoch: int = CONTROLLER_EPOCH) -> Any:
-    return b.call(Req[7](controller_id=BROKER, controller_epoch=controller_epoch, broker_epoch=-1, topic_states=[
+def send(b: Brokers, port: int, topic: str, replicas: list[int], controller_epoch: int = CONTROLLER_EPOCH,
+         broker_epoch: int = -1) -> Any:
+    return b.call(Req[7](controller_id=BROKER, controller_epoch=controller_epoch, broker_epoch=broker_epoch,
+                         topic_states=[
         T(topic_name=topic, topic_id=uuid.uuid4(), partition_states=[T.LeaderAndIsrPartitionState(
             partition_index=0, controller_epoch=controller_epoch, leader=replicas[0], leader_epoch=0, isr=replicas,
             partition_epoch=0, replicas=replicas, adding_replicas=[], removing_replicas=[], is_new=True)])],
@@ -43,6 +45,9 @@ def storage_error(b: Brokers) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
+    # a broker epoch older than the broker's registration (its epoch is above 0): refused whole
+    ErrorCode.STALE_BROKER_EPOCH: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "lai-old-broker-epoch",
+                                                 [BROKER], broker_epoch=0),
     ErrorCode.STALE_CONTROLLER_EPOCH: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "lai-stale", [BROKER],
                                                      controller_epoch=-1),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "lai-elsewhere",

@@ -21,8 +21,9 @@ Req = request_class(ApiKey.STOP_REPLICA)
 T = Req.StopReplicaTopicState
 
 
-def send(b: Brokers, port: int, topic: str, controller_epoch: int = CONTROLLER_EPOCH) -> Any:
-    return b.call(Req[3](controller_id=BROKER, controller_epoch=controller_epoch, broker_epoch=-1, topic_states=[
+def send(b: Brokers, port: int, topic: str, controller_epoch: int = CONTROLLER_EPOCH, broker_epoch: int = -1) -> Any:
+    return b.call(Req[3](controller_id=BROKER, controller_epoch=controller_epoch, broker_epoch=broker_epoch,
+                         topic_states=[
         T(topic_name=topic, partition_states=[T.StopReplicaPartitionState(
             partition_index=0, leader_epoch=0, delete_partition=True)])]), port)
 
@@ -38,6 +39,8 @@ def storage_error(b: Brokers) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.STALE_BROKER_EPOCH: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "stop-replica-old",
+                                                 broker_epoch=0),
     ErrorCode.STALE_CONTROLLER_EPOCH: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "stop-replica-stale",
                                                      controller_epoch=-1),
     ErrorCode.KAFKA_STORAGE_ERROR: storage_error,
