@@ -23,8 +23,8 @@ def batch(n: int = 1, *, key: bytes | None = b"k", value: bytes = b"v", **kw: An
 
 
 def send(b: Brokers, topic: str, records: bytes, *, acks: int = 1, timeout_ms: int = 10000, partition: int = 0,
-         port: int | None = None, version: int = 9) -> Any:
-    return b.call(Req[version](transactional_id=None, acks=acks, timeout_ms=timeout_ms, topic_data=[
+         port: int | None = None, version: int = 9, transactional_id: str | None = None) -> Any:
+    return b.call(Req[version](transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms, topic_data=[
         Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=records)])]), port)
 
 
@@ -53,6 +53,26 @@ def not_enough_replicas(b: Brokers) -> Any:
     return send(b, UNDER_MIN_ISR, batch(), acks=-1, port=b.cluster.ports[0])
 
 
+def not_in_the_transaction(b: Brokers) -> Any:
+    """KIP-890: a transactional producer writes to a partition it never added to its transaction; the leader
+    asks the transaction coordinator (AddPartitionsToTxn v4 verify_only) and refuses the batch."""
+    topic = b.topic("produce-txn-state")
+    init = request_class(ApiKey.INIT_PRODUCER_ID)
+    find = request_class(ApiKey.FIND_COORDINATOR)
+    answers: list[Any] = []
+
+    def initialized() -> bool:  # as a client: FindCoordinator creates __transaction_state, which then loads
+        b.call(find[3](key="errors-txn", key_type=1))
+        answers.append(b.call(init[3](transactional_id="errors-txn", transaction_timeout_ms=60000,
+                                      producer_id=-1, producer_epoch=-1)))
+        return answers[-1].error_code == ErrorCode.NONE
+
+    wait_until(initialized, 30, "the transaction coordinator to answer InitProducerId")
+    pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
+    return send(b, topic, batch(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True),
+                transactional_id="errors-txn")
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REQUIRED_ACKS: lambda b: send(b, b.topic("produce-plain"), batch(), acks=2),
     ErrorCode.CORRUPT_MESSAGE: corrupt,
@@ -72,9 +92,10 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_PRODUCER_EPOCH: lambda b: idempotent(
         b, "produce-epoch", batch(producer_id=7002, producer_epoch=3, base_sequence=0),
         batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
-    ErrorCode.INVALID_TXN_STATE: lambda b: idempotent(
-        b, "produce-txn-state", batch(producer_id=7003, producer_epoch=0, base_sequence=0, is_transactional=True),
-        batch(producer_id=7003, producer_epoch=0, base_sequence=1)),
+    ErrorCode.INVALID_TXN_STATE: not_in_the_transaction,
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(  # transactional records, no transactional id
+        b, b.topic("produce-txn-no-id"), batch(producer_id=7003, producer_epoch=0, base_sequence=0,
+                                               is_transactional=True)),
     ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("produce-on-1"), batch(),
                                                      port=b.cluster.ports[0]),
 }
