@@ -184,9 +184,9 @@ class KafkaServer:
             self.metadata_ready.set()
 
     def _transaction_state_partition_for(self, transactional_id: str) -> int:
-        """The __transaction_state partition of a transactional id: Kafka's abs(hashCode) % partitions."""
-        from broker.coordinator.group.metadata_manager import partition_for
-        return partition_for(transactional_id, self.config["transaction.state.log.num.partitions"])
+        """The __transaction_state partition of a transactional id, as the transaction coordinator computes it
+        (started with the broker, before any produce is verified)."""
+        return self.transaction_coordinator.partition_for(transactional_id)
 
     def _start_group_coordinator(self) -> None:
         from broker.coordinator.group.service import start_group_coordinator
