@@ -7,8 +7,8 @@ handleWriteTxnMarkersRequest); each partition answers its append error (NOT_LEAD
 INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS...) or UNKNOWN_TOPIC_OR_PARTITION
 when this broker has no log for it. Errors are grouped by producer id, as Kafka's response. Once markers are
 written to `__consumer_offsets` partitions, the group coordinator completes that producer's pending
-transactional offsets (`handle_txn_completion`, when the group coordinator has it); if that fails, those
-partitions answer UNKNOWN_SERVER_ERROR.
+transactional offsets (`handle_txn_completion`); if that fails, those partitions answer
+UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -79,12 +79,9 @@ async def _write_marker(ctx: RequestContext, marker: Any) -> dict[TopicPartition
         errors[tp] = r.error
     offsets_partitions = [tp.partition for tp, e in errors.items()
                           if tp.topic == GROUP_METADATA_TOPIC and e == ErrorCode.NONE]
-    complete = getattr(server.group_coordinator, "handle_txn_completion", None)
-    if offsets_partitions and complete is not None:
+    if offsets_partitions:
         try:
-            outcome = complete(marker.producer_id, offsets_partitions, commit)
-            if asyncio.iscoroutine(outcome) or isinstance(outcome, asyncio.Future):
-                await outcome
+            server.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
         except Exception:
             log.exception("completing the transactional offsets of producer %d failed", marker.producer_id)
             for p in offsets_partitions:
