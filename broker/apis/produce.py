@@ -7,17 +7,21 @@ batches. Everything else is checked once, where it is owned: the ReplicaManager 
 min.insync.replicas (NOT_ENOUGH_REPLICAS before the append) and appends to its log, where storage validates
 the batches (Kafka's LogValidator: magic 2, CRC32C, sizes, `max.message.bytes`, no empty record set) without
 decoding records and writes offsets and the leader epoch into the batch in place.
-acks=0: no response at all; acks=1: answer after the local append; acks=-1: answer when the high watermark
-passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`, NOT_ENOUGH_REPLICAS_AFTER_APPEND if
-the ISR shrank below min.insync.replicas meanwhile. Idempotent producers: duplicates get the original
-offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH. A batch rejected
-record by record (Kafka's RecordValidationException: a keyless record to a compacted topic) answers
-INVALID_RECORD with the validator's message, the log start offset and KIP-467's `record_errors` (v8+).
+acks=0: no response at all, but a partition that failed closes the connection (Kafka's answer: the client cannot
+hear an error, so it reconnects and refreshes its metadata); acks=1: answer after the local append; acks=-1:
+answer when the high watermark passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`,
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile. Idempotent producers:
+duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
+INVALID_PRODUCER_EPOCH. A batch rejected record by record (Kafka's RecordValidationException: a keyless record
+to a compacted topic) answers INVALID_RECORD with the validator's message, the log start offset and KIP-467's
+`record_errors` (v8+).
 Transactional produce: a request whose first batch of any partition is transactional needs a
 `transactional_id` (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer);
 the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartitionsToTxn v4 verify_only)
 before the first transactional append of a producer to a partition: not in the transaction,
 INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
+From v10 (KIP-951) a NOT_LEADER_OR_FOLLOWER partition carries the current leader's id and epoch (this broker's
+partition state, else the metadata cache's) and the response lists that leader's endpoint when it is alive.
 NOT_ENOUGH_REPLICAS_AFTER_APPEND stays in the acks=-1 check, as in Kafka, but cannot be reached since the high
 watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`;
 nor is KAFKA_STORAGE_ERROR (an append failing on a disk that fails under a live log), which no test provokes.
@@ -29,7 +33,7 @@ import asyncio
 import logging
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.base import RequestContext, current_leader, response_for, response_type
 from broker.replica_manager import ProducePartitionResult
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
@@ -53,13 +57,11 @@ ERRORS: tuple[ErrorCode, ...] = (
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     if acks not in (0, 1, -1):
-        return _response(request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
+        return _response(ctx, request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
             ErrorCode.INVALID_REQUIRED_ACKS) for topic in request.topic_data for pd in topic.partition_data})
     if request.transactional_id is None and _has_transactional_records(request):
         log.warning("client %s sent transactional records without a transactional id", ctx.client_id)
-        if acks == 0:
-            return None
-        return _response(request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
+        return _answer(ctx, request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
             for topic in request.topic_data for pd in topic.partition_data})
     entries: dict[TopicPartition, memoryview] = {}
@@ -80,15 +82,25 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     result = ctx.server.replica_manager.append_records(
         request.timeout_ms, acks, entries, internal_topics_allowed=ctx.client_id == "__broker_internal",
         transactional_id=request.transactional_id)
-    if acks == 0:
-        # No response is written for acks=0; errors are only logged (the client cannot hear them).
-        return None
     if isinstance(result, asyncio.Future):
         async def wait() -> Any:
             results = await result
-            return _response(request, {**early, **results})
+            return _answer(ctx, request, {**early, **results})
         return wait()
-    return _response(request, {**early, **result})
+    return _answer(ctx, request, {**early, **result})
+
+
+def _answer(ctx: RequestContext, request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
+    """The response, or for acks=0 none: then a failed partition closes the connection, as Kafka does, since
+    closing is the only way to tell a client that hears no answers that it must refresh its metadata."""
+    if request.acks != 0:
+        return _response(ctx, request, results)
+    failed = {tp: r.error for tp, r in results.items() if r.error != ErrorCode.NONE}
+    if failed and ctx.connection is not None:
+        ctx.connection.close(
+            f"acks=0 produce (correlation id {ctx.correlation_id}, client {ctx.client_id}) failed: "
+            + ", ".join(f"{tp} {code.name}" for tp, code in failed.items()))
+    return None
 
 
 def _has_transactional_records(request: Any) -> bool:
@@ -107,17 +119,27 @@ _ATTRIBUTES_LOW = 22
 _TRANSACTIONAL_BIT = 0x10
 
 
-def _response(request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
+def _response(ctx: RequestContext, request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
     Resp = response_type(request)
     TopicResp = Resp.TopicProduceResponse
     PartResp = TopicResp.PartitionProduceResponse
+    hints = request.API_VERSION >= 10
+    node_endpoints: dict[int, Any] = {}
     by_topic: dict[str, list] = {}
     for tp, r in results.items():
+        fields: dict[str, Any] = {}
+        if hints and r.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            leader_id, leader_epoch, endpoint = current_leader(ctx, tp)
+            fields["current_leader"] = PartResp.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            if endpoint is not None:
+                node_endpoints[leader_id] = Resp.NodeEndpoint(node_id=leader_id, host=endpoint.host,
+                                                              port=endpoint.port, rack=endpoint.rack)
         by_topic.setdefault(tp.topic, []).append(PartResp(
             index=tp.partition, error_code=r.error, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
             error_message=r.error_message if r.error != ErrorCode.NONE else None,
             record_errors=[PartResp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                           for i, m in r.record_errors]))
+                           for i, m in r.record_errors], **fields))
+    extra = {"node_endpoints": [node_endpoints[n] for n in sorted(node_endpoints)]} if hints else {}
     return response_for(request, responses=[TopicResp(name=t, partition_responses=ps)
-                                            for t, ps in by_topic.items()], throttle_time_ms=0)
+                                            for t, ps in by_topic.items()], throttle_time_ms=0, **extra)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -9,6 +10,7 @@ from broker.apis import produce
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
+from tests.broker.wire import send as wire_send
 from tests.e2e.support import wait_until
 
 from .support import UNDER_MIN_ISR, Brokers, Producer, error_path_test
@@ -101,3 +103,26 @@ PRODUCERS: dict[ErrorCode, Producer] = {
 }
 
 test_errors = error_path_test(produce, PRODUCERS)
+
+
+def test_not_leader_carries_the_current_leader_from_v10(brokers: Brokers) -> None:
+    """KIP-951: from v10 a NOT_LEADER_OR_FOLLOWER partition names the leader and its epoch, and the response
+    lists that leader's endpoint, so the producer re-routes without waiting for a metadata refresh."""
+    topic = brokers.led_by_other("produce-hint")
+    port_0, port_1 = brokers.cluster.ports[0], brokers.cluster.ports[1]
+    response = send(brokers, topic, batch(), port=port_0, version=10)
+    part = response.responses[0].partition_responses[0]
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert part.current_leader.leader_id == 1
+    assert part.current_leader.leader_epoch == brokers.partition_on_0(topic).leader_epoch
+    assert [(n.node_id, n.port) for n in response.node_endpoints] == [(1, port_1)]
+
+
+def test_a_failed_acks_zero_produce_closes_the_connection(brokers: Brokers) -> None:
+    """The client hears no answer to acks=0, so Kafka closes the connection on a failed partition: the client
+    reconnects and refreshes its metadata instead of writing into the void."""
+    with socket.create_connection(("127.0.0.1", brokers.single.port), timeout=30) as s:
+        wire_send(s, Req[9](transactional_id=None, acks=0, timeout_ms=1000, topic_data=[
+            Topic(name="produce-acks0-missing", partition_data=[
+                Topic.PartitionProduceData(index=0, records=batch())])]), 1)
+        assert s.recv(1) == b""
