@@ -54,6 +54,7 @@ from storage import (
     OffsetOutOfRangeError,
     StorageError,
     TopicPartition,
+    UnexpectedAppendOffsetError,
     VerificationGuard,
 )
 
@@ -478,7 +479,20 @@ class Partition:
 
     def append_records_to_follower(self, records: memoryview) -> LogAppendInfo:
         """Batches fetched from the leader, with the leader's offsets and epochs (storage errors propagate)."""
-        return self._local_log(require_leader=False).append_as_follower(records)
+        log_ = self._local_log(require_leader=False)
+        try:
+            return log_.append_as_follower(records)
+        except UnexpectedAppendOffsetError as e:
+            leo = log_.log_end_offset
+            if not (leo == log_.log_start_offset and e.first_offset < leo <= e.last_offset):
+                raise
+            # An empty log restarted at the leader's log start offset, which DeleteRecords put inside a batch:
+            # the leader serves that whole batch, so our log starts at the batch (Kafka does the same); the
+            # leader's log start offset then comes back with the fetch response.
+            log.info("%s: fetched batch %d..%d spans our empty log's start %d: restarting the log at %d",
+                     self.topic_partition, e.first_offset, e.last_offset, leo, e.first_offset)
+            self.truncate_fully_and_start_at(e.first_offset)
+            return log_.append_as_follower(records)
 
     # ---- reads
     def fetch_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int, isolation: int,

@@ -24,6 +24,7 @@ from storage.errors import (
     RecordTooLargeError,
     StorageError,
     TransactionCoordinatorFencedError,
+    UnexpectedAppendOffsetError,
 )
 from storage.index import OffsetIndex, TimeIndex
 from storage.log import Log
@@ -71,6 +72,7 @@ __all__ = [
     "TimeIndex",
     "TopicPartition",
     "TransactionCoordinatorFencedError",
+    "UnexpectedAppendOffsetError",
     "TransactionIndex",
     "VerificationGuard",
 ]

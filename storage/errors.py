@@ -51,6 +51,17 @@ class InvalidRecordError(StorageError):
         self.record_errors: list[tuple[int, str | None]] = list(record_errors)
 
 
+class UnexpectedAppendOffsetError(InvalidRecordError):
+    """A follower append whose first batch starts below the log end offset (Kafka's
+    UnexpectedAppendOffsetException), with the first offset of that batch and the last offset of the append, so
+    the partition can tell a leader log start offset inside a batch (restart the log at the batch) from a bug."""
+
+    def __init__(self, message: str, first_offset: int, last_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+
 class RecordTooLargeError(InvalidRecordError):
     """A batch larger than max.message.bytes (MESSAGE_TOO_LARGE)."""
 

@@ -41,6 +41,7 @@ from storage.errors import (
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
+    UnexpectedAppendOffsetError,
 )
 from storage.log_loader import SWAP_SUFFIX, LogLoader, rebuild_producer_state
 from storage.log_retention import LogRetention
@@ -209,6 +210,10 @@ class Log(LogTransactions, LogRetention):
             records = memoryview(records)[: batches[-1][0] + batches[-1][1].size]
         self._check_sizes(batches)
         expected = self.log_end_offset
+        if batches[0][1].base_offset < expected:
+            raise UnexpectedAppendOffsetError(
+                f"{self.topic_partition}: follower append at offset {batches[0][1].base_offset} below {expected}",
+                batches[0][1].base_offset, batches[-1][1].next_offset - 1)
         for _, h in batches:
             if h.base_offset < expected:
                 raise InvalidRecordError(

@@ -15,7 +15,7 @@ from broker.errors import KafkaApiError
 from broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition, PartitionState
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
-from storage import AppendOrigin, Log, LogConfig, TopicPartition
+from storage import AppendOrigin, InvalidRecordError, Log, LogConfig, TopicPartition
 from tests.storage.txn_support import T0, idempotent_batch, marker, txn_batch
 
 TP = TopicPartition("t", 0)
@@ -90,6 +90,22 @@ def test_follower_high_watermark_is_min_of_leo_and_leaders(tmp_path: Path) -> No
     assert p.high_watermark == 4
     p.update_follower_high_watermark(3)
     assert p.high_watermark == 3
+
+
+def test_follower_restarted_inside_a_batch_starts_its_log_at_the_batch(tmp_path: Path) -> None:
+    """DeleteRecords put the leader's log start offset at 5, inside batch 0..9; a follower whose log restarted
+    there is sent that whole batch, and takes it (restarting at 0, then following the leader's log start)."""
+    p = make_partition(tmp_path, local=1)
+    p.make_follower(PartitionState(leader=0, leader_epoch=1, isr=[0, 1], replicas=[0, 1]))
+    p.truncate_fully_and_start_at(5)
+    batch = build_batch([(b"k", b"v", [], 0)] * 10, partition_leader_epoch=1)
+    assert p.append_records_to_follower(memoryview(batch)).records_count == 10
+    p.follow_leader_log_start_offset(5)
+    assert (p.log_start_offset, p.log_end_offset) == (5, 10)
+    # Below a log that already has data, the same bytes are still a bug, not a restart.
+    with pytest.raises(InvalidRecordError):
+        p.append_records_to_follower(memoryview(batch))
+    assert p.log_end_offset == 10
 
 
 def test_stale_and_future_leader_epochs_are_refused(tmp_path: Path) -> None:

@@ -2,11 +2,13 @@
 the answer's low watermark is the lowest log start offset of all live replicas, so an answer of NONE means
 every replica has moved its log start offset. A follower paused with SIGSTOP (still registered) keeps the
 low watermark behind: the request times out with REQUEST_TIMED_OUT; once it resumes, the next request
-completes. kafka-python's admin client sees the same low watermarks."""
+completes. kafka-python's admin client sees the same low watermarks. A follower whose copy is wiped restarts
+at a log start offset inside a batch and catches up from that batch."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -16,7 +18,16 @@ from kafka import TopicPartition as KTopicPartition
 
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, wait_isr, wait_until
+from tests.cluster.support import (
+    Zk,
+    batches,
+    create_topic,
+    raw_request,
+    segment_bytes,
+    start_cluster,
+    wait_isr,
+    wait_until,
+)
 
 OVERRIDES = {
     "zookeeper.session.timeout.ms": "20000",  # the paused follower stays registered (and counted as alive)
@@ -71,6 +82,20 @@ def test_delete_records_waits_for_every_live_replica(tmp_path: Path) -> None:
             os.kill(paused.pid, signal.SIGCONT)
         assert delete_records(port, "trimmed", 300, 20000) == (ErrorCode.NONE, 300)
         assert delete_records(port, "trimmed", 300, 20000) == (ErrorCode.NONE, 300)  # nothing left to wait for
+
+        # A follower that lost its copy restarts its log at the leader's log start offset. With that offset inside
+        # a batch the leader sends the whole batch, which the follower takes, starting its log at the batch's
+        # base offset as Kafka does (it used to refuse it on every fetch and never catch up).
+        leader_dir = cluster.data_dir / f"broker{leader}" / "logs" / "trimmed-0"
+        base, last = next((b, end) for _, _, b, end, _ in batches(segment_bytes(leader_dir)) if b > 300 and end > b)
+        assert delete_records(port, "trimmed", base + 1, 20000) == (ErrorCode.NONE, base + 1)
+        cluster.brokers[second].kill()
+        follower_dir = cluster.data_dir / f"broker{second}" / "logs" / "trimmed-0"
+        shutil.rmtree(follower_dir)
+        cluster.restart(second)
+        wait_until(lambda: follower_dir.exists() and batches(segment_bytes(follower_dir))[-1:] != []
+                   and batches(segment_bytes(follower_dir))[-1][3] == 399, 30, "the wiped follower to catch up")
+        assert batches(segment_bytes(follower_dir))[0][2:4] == (base, last)
         # A follower answers NOT_LEADER_OR_FOLLOWER; an offset past the high watermark OFFSET_OUT_OF_RANGE.
         assert delete_records(cluster.brokers[first].port, "trimmed", 350, 1000) == (
             ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
