@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storage import Log, TopicPartition
+from storage import Log, TopicPartition, UnexpectedAppendOffsetError
 
 if TYPE_CHECKING:
     from broker.partition import Partition
@@ -109,7 +109,15 @@ class ReplicaAlterLogDirsManager:
                 else:
                     read = current.read(target.log_end_offset, self.chunk_bytes)
                     if read.records is not None:
-                        target.append_as_follower(read.records.read())
+                        records = read.records.read()
+                        try:
+                            target.append_as_follower(records)
+                        except UnexpectedAppendOffsetError as e:
+                            if not target.starts_inside(e):
+                                raise
+                            # The current log starts inside its first batch (DeleteRecords): so does the copy.
+                            target.truncate_fully_and_start_at(e.first_offset)
+                            target.append_as_follower(records)
                 await asyncio.sleep(0.01 if target.log_end_offset == current.log_end_offset else 0)
         except asyncio.CancelledError:
             raise

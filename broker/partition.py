@@ -483,14 +483,13 @@ class Partition:
         try:
             return log_.append_as_follower(records)
         except UnexpectedAppendOffsetError as e:
-            leo = log_.log_end_offset
-            if not (leo == log_.log_start_offset and e.first_offset < leo <= e.last_offset):
+            if not log_.starts_inside(e):
                 raise
             # An empty log restarted at the leader's log start offset, which DeleteRecords put inside a batch:
             # the leader serves that whole batch, so our log starts at the batch (Kafka does the same); the
             # leader's log start offset then comes back with the fetch response.
             log.info("%s: fetched batch %d..%d spans our empty log's start %d: restarting the log at %d",
-                     self.topic_partition, e.first_offset, e.last_offset, leo, e.first_offset)
+                     self.topic_partition, e.first_offset, e.last_offset, log_.log_start_offset, e.first_offset)
             self.truncate_fully_and_start_at(e.first_offset)
             return log_.append_as_follower(records)
 

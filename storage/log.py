@@ -424,6 +424,12 @@ class Log(LogTransactions, LogRetention):
         rebuild_producer_state(self)
         self._update_first_unstable_offset()
 
+    def starts_inside(self, refused: UnexpectedAppendOffsetError) -> bool:
+        """Whether a refused follower append is this empty log's first batch, with the log start offset inside
+        it (a leader's log start moved into a batch by DeleteRecords): the log may restart at the batch."""
+        start = self.log_start_offset
+        return self.log_end_offset == start and refused.first_offset < start <= refused.last_offset
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating fully, restarting at %d", self.topic_partition, offset)
         now = _now_ms()

@@ -193,3 +193,33 @@ def test_a_future_replica_is_listed_until_it_is_swapped_in(two_dir_broker: Any, 
                if t.name == "listed" for p in t.partitions if p.partition_index == 0}
     assert entries == {(str(source), False): 0, (str(destination), True): 5}
     wait_until(lambda: server.log_manager.dir_of(tp) == destination, 10, "the move to finish")
+
+
+def test_a_replica_whose_log_starts_inside_a_batch_moves(two_dir_broker: Any, tmp_path: Path) -> None:
+    """DeleteRecords left the log start offset inside the first batch; the copy starts at that batch, as the
+    current log does, and keeps the log start offset (the move used to fail on that batch)."""
+    from confluent_kafka import Producer
+    from confluent_kafka import TopicPartition as CKTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=two_dir_broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("trimmed-move", 1, 1)])
+        producer = Producer({"bootstrap.servers": two_dir_broker.bootstrap, "linger.ms": 100})
+        for i in range(10):
+            producer.produce("trimmed-move", value=b"%d" % i, partition=0)
+        assert producer.flush(10) == 0  # one batch, offsets 0..9
+        ck = AdminClient({"bootstrap.servers": two_dir_broker.bootstrap})
+        [deleted] = ck.delete_records([CKTopicPartition("trimmed-move", 0, 5)]).values()
+        assert deleted.result().low_watermark == 5
+        [(source, _, _)] = log_dir_of(admin, "trimmed-move", 0)
+        destination = str(tmp_path / ("logs-b" if source.endswith("logs-a") else "logs-a"))
+        assert alter(two_dir_broker.port, 2, destination, "trimmed-move", [0]) == {0: ErrorCode.NONE}
+        wait_until(lambda: [d for d, _, _ in log_dir_of(admin, "trimmed-move", 0)] == [destination], 20,
+                   "the replica to be in the other dir only")
+    finally:
+        admin.close()
+    consumer = KafkaConsumer("trimmed-move", bootstrap_servers=two_dir_broker.bootstrap,
+                             auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    assert [(m.offset, m.value) for m in consumer] == [(i, b"%d" % i) for i in range(5, 10)]
+    consumer.close()
