@@ -59,9 +59,18 @@ def invalid_config(resource_type: int, name: str, error: Exception) -> AdminErro
                       f"Invalid config value for resource {resource_string(resource_type, name)}: {error}")
 
 
-def repeated_resources(resources: Sequence[Any]) -> set[tuple[int, str]]:
+async def alter_resources(server: KafkaServer, resources: Sequence[Any], validate_only: bool,
+                          incremental: bool) -> list[tuple[Any, Result]]:
+    """AlterConfigs and IncrementalAlterConfigs: each resource with its (error, message), in request order; a
+    resource named twice is refused every time, as Kafka does, and the others are altered one by one."""
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
-    return {k for k, n in counts.items() if n > 1}
+    out: list[tuple[Any, Result]] = []
+    for res in resources:
+        if counts[(res.resource_type, res.resource_name)] > 1:
+            out.append((res, (ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")))
+        else:
+            out.append((res, await alter_resource(server, res, validate_only, incremental)))
+    return out
 
 
 def check_entries(configs: Sequence[Any], incremental: bool) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config_admin import alter_resource, repeated_resources
+from broker.config_admin import alter_resources
 from protocol.errors import ErrorCode
 
 API_KEY = 33
@@ -26,14 +26,7 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     Resp = response_type(request)
-    repeated = repeated_resources(request.resources)
-    out = []
-    for res in request.resources:
-        if (res.resource_type, res.resource_name) in repeated:
-            err, msg = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-        else:
-            err, msg = await alter_resource(ctx.server, res, bool(request.validate_only), incremental=False)
-        out.append(Resp.AlterConfigsResourceResponse(error_code=err, error_message=msg,
-                                                     resource_type=res.resource_type,
-                                                     resource_name=res.resource_name))
-    return response_for(request, throttle_time_ms=0, responses=out)
+    results = await alter_resources(ctx.server, request.resources, bool(request.validate_only), incremental=False)
+    return response_for(request, throttle_time_ms=0, responses=[Resp.AlterConfigsResourceResponse(
+        error_code=err, error_message=msg, resource_type=res.resource_type, resource_name=res.resource_name)
+        for res, (err, msg) in results])
