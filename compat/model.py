@@ -111,6 +111,11 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message.splitlines()[0]}"[:300]
 
 
+class ProducerFenced(Exception):
+    """A transactional producer was fenced by a newer instance with its transactional.id; the message names the
+    error the client reported (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, librdkafka's _FENCED, ...)."""
+
+
 class ProduceFailed(Exception):
     """The broker (or the client on its behalf) rejected a produce; ``error`` is Kafka's error name."""
 

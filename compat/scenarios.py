@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compat.context import Context, poll_exactly, poll_until, wait_until
-from compat.model import CheckFailed, NeedsEnvironment, NotSupported, ProduceFailed, Record, Skip, check
+from compat.model import (
+    CheckFailed,
+    NeedsEnvironment,
+    NotSupported,
+    ProduceFailed,
+    Record,
+    Skip,
+    check,
+)
 from storage.values import TopicPartition
 
 # Kafka's default message.max.bytes (1 MiB + 12 bytes of legacy log overhead).
@@ -512,3 +520,7 @@ def not_leader(ctx: Context) -> None:
     got = poll_exactly(consumer, len(before) + len(after), ctx.timeout_s)
     check([m.value for m in got] == before + after, "records lost, duplicated or reordered across the move")
     check([m.offset for m in got] == list(range(100)), "offsets not contiguous across the move")
+
+
+# Registered last (their columns come after the others): compat.transactions builds on this module's helpers.
+import compat.transactions  # noqa: E402, F401

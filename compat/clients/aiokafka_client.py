@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
-from compat.clients.kafka_python import kafka_error_name
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
+from compat.clients.kafka_python import fenced_call, kafka_error_name
 from compat.model import (
     ClusterView,
     GroupDescription,
@@ -150,6 +150,28 @@ class AioProducer(ProducerHandle):
         self._a.run(self._p.stop())
 
 
+class AioTransactionalProducer(AioProducer, TransactionalProducerHandle):
+    """aiokafka initializes the transactional producer (InitProducerId) in start()."""
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        return fenced_call(super().send, topic, records)
+
+    def begin(self) -> None:
+        fenced_call(lambda: self._a.run(self._p.begin_transaction(), self._timeout))
+
+    def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str,
+                     consumer: ConsumerHandle | None = None) -> None:
+        # aiokafka takes the bare group id (no member metadata).
+        fenced_call(lambda: self._a.run(self._p.send_offsets_to_transaction(
+            {_atp(tp): o for tp, o in offsets.items()}, group_id), self._timeout))
+
+    def commit(self) -> None:
+        fenced_call(lambda: self._a.run(self._p.commit_transaction(), self._timeout))
+
+    def abort(self) -> None:
+        fenced_call(lambda: self._a.run(self._p.abort_transaction(), self._timeout))
+
+
 class AiokafkaAdapter(ClientAdapter):
     name = "aiokafka"
 
@@ -211,14 +233,24 @@ class AiokafkaAdapter(ClientAdapter):
             conf["max_request_size"] = max_request_size
         return AioProducer(self, conf, timeout)
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        timeout = timeout_s or self.timeout_s
+        conf: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "transactional_id": transactional_id,
+                                "linger_ms": 5, "request_timeout_ms": int(timeout * 1000)}
+        return AioTransactionalProducer(self, conf, timeout)
+
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
-                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
+                 isolation_level: str | None = None) -> ConsumerHandle:
         conf: dict[str, Any] = {
             "bootstrap_servers": self.bootstrap, "group_id": group_id, "auto_offset_reset": auto_offset_reset,
             "enable_auto_commit": False, "session_timeout_ms": 10000, "heartbeat_interval_ms": 500,
             "fetch_max_wait_ms": 100, "metadata_max_age_ms": 1000, "request_timeout_ms": self._ms + 5000,
         }
+        if isolation_level is not None:
+            conf["isolation_level"] = isolation_level
         if group_instance_id:
             conf["group_instance_id"] = group_instance_id
             conf["session_timeout_ms"] = 45000

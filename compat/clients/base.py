@@ -30,6 +30,27 @@ class ProducerHandle:
         pass
 
 
+class TransactionalProducerHandle(ProducerHandle):
+    """A producer with a transactional.id, its init_transactions done (or, for clients that init as they start a
+    transaction, done by begin). ``send`` produces inside the open transaction and waits for delivery where the
+    client reports deliveries. A call the client reports as fenced by a newer instance raises ProducerFenced."""
+
+    def begin(self) -> None:
+        raise NotSupported("begin_transaction")
+
+    def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str,
+                     consumer: ConsumerHandle | None = None) -> None:
+        """send_offsets_to_transaction: the group's next offsets, committed with the transaction. ``consumer`` is
+        the group member that read the input, where the client takes its group metadata from one."""
+        raise NotSupported("send_offsets_to_transaction")
+
+    def commit(self) -> None:
+        raise NotSupported("commit_transaction")
+
+    def abort(self) -> None:
+        raise NotSupported("abort_transaction")
+
+
 class ConsumerHandle:
     """A consumer opened by an adapter (subscribed to topics, or with manual assignment)."""
 
@@ -127,6 +148,11 @@ class ClientAdapter:
         finally:
             producer.close()
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        """A producer with this transactional.id (acks=all, idempotent, as every transactional producer is)."""
+        raise NotSupported(f"{self.name} offers no transactional producer")
+
     # -- consume
     def consumer(
         self,
@@ -137,7 +163,10 @@ class ClientAdapter:
         group_instance_id: str | None = None,
         auto_offset_reset: str = "earliest",
         allow_auto_create_topics: bool = False,
+        isolation_level: str | None = None,
     ) -> ConsumerHandle:
+        """isolation_level: "read_committed" or "read_uncommitted"; None keeps the client's default (librdkafka's is
+        read_committed, the Java client's, kafka-python's and aiokafka's read_uncommitted)."""
         raise NotSupported(f"{self.name} offers no consumer")
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:

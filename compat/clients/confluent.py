@@ -12,13 +12,14 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
 from compat.model import (
     ClusterView,
     GroupDescription,
     Message,
     NotSupported,
     ProduceFailed,
+    ProducerFenced,
     Record,
 )
 from storage.values import TopicPartition
@@ -115,6 +116,9 @@ class ConfluentConsumer(ConsumerHandle):
         from confluent_kafka import TopicPartition as CTP
         self._c.resume([CTP(t, p) for t, p in tps])
 
+    def group_metadata(self) -> Any:
+        return self._c.consumer_group_metadata()
+
     def close(self) -> None:
         self._c.close()
 
@@ -156,6 +160,55 @@ class ConfluentProducer(ProducerHandle):
 
     def close(self) -> None:
         self._p.flush(5)
+
+
+# librdkafka's fatal _FENCED, and the broker's errors it reports for a fenced producer.
+_FENCED = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}
+
+
+class ConfluentTransactionalProducer(ConfluentProducer, TransactionalProducerHandle):
+    def __init__(self, conf: dict[str, Any], timeout_s: float) -> None:
+        super().__init__(conf, timeout_s)
+        self._fenced(self._p.init_transactions, timeout_s)
+
+    def _fenced(self, fn: Any, *args: Any) -> Any:
+        from confluent_kafka import KafkaException
+        try:
+            return fn(*args)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is not None and hasattr(err, "name") and err.name() in _FENCED:
+                raise ProducerFenced(f"{err.name()}: {err.str()}") from e
+            raise
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        try:
+            return self._fenced(super().send, topic, records)
+        except ProduceFailed as e:
+            if e.error in _FENCED:
+                raise ProducerFenced(str(e)) from e
+            raise
+
+    def begin(self) -> None:
+        self._fenced(self._p.begin_transaction)
+
+    def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str,
+                     consumer: ConsumerHandle | None = None) -> None:
+        from confluent_kafka import TopicPartition as CTP
+        if not isinstance(consumer, ConfluentConsumer):
+            raise NotSupported("librdkafka takes the group metadata from a consumer of the group")
+        metadata = consumer.group_metadata()
+        self._fenced(self._p.send_offsets_to_transaction, [CTP(t, p, o) for (t, p), o in offsets.items()],
+                     metadata, self._timeout)
+
+    def commit(self) -> None:
+        self._fenced(self._p.commit_transaction, self._timeout)
+
+    def abort(self) -> None:
+        self._fenced(self._p.abort_transaction, self._timeout)
+
+    def close(self) -> None:
+        self._p.flush(0)
 
 
 class ConfluentAdapter(ClientAdapter):
@@ -216,9 +269,19 @@ class ConfluentAdapter(ClientAdapter):
             conf["message.max.bytes"] = max_request_size
         return ConfluentProducer(conf, timeout)
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        timeout = timeout_s or self.timeout_s
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap, "transactional.id": transactional_id, "linger.ms": 5,
+            "message.timeout.ms": int(timeout * 1000),
+        }
+        return ConfluentTransactionalProducer(conf, timeout)
+
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
-                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
+                 isolation_level: str | None = None) -> ConsumerHandle:
         conf: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
             # librdkafka wants a group id even for manual assignment; a private one is never joined.
@@ -228,6 +291,8 @@ class ConfluentAdapter(ClientAdapter):
             "session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
             "topic.metadata.refresh.interval.ms": 1000,
         }
+        if isolation_level is not None:
+            conf["isolation.level"] = isolation_level
         if group_instance_id:
             conf["group.instance.id"] = group_instance_id
             conf["session.timeout.ms"] = 45000

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle
+from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
 from compat.model import (
     ClusterView,
     GroupDescription,
     Message,
     ProduceFailed,
+    ProducerFenced,
     Record,
 )
 from storage.values import TopicPartition
@@ -76,6 +77,9 @@ class KafkaPythonConsumer(ConsumerHandle):
     def resume(self, tps: Iterable[TopicPartition]) -> None:
         self._c.resume(*[_ktp(tp) for tp in tps])
 
+    def group_metadata(self) -> Any:
+        return self._c.group_metadata()
+
     def close(self) -> None:
         self._c.close()
 
@@ -113,6 +117,57 @@ class KafkaPythonProducer(ProducerHandle):
 
     def close(self) -> None:
         self._p.close(timeout=5)
+
+
+def fenced_error(exc: BaseException) -> BaseException | None:
+    """The client's fenced-producer error in exc's chain (causes included), if any: kafka-python's and aiokafka's
+    ProducerFenced(Error) and InvalidProducerEpoch(Error) carry Kafka's error codes 90 and 47."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "errno", None) in (47, 90) or type(seen).__name__.startswith("ProducerFenced"):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def fenced_call(fn: Any, *args: Any) -> Any:
+    """fn(*args), with the client's fenced-producer error raised as ProducerFenced."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        fenced = fenced_error(e)
+        if fenced is not None:
+            raise ProducerFenced(f"{type(fenced).__name__}: {fenced}") from e
+        raise
+
+
+class KafkaPythonTransactionalProducer(KafkaPythonProducer, TransactionalProducerHandle):
+    def __init__(self, conf: dict[str, Any], timeout_s: float) -> None:
+        super().__init__(conf, timeout_s)
+        fenced_call(self._p.init_transactions)
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        return fenced_call(super().send, topic, records)
+
+    def begin(self) -> None:
+        fenced_call(self._p.begin_transaction)
+
+    def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str,
+                     consumer: ConsumerHandle | None = None) -> None:
+        from kafka.structs import OffsetAndMetadata
+        # The member's metadata (KIP-447 fencing of stale members) when it is ours, else the bare group id.
+        metadata = consumer.group_metadata() if isinstance(consumer, KafkaPythonConsumer) else group_id
+        fenced_call(self._p.send_offsets_to_transaction,
+                     {_ktp(tp): OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()}, metadata)
+
+    def commit(self) -> None:
+        fenced_call(self._p.commit_transaction)
+
+    def abort(self) -> None:
+        fenced_call(self._p.abort_transaction)
+
+    def close(self) -> None:
+        self._p.close(timeout=1)
 
 
 class KafkaPythonAdapter(ClientAdapter):
@@ -170,15 +225,28 @@ class KafkaPythonAdapter(ClientAdapter):
             conf["max_request_size"] = max_request_size
         return KafkaPythonProducer(conf, timeout)
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        timeout = timeout_s or self.timeout_s
+        conf: dict[str, Any] = {
+            **self._common(), "transactional_id": transactional_id, "linger_ms": 5,
+            "max_block_ms": int(timeout * 1000), "request_timeout_ms": int(timeout * 1000),
+            "delivery_timeout_ms": int(timeout * 1000) + 1000,
+        }
+        return KafkaPythonTransactionalProducer(conf, timeout)
+
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
-                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
+                 isolation_level: str | None = None) -> ConsumerHandle:
         conf: dict[str, Any] = {
             **self._common(), "group_id": group_id, "auto_offset_reset": auto_offset_reset,
             "enable_auto_commit": False, "allow_auto_create_topics": allow_auto_create_topics,
             "session_timeout_ms": 10000, "heartbeat_interval_ms": 500, "fetch_max_wait_ms": 100,
             "metadata_max_age_ms": 1000,
         }
+        if isolation_level is not None:
+            conf["isolation_level"] = isolation_level
         if group_instance_id:
             conf["group_instance_id"] = group_instance_id
             conf["session_timeout_ms"] = 45000

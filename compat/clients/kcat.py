@@ -7,24 +7,36 @@ per-message timestamps and does not print offsets, so ``reports_produce_offsets`
 Consume: kcat -C (manual assignment, from a tracked position) or kcat -G (balanced group
 consumer, which commits what it consumed when it exits). Output uses a length-prefixed format
 (%K/%S) so binary keys and values survive. ListOffsets: kcat -Q. kcat has no admin commands.
+Transactions: one kcat -P run with -X transactional.id per transaction (see KcatTransactionalProducer);
+isolation.level goes to the consumer with -X.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, PositionedConsumer
-from compat.model import ClusterView, Message, NotSupported, ProduceFailed, Record
+from compat.clients.base import (
+    ClientAdapter,
+    ConsumerHandle,
+    Offsets,
+    PositionedConsumer,
+    TransactionalProducerHandle,
+)
+from compat.model import ClusterView, Message, NotSupported, ProduceFailed, ProducerFenced, Record
 from storage.values import TopicPartition
 
 _MARK = b"@@KCAT@@"
 _FORMAT = "@@KCAT@@ %t %p %o %T %K %S %h\\n%k%s\\n"
+# kcat 1.7.1's stdin read size (fread of min(1024, message.max.bytes)).
+_KCAT_READ_CHUNK = 1024
 # librdkafka's delivery error strings -> Kafka's error names
 _ERRORS = {"Message size too large": "MESSAGE_TOO_LARGE", "Unknown topic or partition": "UNKNOWN_TOPIC_OR_PARTITION",
            "Message timed out": "REQUEST_TIMED_OUT", "too large": "MESSAGE_TOO_LARGE"}
@@ -76,20 +88,27 @@ def parse_messages(out: bytes) -> list[Message]:
         msgs.append(Message(topic, int(part), int(offset), key, value, tuple(headers), int(ts)))
 
 
+def _isolation(level: str | None) -> list[str]:
+    return [] if level is None else ["-X", f"isolation.level={level}"]
+
+
 class KcatAssignedConsumer(PositionedConsumer):
     name = "kcat -C"
 
-    def __init__(self, adapter: KcatAdapter, assign: Sequence[TopicPartition], reset: str) -> None:
+    def __init__(self, adapter: KcatAdapter, assign: Sequence[TopicPartition], reset: str,
+                 isolation_level: str | None) -> None:
         self._a = adapter
         super().__init__(assign, None)  # None: where auto.offset.reset says
         self._reset = reset
+        self._isolation = _isolation(isolation_level)
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         got: list[Message] = []
         for tp, pos in self._positions.items():
             start = str(pos) if pos is not None else ("beginning" if self._reset == "earliest" else "end")
             _, out, _ = _run(["-b", self._a.bootstrap, "-C", "-t", tp.topic, "-p", str(tp.partition), "-o", start,
-                              "-e", "-c", str(max(1, max_records - len(got))), "-f", _FORMAT, "-q"],
+                              "-e", "-c", str(max(1, max_records - len(got))), "-f", _FORMAT, "-q",
+                              *self._isolation],
                              max(timeout_s, 5.0))
             msgs = parse_messages(out)
             if msgs:
@@ -103,17 +122,20 @@ class KcatAssignedConsumer(PositionedConsumer):
 class KcatGroupConsumer(ConsumerHandle):
     name = "kcat -G"
 
-    def __init__(self, adapter: KcatAdapter, group_id: str, topics: Sequence[str], reset: str) -> None:
+    def __init__(self, adapter: KcatAdapter, group_id: str, topics: Sequence[str], reset: str,
+                 isolation_level: str | None) -> None:
         self._a = adapter
         self._group = group_id
         self._topics = list(topics)
         self._reset = reset
+        self._isolation = _isolation(isolation_level)
         self._consumed: dict[TopicPartition, int] = {}
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         # Each poll is one kcat -G run: join, consume to the end (-e), commit on exit.
         _, out, _ = _run(["-b", self._a.bootstrap, "-G", self._group, "-X", f"auto.offset.reset={self._reset}",
-                          "-e", "-c", str(max(1, max_records)), "-f", _FORMAT, "-q", *self._topics],
+                          "-e", "-c", str(max(1, max_records)), "-f", _FORMAT, "-q", *self._isolation,
+                          *self._topics],
                          max(timeout_s, 10.0))
         msgs = parse_messages(out)
         for m in msgs:
@@ -126,6 +148,118 @@ class KcatGroupConsumer(ConsumerHandle):
         for tp, (offset, metadata) in offsets.items():
             if metadata or self._consumed.get(tp) != offset:
                 raise NotSupported("kcat commits only the consumed position, without metadata")
+
+
+class KcatTransactionalProducer(TransactionalProducerHandle):
+    """One kcat -P run per transaction, as kcat offers transactions: started with -X transactional.id, it inits
+    the producer (InitProducerId, which fences an older instance) and begins the transaction before it reads any
+    input, produces every stdin line as it reads it, commits at the end of its input, and aborts instead when it
+    got SIGINT. So ``begin`` only marks the transaction open, the first ``send`` starts the run (its topic, and
+    its partition when every record names the same one, fixed for the run), ``commit`` closes stdin and ``abort``
+    sends SIGINT first. kcat reports no delivery while its input is open: ``send`` returns once kcat has the lines
+    (offsets -1), and scenarios observe the log with another client. kcat cannot send offsets to a transaction."""
+
+    def __init__(self, adapter: KcatAdapter, transactional_id: str, timeout_s: float) -> None:
+        self._a = adapter
+        self._id = transactional_id
+        self._timeout = timeout_s
+        self._open = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._target: tuple[str, int | None] | None = None
+        self._written = 0
+
+    def begin(self) -> None:
+        if self._open:
+            raise RuntimeError("kcat: a transaction is already open")
+        self._open = True
+
+    def send(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        if not self._open:
+            raise RuntimeError("kcat: send outside a transaction")
+        lines = []
+        for r in records:
+            if r.headers or r.timestamp_ms is not None:
+                raise NotSupported("kcat sets headers and timestamps per run, not per transactional record")
+            key, value = r.key or b"", r.value or b""
+            if not value or b"\t" in key or any(c in key + value for c in (b"\n", b"\r")):
+                raise NotSupported("kcat's stdin lines carry only non-empty single-line values")
+            lines.append(key + b"\t" + value + b"\n")
+        partitions = {r.partition for r in records}
+        if len(partitions) != 1:
+            raise NotSupported("one kcat run produces to one topic and partition (or all by its partitioner)")
+        target = (topic, partitions.pop())
+        if self._proc is None:
+            self._start(target)
+        elif target != self._target:
+            raise NotSupported("one kcat run produces to one topic and partition")
+        assert self._proc is not None and self._proc.stdin is not None  # started just above
+        # kcat up to 1.7.1 reads stdin with fread() in 1 KiB chunks, so a line reaches the producer only once its
+        # chunk is full (fixed after 1.7.1 by polling stdin): fill the chunk with empty lines, which kcat skips.
+        data = b"".join(lines)
+        data += b"\n" * (-(self._written + len(data)) % _KCAT_READ_CHUNK)
+        self._written += len(data)
+        self._proc.stdin.write(data)
+        self._proc.stdin.flush()
+        return [(r.partition if r.partition is not None else -1, -1) for r in records]
+
+    def _start(self, target: tuple[str, int | None]) -> None:
+        topic, partition = target
+        args = ["kcat", "-b", self._a.bootstrap, "-P", "-t", topic, "-K", "\t", "-X", f"transactional.id={self._id}",
+                "-m", str(max(1, int(self._timeout)))]
+        if partition is not None:
+            args += ["-p", str(partition)]
+        self._stderr = tempfile.TemporaryFile()
+        self._written = 0
+        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr)
+        self._target = target
+
+    def _finish(self, abort: bool) -> None:
+        if not self._open:
+            raise RuntimeError("kcat: no transaction open")
+        self._open = False
+        proc, stderr, self._proc, self._target = self._proc, self._stderr, None, None
+        if proc is None:
+            return  # nothing was sent: kcat never started, there is nothing to end
+        assert proc.stdin is not None and stderr is not None  # set together in _start
+        if abort:
+            proc.send_signal(signal.SIGINT)
+        proc.stdin.close()
+        try:
+            rc = proc.wait(self._timeout + 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise TimeoutError(f"kcat did not end its transaction within {self._timeout + 10:.0f}s") from None
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
+        stderr.close()
+        lines = [line for line in err.splitlines() if "error" in line.lower() or "fatal" in line.lower()]
+        if "fenced" in err.lower():
+            raise ProducerFenced(f"kcat: {(lines or err.splitlines() or ['fenced'])[0].strip()}")
+        done = "Aborting transaction" if abort else "Transaction successfully committed"
+        if rc != 0 or lines or done not in err:
+            raise RuntimeError(f"kcat {'abort' if abort else 'commit'} failed (exit {rc}): "
+                               f"{(lines or err.strip().splitlines() or ['no output'])[0]}")
+
+    def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str,
+                     consumer: ConsumerHandle | None = None) -> None:
+        raise NotSupported("kcat cannot send offsets to a transaction (no send_offsets_to_transaction)")
+
+    def commit(self) -> None:
+        self._finish(abort=False)
+
+    def abort(self) -> None:
+        self._finish(abort=True)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 class KcatAdapter(ClientAdapter):
@@ -222,18 +356,23 @@ class KcatAdapter(ClientAdapter):
     def _file_mode(r: Record) -> bool:
         return bool(r.value) and r.key != b""
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        return KcatTransactionalProducer(self, transactional_id, timeout_s or self.timeout_s)
+
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
-                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
+                 isolation_level: str | None = None) -> ConsumerHandle:
         if group_instance_id:
             raise NotSupported("kcat has no static membership option in its group consumer")
         if subscribe:
             if group_id is None:
                 raise NotSupported("kcat subscribes only as a balanced group consumer (-G)")
-            return KcatGroupConsumer(self, group_id, subscribe, auto_offset_reset)
+            return KcatGroupConsumer(self, group_id, subscribe, auto_offset_reset, isolation_level)
         if group_id is not None:
             raise NotSupported("kcat cannot commit offsets for a manually assigned consumer")
-        return KcatAssignedConsumer(self, assign, auto_offset_reset)
+        return KcatAssignedConsumer(self, assign, auto_offset_reset, isolation_level)
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
         ts = {"earliest": -2, "latest": -1}.get(spec, spec) if isinstance(spec, str) else spec

@@ -14,7 +14,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from compat.clients.base import ClientAdapter, ConsumerHandle, PositionedConsumer, ProducerHandle
+from compat.clients.base import (
+    ClientAdapter,
+    ConsumerHandle,
+    PositionedConsumer,
+    ProducerHandle,
+    TransactionalProducerHandle,
+)
 from compat.model import Message, NotSupported, ProduceFailed, Record
 from storage.values import TopicPartition
 
@@ -65,15 +71,19 @@ class SparkProducer(ProducerHandle):
 class SparkAssignedConsumer(PositionedConsumer):
     name = "Spark's Kafka source"
 
-    def __init__(self, bootstrap: str, assign: Sequence[TopicPartition]) -> None:
+    def __init__(self, bootstrap: str, assign: Sequence[TopicPartition], isolation_level: str | None) -> None:
         self._bootstrap = bootstrap
+        self._isolation_level = isolation_level
         super().__init__(assign, -2)  # -2: Kafka's "earliest"
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         spark = _spark()
         got: list[Message] = []
         for tp, pos in self._positions.items():
-            df = (spark.read.format("kafka")
+            reader = spark.read.format("kafka")
+            if self._isolation_level is not None:
+                reader = reader.option("kafka.isolation.level", self._isolation_level)
+            df = (reader
                   .option("kafka.bootstrap.servers", self._bootstrap)
                   .option("assign", json.dumps({tp.topic: [tp.partition]}))
                   .option("startingOffsets", json.dumps({tp.topic: {str(tp.partition): pos}}))
@@ -117,9 +127,15 @@ class SparkAdapter(ClientAdapter):
             options["kafka.max.request.size"] = str(max_request_size)
         return SparkProducer(options)
 
+    def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
+                               ) -> TransactionalProducerHandle:
+        raise NotSupported("Spark's Kafka sink writes without transactions (at-least-once): no transactional.id, "
+                           "commit or abort")
+
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
-                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False) -> ConsumerHandle:
+                 auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
+                 isolation_level: str | None = None) -> ConsumerHandle:
         if group_id is not None or subscribe:
             raise NotSupported("Spark's Kafka source manages its own offsets (no consumer group API)")
-        return SparkAssignedConsumer(self.bootstrap, assign)
+        return SparkAssignedConsumer(self.bootstrap, assign, isolation_level)

@@ -4,7 +4,11 @@
 //
 //   metadata   BOOTSTRAP [TOPIC...]                       -> B id host port | T topic partition leader | C controller
 //   produce    BOOTSTRAP TOPIC ACKS CODEC IDEMPOTENT MAXREQ TIMEOUTMS   (stdin: R lines) -> OK p o | ERR name msg
-//   consume    BOOTSTRAP TOPIC PARTITION OFFSET MAX TIMEOUTMS           -> M topic p offset ts key value headers
+//   consume    BOOTSTRAP TOPIC PARTITION OFFSET MAX TIMEOUTMS [ISOLATION]  -> M topic p offset ts key value headers
+//   txn        BOOTSTRAP TRANSACTIONALID TIMEOUTMS   a transactional producer driven line by line on stdin:
+//              initTransactions, then per command one answer line (OK | ERR name msg):
+//              B (begin) | C (commit) | A (abort) | O GROUP TOPIC:PARTITION:OFFSET... (sendOffsetsToTransaction)
+//              | S TOPIC N, then N R lines (send, flush: N answers OK p o | ERR name msg)
 //   offsets    BOOTSTRAP SPEC TOPIC:PARTITION...   (SPEC earliest|latest|<ms>) -> O topic p offset
 //   create     BOOTSTRAP TOPIC PARTITIONS RF | delete BOOTSTRAP TOPIC
 //   cluster    BOOTSTRAP                                  -> I clusterId | C controller | B id host port
@@ -16,8 +20,10 @@ import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -63,6 +69,7 @@ public class CompatClient {
             case "metadata" -> metadata(a);
             case "produce" -> produce(a);
             case "consume" -> consume(a);
+            case "txn" -> txn(a);
             case "offsets" -> offsets(a);
             case "create" -> { try (Admin admin = Admin.create(props(a[1]))) {
                 admin.createTopics(List.of(new NewTopic(a[2], Integer.parseInt(a[3]), Short.parseShort(a[4]))))
@@ -116,26 +123,92 @@ public class CompatClient {
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.isEmpty()) continue;
-                String[] f = line.split(" ", -1);
-                Integer partition = f[1].equals("-") ? null : Integer.valueOf(f[1]);
-                Long ts = f[2].equals("-") ? null : Long.valueOf(f[2]);
-                List<Header> headers = new ArrayList<>();
-                if (f.length > 5 && !f[5].isEmpty())
-                    for (String h : f[5].split(",")) {
-                        String[] kv = h.split("=", 2);
-                        headers.add(new RecordHeader(kv[0], unhex(kv[1])));
-                    }
-                futures.add(producer.send(new ProducerRecord<>(a[2], partition, ts, unhex(f[3]), unhex(f[4]), headers)));
+                futures.add(producer.send(record(a[2], line)));
             }
             producer.flush();
-            for (var fut : futures) {
+            report(futures, Long.parseLong(a[7]));
+        }
+    }
+
+    // An R line as a record for TOPIC.
+    static ProducerRecord<byte[], byte[]> record(String topic, String line) {
+        String[] f = line.split(" ", -1);
+        Integer partition = f[1].equals("-") ? null : Integer.valueOf(f[1]);
+        Long ts = f[2].equals("-") ? null : Long.valueOf(f[2]);
+        List<Header> headers = new ArrayList<>();
+        if (f.length > 5 && !f[5].isEmpty())
+            for (String h : f[5].split(",")) {
+                String[] kv = h.split("=", 2);
+                headers.add(new RecordHeader(kv[0], unhex(kv[1])));
+            }
+        return new ProducerRecord<>(topic, partition, ts, unhex(f[3]), unhex(f[4]), headers);
+    }
+
+    static String err(Exception e) {
+        return "ERR " + errorName(e) + " " + String.valueOf(e.getMessage()).replace('\n', ' ');
+    }
+
+    // One answer line per sent record, in order.
+    static void report(List<java.util.concurrent.Future<RecordMetadata>> futures, long timeoutMs) {
+        for (var fut : futures) {
+            try {
+                RecordMetadata md = fut.get(timeoutMs, TimeUnit.MILLISECONDS);
+                System.out.println("OK " + md.partition() + " " + (md.hasOffset() ? md.offset() : -1));
+            } catch (Exception e) {
+                System.out.println(err(e));
+            }
+        }
+    }
+
+    static void txn(String[] a) throws Exception {
+        Properties p = props(a[1]);
+        p.put("transactional.id", a[2]);
+        p.put("delivery.timeout.ms", a[3]);
+        p.put("request.timeout.ms", a[3]);
+        p.put("max.block.ms", a[3]);
+        p.put("linger.ms", "5");
+        long timeoutMs = Long.parseLong(a[3]);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            try {
+                producer.initTransactions();
+                System.out.println("OK");
+            } catch (Exception e) {
+                System.out.println(err(e));
+                return;
+            }
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] f = line.split(" ");
                 try {
-                    RecordMetadata md = fut.get(Long.parseLong(a[7]), TimeUnit.MILLISECONDS);
-                    System.out.println("OK " + md.partition() + " " + (md.hasOffset() ? md.offset() : -1));
+                    switch (f[0]) {
+                        case "B" -> producer.beginTransaction();
+                        case "C" -> producer.commitTransaction();
+                        case "A" -> producer.abortTransaction();
+                        case "O" -> {
+                            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                            for (int i = 2; i < f.length; i++) {
+                                String[] tpo = f[i].split(":");
+                                offsets.put(new TopicPartition(tpo[0], Integer.parseInt(tpo[1])),
+                                    new OffsetAndMetadata(Long.parseLong(tpo[2])));
+                            }
+                            producer.sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(f[1]));
+                        }
+                        case "S" -> {
+                            List<java.util.concurrent.Future<RecordMetadata>> futures = new ArrayList<>();
+                            int n = Integer.parseInt(f[2]);
+                            for (int i = 0; i < n; i++) futures.add(producer.send(record(f[1], in.readLine())));
+                            producer.flush();
+                            report(futures, timeoutMs);
+                            continue;
+                        }
+                        default -> throw new IllegalArgumentException("unknown txn command " + f[0]);
+                    }
+                    System.out.println("OK");
                 } catch (Exception e) {
-                    String msg = String.valueOf(e.getMessage()).replace('\n', ' ');
-                    System.out.println("ERR " + errorName(e) + " " + msg);
+                    System.out.println(err(e));
                 }
+                System.out.flush();
             }
         }
     }
@@ -144,6 +217,7 @@ public class CompatClient {
         Properties p = props(a[1]);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
+        if (a.length > 7) p.put("isolation.level", a[7]);
         TopicPartition tp = new TopicPartition(a[2], Integer.parseInt(a[3]));
         long offset = Long.parseLong(a[4]);
         int max = Integer.parseInt(a[5]);
