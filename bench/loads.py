@@ -87,28 +87,56 @@ def _producer(bootstrap: str, **extra: Any) -> tuple[Any, list[str]]:
 
 
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
-    """tps [[topic, partition]...], count, size, acks, compression, linger_ms, batch_bytes, timeout_s."""
+    """tps [[topic, partition]...], count, size, acks, compression, linger_ms, batch_bytes, timeout_s.
+
+    Optional: "idempotent" (an idempotent producer, acks=all), and "commit_every_ms" or "commit_every_msgs" (a
+    transactional producer committing at that interval, so idempotent and transactional runs differ only by the
+    transactions; the clock starts after one warm-up message, and init_transactions)."""
     tps = [tuple(tp) for tp in spec["tps"]]
     count = int(spec["count"])
     values = value_pool(int(spec["size"]))
+    every_ms = spec.get("commit_every_ms")
+    per_txn = spec.get("commit_every_msgs")
+    transactional = every_ms is not None or per_txn is not None
+    idempotent = transactional or bool(spec.get("idempotent"))
+    extra: dict[str, Any] = {}
+    if transactional:
+        extra["transactional.id"] = f"bench-txn-{uuid.uuid4().hex[:8]}"
     producer, errors = _producer(
         spec["bootstrap"],
-        acks=str(spec.get("acks", "1")),
+        acks="all" if idempotent else str(spec.get("acks", "1")),
         **{
             "compression.type": spec.get("compression", "none"),
             "linger.ms": spec.get("linger_ms", 5),
             "batch.size": spec.get("batch_bytes", 1 << 20),
             "queue.buffering.max.messages": 500_000,
-            "enable.idempotence": False,
+            "enable.idempotence": idempotent,
+            **extra,
         },
     )
     deadline = time.monotonic() + float(spec.get("timeout_s", 120))
+    if idempotent:
+        # Producer id, metadata and connections before the clock starts, the same way for both kinds.
+        if transactional:
+            producer.init_transactions(max(1.0, deadline - time.monotonic()))
+            producer.begin_transaction()
+        producer.produce(tps[0][0], values[0], partition=tps[0][1])
+        if transactional:
+            producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+        producer.flush(max(0.1, deadline - time.monotonic()))
     send = producer.produce
     poll = producer.poll
     n_tps = len(tps)
     n_values = len(values)
+    commit_after_s = float(every_ms) / 1000 if every_ms is not None else float("inf")
+    commit_after_msgs = int(per_txn) if per_txn is not None else count + 1
+    commits = 0
     cpu_start = _cpu_seconds()
     start = time.perf_counter()
+    if transactional:
+        producer.begin_transaction()
+    txn_started = time.monotonic()
+    in_txn = 0
     for i in range(count):
         topic, partition = tps[i % n_tps]
         value = values[i % n_values]
@@ -120,8 +148,19 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
                 poll(0.001)
                 if time.monotonic() > deadline:
                     return {"ok": False, "error": f"timeout while producing after {i} messages"}
+        if transactional:
+            in_txn += 1
+            if in_txn >= commit_after_msgs or time.monotonic() - txn_started >= commit_after_s:
+                producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+                commits += 1
+                producer.begin_transaction()
+                txn_started = time.monotonic()
+                in_txn = 0
         if i % 20_000 == 0:
             poll(0)
+    if transactional:
+        producer.commit_transaction(max(1.0, deadline - time.monotonic()))  # empty when the loop just committed
+        commits += 1 if in_txn else 0
     remaining = producer.flush(max(0.1, deadline - time.monotonic()))
     seconds = time.perf_counter() - start
     client_cpu = (_cpu_seconds() - cpu_start) / seconds
@@ -134,6 +173,7 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
         "ok": True,
         "seconds": seconds,
         "messages": count,
+        "commits": commits,
         "MB/s": total_bytes / seconds / 1e6,
         "msg/s": count / seconds,
         "client_cpu": client_cpu,

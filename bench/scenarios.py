@@ -565,6 +565,9 @@ class ReplicatedScenario(Scenario):
 
 
 def build_scenarios(quick: bool) -> list[Scenario]:
+    # Imported here: bench.transactions builds on this module's Scenario and Metric.
+    from bench.transactions import TransactionsScenario
+
     produce_count = 50_000 if quick else 300_000
     produce_reps = 1 if quick else 3
     produce = [
@@ -583,6 +586,7 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         PartitionsScenario(100 if quick else 1000, 1 if quick else 2),
         StartupScenario(2 if quick else 5),
         RecoveryScenario(16 * MIB if quick else GIB, 1 if quick else 2),
+        TransactionsScenario(20_000 if quick else 200_000, 1 if quick else 3),
         # Starting ZooKeeper and three brokers does not fit the quick run's minute.
         *([] if quick else [ReplicatedScenario(300_000, 5, 3)]),
     ]
