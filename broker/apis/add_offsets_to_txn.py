@@ -2,8 +2,8 @@
 
 Adds the group's `__consumer_offsets` partition (abs(hashCode(group_id)) % offsets.topic.num.partitions) to the
 producer's transaction, as AddPartitionsToTxn would (Kafka's handleAddOffsetsToTxnRequest); the offsets
-themselves come with TxnOffsetCommit to the group coordinator. Before v2 PRODUCER_FENCED is
-INVALID_PRODUCER_EPOCH.
+themselves come with TxnOffsetCommit to the group coordinator. Errors are the coordinator's, as for
+AddPartitionsToTxn (`add_partitions_to_txn`); before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ from storage import TopicPartition
 API_KEY = 25
 MIN_VERSION = 0
 MAX_VERSION = 3
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

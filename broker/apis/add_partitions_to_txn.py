@@ -6,6 +6,9 @@ each either added or, with `verify_only`, checked (NONE for a partition in the t
 for one not in it). As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
 transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a coordinator error is
 answered for every partition of the transaction; before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+The coordinator's errors: INVALID_REQUEST (empty transactional id), INVALID_PRODUCER_ID_MAPPING (unknown id or
+another producer id), PRODUCER_FENCED (another epoch), CONCURRENT_TRANSACTIONS (a transition or the markers
+pending), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (the state write failed).
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from storage import TopicPartition
 API_KEY = 24
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INVALID_REQUEST,
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -3,7 +3,9 @@
 Commits or aborts the producer's transaction: the coordinator writes PrepareCommit/PrepareAbort, answers, then
 sends the markers and writes the Complete* state in the background (Kafka's handleEndTxnRequest). A retry of
 an EndTxn that already completed the same way answers NONE; while the markers of the previous one are still
-being written, CONCURRENT_TRANSACTIONS. Before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+being written, CONCURRENT_TRANSACTIONS; an end the state does not allow (nothing to end, a commit of an
+aborted one) INVALID_TXN_STATE; the other errors are the coordinator's, as for AddPartitionsToTxn.
+Before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from protocol.errors import ErrorCode
 API_KEY = 26
 MIN_VERSION = 0
 MAX_VERSION = 4
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

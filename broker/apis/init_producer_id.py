@@ -4,8 +4,13 @@ Idempotent producers (no transactional id) always get a fresh producer id with e
 persisted before use so no id is ever handed out twice, even across restarts (Kafka's behaviour for a
 null transactional id). Transactional producers go to the transaction coordinator
 (`broker/coordinator/transaction/`): epoch bump, fencing, KIP-360 (v3+: the producer's id and epoch; one of
-them -1 without the other is INVALID_REQUEST), errors as Kafka's TransactionCoordinator. Before v4 a client
-does not know PRODUCER_FENCED: it gets INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis answers.
+them -1 without the other is INVALID_REQUEST), errors as Kafka's TransactionCoordinator: INVALID_REQUEST (empty
+id), INVALID_TRANSACTION_TIMEOUT (over transaction.max.timeout.ms), PRODUCER_FENCED (KIP-360: another producer
+id), CONCURRENT_TRANSACTIONS (a transition pending, a transaction completing, or an Ongoing one being fenced:
+the client retries), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (the state write
+failed). Before v4 a client does not know PRODUCER_FENCED: it gets INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis
+answers. COORDINATOR_LOAD_IN_PROGRESS also answers an idempotent producer while the next block of ids is on
+its way from the controller.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ from protocol.errors import ErrorCode
 API_KEY = 22
 MIN_VERSION = 0
 MAX_VERSION = 5
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_TRANSACTION_TIMEOUT, ErrorCode.PRODUCER_FENCED,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+)
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

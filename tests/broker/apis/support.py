@@ -34,6 +34,10 @@ WAITS_FOR_2 = "waits-for-2"  # acks=-1 waits for the dead follower: REQUEST_TIME
 UNDER_MIN_ISR = "under-min-isr"  # min.insync.replicas=2, once broker 2 is out of the ISR: NOT_ENOUGH_REPLICAS
 LED_BY_2 = "led-by-2"  # moves to broker 0 with a new leader epoch: FENCED_LEADER_EPOCH for the old one
 KILLED_2_TOPICS = {WAITS_FOR_2: [0, 2], UNDER_MIN_ISR: [0, 2], LED_BY_2: [2, 0]}
+# Set up on the cluster by `Brokers.broker_2_killed` just before it kills broker 2, whichever test comes first:
+# the modules that need a state only broker 2's death can freeze register here when imported (collection
+# imports every test module before the first test runs).
+BEFORE_KILLING_2: list[Callable[[Brokers], None]] = []
 
 
 @dataclass
@@ -118,6 +122,8 @@ class Brokers:
         if self._timed_out_produce is None:
             for name, replicas in KILLED_2_TOPICS.items():
                 self.topic(name, port=c.ports[0], replicas=replicas)
+            for before in BEFORE_KILLING_2:
+                before(self)
             c.brokers[2].kill()
             Req = request_class(ApiKey.PRODUCE)
             T = Req.TopicProduceData

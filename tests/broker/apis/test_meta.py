@@ -18,11 +18,11 @@ from protocol.errors import ErrorCode
 # elsewhere (tests/e2e/test_transactions.py, tests/cluster/test_alter_partition.py, ...) but not enumerated here.
 NOT_YET_COVERED: set[str] = {
     # transaction and controller APIs
-    "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
+    "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "allocate_producer_ids", "alter_partition", "elect_leaders",
     "describe_producers",
     # FindCoordinator (transaction keys) and InitProducerId, changed by the transactions work
-    "find_coordinator", "init_producer_id",
+    "find_coordinator",
     # not enumerated yet: Kafka's REASSIGNMENT_IN_PROGRESS (a reassignment of the topic running) is not answered,
     # ours only for a concurrent change of the assignment, which no test can time
     "create_partitions",
