@@ -6,14 +6,17 @@ transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxn
   the rest go to the group coordinator (empty group id INVALID_GROUP_ID; NOT_COORDINATOR /
   COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE as for OffsetCommit);
 - KIP-890: the group's `__consumer_offsets` partition is verified with the transaction coordinator (it is in
-  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE; the coordinator busy or
-  unreachable, COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (Kafka's maybeConvertOffsetCommitError);
+  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE; another epoch,
+  INVALID_PRODUCER_EPOCH; an unknown transactional id or another producer id, INVALID_PRODUCER_ID_MAPPING;
+  the coordinator busy or unreachable, COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (Kafka's
+  maybeConvertOffsetCommitError);
 - KIP-447 (v3+): a member id, generation or group instance id is checked as OffsetCommit checks them
   (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); v0–v2 carry none and are accepted whatever
   the group's state;
 - the offsets are appended as one transactional batch of the producer (id, epoch) to `__consumer_offsets`
   and answered once committed there; they stay pending, invisible to OffsetFetch, until the transaction's
-  COMMIT marker (an ABORT drops them). Metadata over `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE.
+  COMMIT marker (an ABORT drops them). Metadata over `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE;
+  a batch `__consumer_offsets` cannot take: INVALID_COMMIT_OFFSET_SIZE.
 - v0–v1 hear COORDINATOR_NOT_AVAILABLE instead of COORDINATOR_LOAD_IN_PROGRESS (pre-2.0 clients, KAFKA-7296).
 """
 
@@ -32,6 +35,13 @@ from storage import TopicPartition
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 3
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.OFFSET_METADATA_TOO_LARGE,
+    ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -6,6 +6,7 @@ has shut down. Those are entered the way the broker itself enters them (the coor
 - `not_coordinator(b)`: a fresh broker that has no `__consumer_offsets` yet: NOT_COORDINATOR for every group.
 - `loading(b, group)`: a broker whose coordinator partition of `group` is loading: COORDINATOR_LOAD_IN_PROGRESS.
 - `shut_down(b)`: a broker whose coordinator has shut down: COORDINATOR_NOT_AVAILABLE.
+- `small_offsets_topic(b)`: a broker whose `__consumer_offsets` takes no record over 1000 bytes.
 - `Member.join(...)`: a member joined (and synced) through JoinGroup/SyncGroup on the session's broker.
 """
 
@@ -52,6 +53,18 @@ def shut_down(b: Brokers) -> int:
     other: EmbeddedBroker = b.other(broker_id="23")
     coordinator_ready(b, other.port)
     other.call(other.server.group_coordinator.coordinator.shutdown)
+    return other.port
+
+
+def small_offsets_topic(b: Brokers) -> int:
+    other: EmbeddedBroker = b.other(broker_id="24")
+    coordinator_ready(b, other.port)
+    alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    R = alter.AlterConfigsResource
+    resp = b.call(alter[1](resources=[R(resource_type=2, resource_name="__consumer_offsets", configs=[
+        R.AlterableConfig(name="max.message.bytes", config_operation=0, value="1000")])], validate_only=False),
+        other.port)
+    assert resp.responses[0].error_code == ErrorCode.NONE, resp
     return other.port
 
 

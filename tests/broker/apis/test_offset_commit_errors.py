@@ -8,7 +8,7 @@ from broker.apis import offset_commit
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
-from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down
+from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down, small_offsets_topic
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.OFFSET_COMMIT)
@@ -33,17 +33,8 @@ def between_join_and_sync(b: Brokers) -> Any:
 
 
 def too_large_to_store(b: Brokers) -> Any:
-    # a broker of its own whose __consumer_offsets takes no record over 1000 bytes: 3000 bytes of metadata (under
-    # offset.metadata.max.bytes) make the commit's record too large
-    other = b.other(broker_id="24")
-    coordinator_ready(b, other.port)
-    alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    R = alter.AlterConfigsResource
-    resp = b.call(alter[1](resources=[R(resource_type=2, resource_name="__consumer_offsets", configs=[
-        R.AlterableConfig(name="max.message.bytes", config_operation=0, value="1000")])], validate_only=False),
-        other.port)
-    assert resp.responses[0].error_code == ErrorCode.NONE, resp
-    return send(b, "commit-large", metadata="m" * 3000, port=other.port)
+    # 3000 bytes of metadata (under offset.metadata.max.bytes) make the commit's record too large
+    return send(b, "commit-large", metadata="m" * 3000, port=small_offsets_topic(b))
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
