@@ -2,8 +2,9 @@
 
 Each transactional id's state on this coordinator (Kafka's handleDescribeTransactions): state name, timeout,
 start time, producer id/epoch and the partitions still in the transaction (while preparing, those without
-their marker yet). Errors per id: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
-TRANSACTIONAL_ID_NOT_FOUND, INVALID_REQUEST for an empty id.
+their marker yet). Errors per id: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+(the coordinator not started or shut down), TRANSACTIONAL_ID_NOT_FOUND (unknown or Dead), INVALID_REQUEST for
+an empty id.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from protocol.errors import ErrorCode
 API_KEY = 65
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_REQUEST, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

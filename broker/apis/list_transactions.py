@@ -2,7 +2,8 @@
 
 The transactional ids this broker coordinates (Kafka's handleListTransactions): filtered by state names (unknown
 names are echoed in `unknown_state_filters`), producer ids and (v1, KIP-994) transactions running longer than
-`duration_filter` ms; Dead ids are never listed. COORDINATOR_LOAD_IN_PROGRESS while any partition loads.
+`duration_filter` ms; Dead ids are never listed. COORDINATOR_LOAD_IN_PROGRESS while any partition loads;
+COORDINATOR_NOT_AVAILABLE while the coordinator is not started or shut down.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from protocol.errors import ErrorCode
 
 API_KEY = 66
 MIN_VERSION = 0
 MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
