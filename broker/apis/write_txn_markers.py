@@ -8,7 +8,10 @@ INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS...) 
 when this broker has no log for it. Errors are grouped by producer id, as Kafka's response. Once markers are
 written to `__consumer_offsets` partitions, the group coordinator completes that producer's pending
 transactional offsets (`handle_txn_completion`); if that fails, those partitions answer
-UNKNOWN_SERVER_ERROR.
+UNKNOWN_SERVER_ERROR. Not in `ERRORS`, as no test can provoke them: REQUEST_TIMED_OUT (the ISR not caught up
+within request.timeout.ms, 30 s, while the ISR shrinks after replica.lag.time.max.ms) and KAFKA_STORAGE_ERROR
+(a disk failing under a live log); Kafka's UNSUPPORTED_FOR_MESSAGE_FORMAT (a log before magic 2) cannot
+happen, every log here being magic 2.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ log = logging.getLogger("broker.apis.write_txn_markers")
 API_KEY = 27
 MIN_VERSION = 0
 MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.NOT_ENOUGH_REPLICAS,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -132,6 +132,19 @@ class Brokers:
                 T(name=WAITS_FOR_2, partition_data=[T.PartitionProduceData(index=0, records=records)])]), c.ports[0])
         return self._timed_out_produce
 
+    def under_min_isr(self) -> str:
+        """`UNDER_MIN_ISR` once broker 0 has dropped the dead broker 2 from its ISR and it wants two replicas
+        in sync: every acks=-1 append to it is refused (NOT_ENOUGH_REPLICAS)."""
+        self.broker_2_killed()
+        alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        R = alter.AlterConfigsResource
+        self.call(alter[0](resources=[R(resource_type=2, resource_name=UNDER_MIN_ISR, configs=[R.AlterableConfig(
+            name="min.insync.replicas", config_operation=0, value="2")])], validate_only=False),
+            self.cluster.ports[0])
+        wait_until(lambda: self.partition_on_0(UNDER_MIN_ISR).isr_nodes == [0], 30,
+                   "broker 0 to drop its dead follower from the ISR")
+        return UNDER_MIN_ISR
+
     def fenced_epoch(self) -> int:
         """A leader epoch of `LED_BY_2` older than broker 0's, once broker 0 leads it after broker 2's death."""
         self.broker_2_killed()

@@ -18,7 +18,6 @@ from protocol.errors import ErrorCode
 # elsewhere (tests/e2e/test_transactions.py, tests/cluster/test_alter_partition.py, ...) but not enumerated here.
 NOT_YET_COVERED: set[str] = {
     # transaction and controller APIs
-    "write_txn_markers",
     "allocate_producer_ids", "alter_partition", "elect_leaders",
     "describe_producers",
     # FindCoordinator (transaction keys) and InitProducerId, changed by the transactions work

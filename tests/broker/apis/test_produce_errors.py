@@ -13,7 +13,7 @@ from protocol.records import build_batch
 from tests.broker.wire import send as wire_send
 from tests.e2e.support import wait_until
 
-from .support import UNDER_MIN_ISR, Brokers, Producer, error_path_test
+from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.PRODUCE)
 Topic = Req.TopicProduceData
@@ -45,14 +45,7 @@ def idempotent(b: Brokers, topic: str, *batches: bytes) -> Any:
 
 
 def not_enough_replicas(b: Brokers) -> Any:
-    b.broker_2_killed()
-    alter = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    R = alter.AlterConfigsResource
-    b.call(alter[0](resources=[R(resource_type=2, resource_name=UNDER_MIN_ISR, configs=[R.AlterableConfig(
-        name="min.insync.replicas", config_operation=0, value="2")])], validate_only=False), b.cluster.ports[0])
-    wait_until(lambda: b.partition_on_0(UNDER_MIN_ISR).isr_nodes == [0], 30,
-               "broker 0 to drop its dead follower from the ISR")
-    return send(b, UNDER_MIN_ISR, batch(), acks=-1, port=b.cluster.ports[0])
+    return send(b, b.under_min_isr(), batch(), acks=-1, port=b.cluster.ports[0])
 
 
 def not_in_the_transaction(b: Brokers) -> Any:
