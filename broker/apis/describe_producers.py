@@ -7,7 +7,9 @@ first offset of its ongoing transaction (-1: none). Any replica answers, leader 
 (the admin client asks the leader unless told a broker).
 Errors, per partition: an invalid topic name INVALID_TOPIC_EXCEPTION with Kafka's message; a topic the
 metadata does not know UNKNOWN_TOPIC_OR_PARTITION; a partition this broker does not host
-NOT_LEADER_OR_FOLLOWER when the metadata knows it, else UNKNOWN_TOPIC_OR_PARTITION.
+NOT_LEADER_OR_FOLLOWER when the metadata knows it, else UNKNOWN_TOPIC_OR_PARTITION. Kafka's
+KAFKA_STORAGE_ERROR for a replica on an offline log dir is not answered: the replica manager keeps no offline
+partitions.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from storage import TopicPartition
 API_KEY = 61
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -5,8 +5,8 @@ abs(hashCode(group_id)) % offsets.topic.num.partitions, as in Kafka; the topic i
 and until its partition has a leader the answer is COORDINATOR_NOT_AVAILABLE (clients retry). v4+
 batches several keys (`coordinator_keys`). Transaction keys (key_type 1) map the same way to the leader of
 `__transaction_state` partition abs(hashCode(transactional_id)) % transaction.state.log.num.partitions, the
-topic also created on first use. Empty group ids and unknown key types: INVALID_REQUEST (an empty transactional
-id is placed like any other, as Kafka does).
+topic also created on first use. Unknown key types: INVALID_REQUEST. An empty group id or transactional id is
+placed like any other, as Kafka 3.7 does (the group or transaction APIs then refuse it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from protocol.errors import ErrorCode
 API_KEY = 10
 MIN_VERSION = 0
 MAX_VERSION = 6
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.INVALID_REQUEST, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
 GROUP = 0
 TRANSACTION = 1
@@ -28,7 +29,7 @@ TRANSACTION = 1
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
     server = ctx.server
-    if key_type not in (GROUP, TRANSACTION) or (key_type == GROUP and not key):
+    if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     if key_type == GROUP:
         groups = server.group_coordinator

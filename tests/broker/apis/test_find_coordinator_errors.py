@@ -1,0 +1,29 @@
+"""FindCoordinator: every code of `broker.apis.find_coordinator.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+from broker.apis import find_coordinator
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .group_support import coordinator_ready
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.FIND_COORDINATOR)
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUEST: lambda b: b.call(Req[4](key_type=2, coordinator_keys=["any"])),
+    # the first lookup on a broker of its own starts creating __transaction_state
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: b.call(Req[3](key="first", key_type=1),
+                                                          b.other(broker_id="36").port),
+}
+
+test_errors = error_path_test(find_coordinator, PRODUCERS)
+
+
+def test_an_empty_group_id_is_placed_like_any_other(brokers: Brokers) -> None:
+    """As Kafka 3.7: FindCoordinator places "" (the group APIs then answer INVALID_GROUP_ID)."""
+    coordinator_ready(brokers, brokers.single.port)
+    response = brokers.call(Req[4](key_type=0, coordinator_keys=[""]))
+    assert response.coordinators[0].error_code == ErrorCode.NONE
+    assert response.coordinators[0].node_id == brokers.single.server.broker_id
