@@ -19,6 +19,9 @@ from protocol.errors import ErrorCode
 API_KEY = 67
 MIN_VERSION = 0
 MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_CONTROLLER, ErrorCode.BROKER_ID_NOT_REGISTERED, ErrorCode.STALE_BROKER_EPOCH,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

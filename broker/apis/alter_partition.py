@@ -3,6 +3,10 @@
 Served by the active controller (broker/controller/alter_partition.py judges each partition with Kafka's rules
 and writes the state); any other broker answers NOT_CONTROLLER. Topics by name (v0–1) or id (v2+); the ISR
 as broker ids (v0–2) or ids with broker epochs (v3, whose epochs ZooKeeper-mode Kafka does not check either).
+Errors: NOT_CONTROLLER and STALE_BROKER_EPOCH for the request; per partition UNKNOWN_TOPIC_ID (v2+),
+UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER (epochs newer than the controller's), FENCED_LEADER_EPOCH,
+INVALID_UPDATE_VERSION, INVALID_REQUEST, INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED before v2), as the
+controller judges them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ from protocol.errors import ErrorCode
 API_KEY = 56
 MIN_VERSION = 0
 MAX_VERSION = 3
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_CONTROLLER, ErrorCode.STALE_BROKER_EPOCH, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.INVALID_REQUEST, ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED,
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
