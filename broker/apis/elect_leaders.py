@@ -6,7 +6,9 @@ per-partition errors as Kafka's); v0 always asks for preferred elections, v1+ na
 DelayedElectLeader, the answer waits (up to the request's timeout) until this broker's metadata shows each
 elected leader, else that partition answers REQUEST_TIMED_OUT. With no partitions named (null), every
 partition is a candidate and those answering ELECTION_NOT_NEEDED are left out of the answer. Any broker that is
-not the controller answers NOT_CONTROLLER for each partition.
+not the controller answers NOT_CONTROLLER for each partition. Not in `ERRORS`, as no test can hold the state
+they need: INVALID_TOPIC_EXCEPTION (a topic the controller is deleting at that moment) and REQUEST_TIMED_OUT
+(an elected leader this broker's metadata has not heard of within the timeout).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from storage import TopicPartition
 API_KEY = 43
 MIN_VERSION = 0
 MAX_VERSION = 2
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_CONTROLLER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.ELECTION_NOT_NEEDED,
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+)
 
 # Kafka's messages for these answers (its ApiError texts, else the error's default message).
 _MESSAGES = {

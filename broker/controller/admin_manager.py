@@ -238,8 +238,14 @@ class AdminManager:
 
     async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
                                 validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+        if topic in await self.controller.call(self.store.topics_pending_deletion):
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion."
         info = await self.controller.call(self.store.topic, topic)
-        if info is None or topic in await self.controller.call(self.store.topics_pending_deletion):
+        if info is not None and (any(info.adding_replicas.values()) or any(info.removing_replicas.values())):
+            # as Kafka: no new partitions while the controller may be rewriting the assignment of the old ones
+            return (ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                    f"A partition reassignment is in progress for the topic '{topic}'.")
+        if info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         current = len(info.assignment)
         try:

@@ -5,8 +5,8 @@ A test module defines `PRODUCERS: dict[ErrorCode, Producer]` (one function per c
 `Brokers`, returning the decoded response that must carry the code) and
 `test_errors = error_path_test(<handler module>, PRODUCERS)`: one test per code of the handler's `ERRORS`, so
 a code listed without a producer fails, and a producer whose response lacks its code fails.
-`test_meta.py` checks that every handler has `ERRORS` (or sits in its commented allow-list) and a test module
-whose producers match it exactly. UNKNOWN_SERVER_ERROR, which any handler answers for an unexpected failure
+`test_meta.py` checks that every handler has `ERRORS` and a test module whose producers match it exactly.
+UNKNOWN_SERVER_ERROR, which any handler answers for an unexpected failure
 (a metadata store write that fails), is listed by none.
 """
 
@@ -33,7 +33,11 @@ from tests.e2e.support import wait_until
 WAITS_FOR_2 = "waits-for-2"  # acks=-1 waits for the dead follower: REQUEST_TIMED_OUT
 UNDER_MIN_ISR = "under-min-isr"  # min.insync.replicas=2, once broker 2 is out of the ISR: NOT_ENOUGH_REPLICAS
 LED_BY_2 = "led-by-2"  # moves to broker 0 with a new leader epoch: FENCED_LEADER_EPOCH for the old one
-KILLED_2_TOPICS = {WAITS_FOR_2: [0, 2], UNDER_MIN_ISR: [0, 2], LED_BY_2: [2, 0]}
+OFFLINE_ON_2 = "offline-on-2"  # broker 2 its only replica: no leader once it is dead
+REASSIGNING_OFF_2 = "reassigning-off-2"  # the same; a reassignment to broker 0 then never completes
+THREE_REPLICAS = "three-replicas"  # more replicas than live brokers once broker 2 is dead
+KILLED_2_TOPICS = {WAITS_FOR_2: [0, 2], UNDER_MIN_ISR: [0, 2], LED_BY_2: [2, 0], OFFLINE_ON_2: [2],
+                   REASSIGNING_OFF_2: [2], THREE_REPLICAS: [0, 1, 2]}
 # Set up on the cluster by `Brokers.broker_2_killed` just before it kills broker 2, whichever test comes first:
 # the modules that need a state only broker 2's death can freeze register here when imported (collection
 # imports every test module before the first test runs).
@@ -155,12 +159,23 @@ class Brokers:
 
     def not_controller_port(self) -> int:
         """The port of a live cluster broker that is not the active controller."""
+        return self.cluster.ports[1] if self._controller_id() == 0 else self.cluster.ports[0]
+
+    def controller_port(self) -> int:
+        """The port of the cluster's active controller, once broker 2 is dead and the controller knows it."""
+        self.fenced_epoch()
+        seen: list[int] = []
+        wait_until(lambda: seen.append(self._controller_id()) or seen[-1] in (0, 1), 30, "a live controller")
+        return self.cluster.ports[seen[-1]]
+
+    def _controller_id(self) -> int:
+        """The controller as broker 0's metadata names it (waiting until it names one)."""
         Req = request_class(ApiKey.METADATA)
-        c = self.cluster
         seen: list[int] = []
         wait_until(lambda: seen.append(self.call(Req[9](topics=[], allow_auto_topic_creation=False),
-                                                 c.ports[0]).controller_id) or seen[-1] >= 0, 30, "a controller")
-        return c.ports[1] if seen[-1] == 0 else c.ports[0]
+                                                 self.cluster.ports[0]).controller_id) or seen[-1] >= 0, 30,
+                   "a controller")
+        return seen[-1]
 
     def partition_on_0(self, topic: str) -> Any:
         """The partition as broker 0's metadata describes it."""
