@@ -1,11 +1,14 @@
 """KIP-890 part 1 on the partition leader: a transactional produce is verified with the transaction coordinator
 (AddPartitionsToTxn v4, verify_only) before a producer's first append to a partition in a transaction.
 
-The transaction coordinator does not exist yet in this branch, so `CoordinatorDouble` plays it: a real socket
-server speaking the protocol codec (ApiVersions and AddPartitionsToTxn), answering per partition what a test
-tells it. The metadata cache names it the leader of the `__transaction_state` partition of the transactional
-id. The leader side is the real ReplicaManager on real logs. When the real coordinator lands, these tests are
-to be switched to it.
+The leader side is the real ReplicaManager on real logs, whose metadata cache names the coordinator the leader
+of every `__transaction_state` partition. The coordinator is the real one, a broker of its own (`coordinator`,
+one per module) to which the tests speak as a transactional producer (InitProducerId, AddPartitionsToTxn)
+over the wire. Four tests keep `CoordinatorDouble`, a socket server speaking the protocol codec that answers
+what a test tells it, for the coordinator answers ours cannot be made to give on demand: CONCURRENT_TRANSACTIONS
+at the moment of the verification, a top-level CLUSTER_AUTHORIZATION_FAILED (no ACLs here), a coordinator that
+serves AddPartitionsToTxn only up to v3 (ours serves v4), and an answer held back until the test lets it go
+(to see the verifications queued meanwhile go out in one request).
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import pytest
 
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.replica_manager import ProducePartitionResult, ReplicaManager
+from broker.testing import EmbeddedBroker
 from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
-from protocol import decode_request, encode_response, response_class
+from protocol import decode_request, encode_response, request_class, response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from storage import TopicPartition
+from tests.cluster.support import raw_request
+from tests.e2e.support import wait_until
 from tests.storage.txn_support import idempotent_batch, txn_batch
 
 from .replication import TP, lead, replica_manager
@@ -86,19 +92,27 @@ class CoordinatorDouble:
         return Resp(throttle_time_ms=0, error_code=self.top_level_error, results_by_transaction=results)
 
 
-def leader_with_coordinator(tmp_path: Path, coordinator_port: int | None) -> ReplicaManager:
+def leader_with_coordinator(tmp_path: Path, coordinator_port: int | None,
+                            real: EmbeddedBroker | None = None) -> ReplicaManager:
+    """The leader of TP and TP1; its coordinator listens on `coordinator_port` (the double's), or is `real`."""
     rm = replica_manager(tmp_path, 0, known=(TP, TP1))
     cache = rm.metadata_cache
     assert cache is not None
     cache.controller_epoch = 1
+    if real is not None:
+        coordinator_port = real.port
+        txn_partitions = real.server.config["transaction.state.log.num.partitions"]
+        partition_for = real.server.transaction_coordinator.partition_for
+    else:
+        txn_partitions = TXN_PARTITIONS
+        partition_for = lambda txn_id: hash(txn_id) % TXN_PARTITIONS  # noqa: E731
     cache.set_brokers([BrokerEndpoint(0, "127.0.0.1", 1)] + (
         [BrokerEndpoint(COORDINATOR_ID, "127.0.0.1", coordinator_port)] if coordinator_port else []))
     if coordinator_port:
-        for p in range(TXN_PARTITIONS):
+        for p in range(txn_partitions):
             cache.update_partition(TRANSACTION_STATE_TOPIC, uuid.UUID(int=9), PartitionMetadata(
                 p, COORDINATOR_ID, 0, (COORDINATOR_ID,), (COORDINATOR_ID,)))
-    rm.add_partitions_to_txn = AddPartitionsToTxnManager(0, cache, lambda txn_id: hash(txn_id) % TXN_PARTITIONS,
-                                                         request_timeout_ms=5000)
+    rm.add_partitions_to_txn = AddPartitionsToTxnManager(0, cache, partition_for, request_timeout_ms=5000)
     lead(rm, 1, isr=[0], tp=TP)
     lead(rm, 1, isr=[0], tp=TP1)
     return rm
@@ -119,6 +133,65 @@ def log_end(rm: ReplicaManager, tp: TopicPartition) -> int:
     return log_.log_end_offset
 
 
+@pytest.fixture(scope="module")
+def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The real transaction coordinator: a broker (id COORDINATOR_ID) that knows TP's topic (two partitions),
+    so AddPartitionsToTxn accepts TP and TP1."""
+    broker = EmbeddedBroker({"broker.id": str(COORDINATOR_ID)},
+                            data_dir=tmp_path_factory.mktemp("coordinator")).start()
+    create = request_class(ApiKey.CREATE_TOPICS)
+    T = create.CreatableTopic
+    created = raw_request(broker.port, create[4](topics=[T(name=TP.topic, num_partitions=2, replication_factor=1,
+                                                          assignments=[], configs=[])],
+                                                 timeout_ms=30000, validate_only=False), timeout=30)
+    assert created.topics[0].error_code == ErrorCode.NONE, created
+    yield broker
+    broker.stop()
+
+
+def begin(coordinator: EmbeddedBroker, txn_id: str, *tps: TopicPartition) -> tuple[int, int]:
+    """As a transactional producer: InitProducerId (FindCoordinator first creates __transaction_state), then
+    AddPartitionsToTxn of `tps`; the producer id and epoch."""
+    find, init = request_class(ApiKey.FIND_COORDINATOR), request_class(ApiKey.INIT_PRODUCER_ID)
+    answers: list[Any] = []
+
+    def initialized() -> bool:
+        raw_request(coordinator.port, find[3](key=txn_id, key_type=1))
+        answers.append(raw_request(coordinator.port, init[3](transactional_id=txn_id, transaction_timeout_ms=60000,
+                                                             producer_id=-1, producer_epoch=-1), timeout=30))
+        return answers[-1].error_code == ErrorCode.NONE
+
+    wait_until(initialized, 30, "the transaction coordinator")
+    pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
+    if tps:
+        add = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
+        added = raw_request(coordinator.port, add[3](
+            v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[add.AddPartitionsToTxnTopic(name=TP.topic, partitions=[tp.partition for tp in tps])]),
+            timeout=30)
+        assert {p.partition_error_code for t in added.results_by_topic_v3_and_below
+                for p in t.results_by_partition} == {ErrorCode.NONE}, added
+    return pid, epoch
+
+
+def end(coordinator: EmbeddedBroker, txn_id: str, pid: int, epoch: int, commit: bool) -> None:
+    end_txn = request_class(ApiKey.END_TXN)
+    ended = raw_request(coordinator.port, end_txn[3](transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                                                     committed=commit), timeout=30)
+    assert ended.error_code == ErrorCode.NONE, ended
+
+
+def run_with_real_coordinator(tmp_path: Path, coordinator: EmbeddedBroker, scenario: Any) -> None:
+    async def main() -> None:
+        rm = leader_with_coordinator(tmp_path, None, coordinator)
+        try:
+            await asyncio.wait_for(scenario(rm), 20)
+        finally:
+            assert rm.add_partitions_to_txn is not None
+            rm.add_partitions_to_txn.shutdown()
+    asyncio.run(main())
+
+
 def run_with_coordinator(tmp_path: Path, scenario: Any, **double_kw: Any) -> None:
     async def main() -> None:
         double = CoordinatorDouble(**double_kw)
@@ -134,34 +207,57 @@ def run_with_coordinator(tmp_path: Path, scenario: Any, **double_kw: Any) -> Non
 
 
 def test_verified_partitions_are_appended_and_an_ongoing_transaction_needs_no_second_verification(
-        tmp_path: Path) -> None:
+        tmp_path: Path, coordinator: EmbeddedBroker) -> None:
+    pid, epoch = begin(coordinator, "tx-verified", TP, TP1)
+
+    async def scenario(rm: ReplicaManager) -> None:
+        assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch), TP1: txn_batch(pid, 0, epoch=epoch)},
+                             "tx-verified") == {TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
+        # the coordinator aborts the transaction (its markers go to its own replicas of the topic, not to this
+        # leader): asked again it would refuse TP, but the transaction is ongoing on TP here, so it is not asked
+        await asyncio.to_thread(end, coordinator, "tx-verified", pid, epoch, False)
+        assert await produce(rm, {TP: txn_batch(pid, 1, epoch=epoch)}, "tx-verified") == {TP: (ErrorCode.NONE, None)}
+        assert log_end(rm, TP) == 2 and log_end(rm, TP1) == 1
+    run_with_real_coordinator(tmp_path, coordinator, scenario)
+
+
+def test_a_partition_never_added_to_the_transaction_is_not_appended(tmp_path: Path,
+                                                                     coordinator: EmbeddedBroker) -> None:
+    pid, epoch = begin(coordinator, "tx-only-tp", TP)
+
+    async def scenario(rm: ReplicaManager) -> None:
+        assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch), TP1: txn_batch(pid, 0, epoch=epoch)},
+                             "tx-only-tp") == {
+            TP: (ErrorCode.NONE, None),
+            TP1: (ErrorCode.INVALID_TXN_STATE, "Partition was not added to the transaction")}
+        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 0
+    run_with_real_coordinator(tmp_path, coordinator, scenario)
+
+
+def test_an_epoch_the_coordinator_fenced_is_not_appended(tmp_path: Path, coordinator: EmbeddedBroker) -> None:
+    pid, epoch = begin(coordinator, "tx-fenced", TP)
+
+    async def scenario(rm: ReplicaManager) -> None:
+        # the coordinator answers PRODUCER_FENCED for another epoch; the leader says INVALID_PRODUCER_EPOCH
+        assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch + 1)}, "tx-fenced") == {
+            TP: (ErrorCode.INVALID_PRODUCER_EPOCH, None)}
+        assert log_end(rm, TP) == 0
+    run_with_real_coordinator(tmp_path, coordinator, scenario)
+
+
+def test_a_concurrent_transaction_is_retriable(tmp_path: Path) -> None:
     async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.partition_errors[TP1] = ErrorCode.CONCURRENT_TRANSACTIONS
         assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}) == {
-            TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
+            TP: (ErrorCode.NONE, None),
+            TP1: (ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the transaction. "
+                                                 "Underlying error: CONCURRENT_TRANSACTIONS")}
+        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 0
         (request,) = double.requests
         assert request.API_VERSION == 4
         (txn,) = request.transactions
         assert (txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.verify_only) == ("tx", 5, 0, True)
         assert sorted((t.name, sorted(t.partitions)) for t in txn.topics) == [(TP.topic, [0, 1])]
-        assert await produce(rm, {TP: txn_batch(5, 1)}) == {TP: (ErrorCode.NONE, None)}
-        assert len(double.requests) == 1  # the transaction is ongoing on TP now
-        assert log_end(rm, TP) == 2 and log_end(rm, TP1) == 1
-    run_with_coordinator(tmp_path, scenario)
-
-
-@pytest.mark.parametrize("coordinator_error, produce_error, message", [
-    (ErrorCode.INVALID_TXN_STATE, ErrorCode.INVALID_TXN_STATE, "Partition was not added to the transaction"),
-    (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_ENOUGH_REPLICAS,
-     "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS"),
-    (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH, None),
-])
-def test_a_partition_the_coordinator_does_not_confirm_is_not_appended(
-        tmp_path: Path, coordinator_error: ErrorCode, produce_error: ErrorCode, message: str | None) -> None:
-    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
-        double.partition_errors[TP1] = coordinator_error
-        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}) == {
-            TP: (ErrorCode.NONE, None), TP1: (produce_error, message)}
-        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 0
     run_with_coordinator(tmp_path, scenario)
 
 
@@ -225,11 +321,15 @@ def test_no_coordinator_unreachable_coordinator_and_mixed_producer_ids(tmp_path:
     asyncio.run(asyncio.wait_for(scenario(), 20))
 
 
-def test_turning_verification_off_lets_transactional_produce_through_unverified(tmp_path: Path) -> None:
-    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
-        double.partition_errors[TP] = ErrorCode.INVALID_TXN_STATE
-        assert (await produce(rm, {TP: txn_batch(5, 0)}))[TP][0] == ErrorCode.INVALID_TXN_STATE
+def test_turning_verification_off_lets_transactional_produce_through_unverified(
+        tmp_path: Path, coordinator: EmbeddedBroker) -> None:
+    pid, epoch = begin(coordinator, "tx-unverified")  # nothing added
+
+    async def scenario(rm: ReplicaManager) -> None:
+        assert (await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch)}, "tx-unverified"))[TP][0] \
+            == ErrorCode.INVALID_TXN_STATE
         rm.transaction_verification_enabled = lambda: False  # transaction.partition.verification.enable, dynamic
-        assert await produce(rm, {TP: txn_batch(5, 0)}) == {TP: (ErrorCode.NONE, None)}
-        assert len(double.requests) == 1 and log_end(rm, TP) == 1
-    run_with_coordinator(tmp_path, scenario)
+        assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch)}, "tx-unverified") == {
+            TP: (ErrorCode.NONE, None)}
+        assert log_end(rm, TP) == 1
+    run_with_real_coordinator(tmp_path, coordinator, scenario)

@@ -89,11 +89,18 @@ def not_coordinator(b: Brokers, topic: str | None = None) -> int:
     return port
 
 
+_loading_ready: set[int] = set()
+
+
 def loading(b: Brokers, txn_id: str) -> int:
     other = b.other(broker_id="32")
-    Txn.init(b, txn_id, other.port)  # its partition loaded: no load of it is left to end the loading below
-    state = other.server.transaction_coordinator.state
-    other.call(state.begin_loading, state.partition_for(txn_id))
+    if other.port not in _loading_ready:  # once: later calls may have left its partition loading
+        Txn.init(b, "loading-ready", other.port)  # __transaction_state led here (all of its partitions at once)
+        _loading_ready.add(other.port)
+    service = other.server.transaction_coordinator
+    partition = service.partition_for(txn_id)
+    other.call(service.runtime.wait_loaded, partition)  # no load of it left to end the loading below
+    other.call(service.state.begin_loading, partition)
     return other.port
 
 
