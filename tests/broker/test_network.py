@@ -3,8 +3,10 @@ and one bad client never disturbing the others (ApiVersions negotiation: test_ap
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
+import time
 
 import pytest
 
@@ -45,11 +47,16 @@ def test_acks_zero_produce_gets_no_response(conn, broker) -> None:
     # make the topic exist first (auto-creation through Metadata)
     meta = request_class(ApiKey.METADATA)
     MT = meta.MetadataRequestTopic
-    for attempt in range(50):
+    # Until the topic has its leader (the broker hosts it), however long creation takes on a loaded machine:
+    # an acks=0 produce to a partition not hosted yet fails, and a failed acks=0 produce closes the connection.
+    deadline = time.monotonic() + 30
+    for attempt in itertools.count():
         _send(conn, meta[12](topics=[MT(name="silent")], allow_auto_topic_creation=True,
                              include_topic_authorized_operations=False), 100 + attempt)
         if _recv(conn, ApiKey.METADATA, 12).topics[0].error_code == 0:
             break
+        assert time.monotonic() < deadline, "topic 'silent' never got a leader"
+        time.sleep(0.05)
     _send(conn, Produce[9](transactional_id=None, acks=0, timeout_ms=1000, topic_data=[topic]), 1)
     # The next answer on the connection must be for the request after the acks=0 produce.
     _send(conn, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 2)
