@@ -26,22 +26,20 @@ HW; never above the HW. Every HW move is reported to the log (`Log.update_high_w
 stop holding the LSO back once replicated. read_committed fetches read up to the LSO with the aborted
 transactions of the range; ListOffsets for read_committed answers from the LSO.
 
-ISR changes (Kafka's PendingExpandIsr / PendingShrinkIsr): the leader proposes a new ISR through
-`isr_updater` (the metadata store, with a version check) and, while the proposal is in flight, counts
-the *maximal* ISR (committed ∪ proposed) for the HW and the committed one for `min.insync.replicas`.
-Each proposal runs as a task the partition keeps until it ends (`wait_for_isr_updates`,
-`cancel_isr_updates`).
+ISR changes (expand, shrink, the proposal in flight and the *maximal* ISR the HW counts meanwhile) are the
+`IsrManagement` half of this class, in partition_isr.py; the leader's view of each follower is a `Replica`
+(replica.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.errors import KafkaApiError
+from broker.partition_isr import IsrManagement
+from broker.replica import Replica
 from protocol.errors import ErrorCode
 from storage import (
     AppendOrigin,
@@ -92,38 +90,6 @@ class PartitionState:
 
 
 @dataclass
-class Replica:
-    """The leader's view of a follower (Kafka's `Replica` / `ReplicaState`)."""
-
-    broker_id: int
-    log_end_offset: int = -1
-    log_start_offset: int = -1
-    last_fetch_leader_log_end_offset: int = 0
-    last_fetch_time_ms: int = 0
-    last_caught_up_time_ms: int = 0
-
-    def update_fetch_state(self, fetch_offset: int, log_start_offset: int, fetch_time_ms: int,
-                           leader_end_offset: int) -> None:
-        # A follower is caught up at the time of a fetch if it asked for the leader's LEO; it was caught
-        # up at the previous fetch if it now asks for at least what the leader's LEO was then.
-        if fetch_offset >= leader_end_offset:
-            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
-        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
-            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
-        self.log_end_offset = fetch_offset
-        self.log_start_offset = log_start_offset
-        self.last_fetch_leader_log_end_offset = leader_end_offset
-        self.last_fetch_time_ms = fetch_time_ms
-
-    def reset(self, now_ms: int, leader_end_offset: int, in_sync: bool) -> None:
-        self.log_end_offset = -1
-        self.log_start_offset = -1
-        self.last_fetch_leader_log_end_offset = leader_end_offset
-        self.last_fetch_time_ms = now_ms if in_sync else 0
-        self.last_caught_up_time_ms = now_ms if in_sync else 0
-
-
-@dataclass
 class LogReadResult:
     info: FetchDataInfo | None
     high_watermark: int
@@ -143,12 +109,10 @@ class LeaderAppendResult:
     high_watermark_moved: bool
 
 
-IsrUpdater = Callable[["Partition", list[int], int], Awaitable[tuple[list[int], int] | None]]
-
-
-class Partition:
+class Partition(IsrManagement):
     def __init__(self, tp: TopicPartition, local_broker_id: int, *, replica_lag_time_max_ms: int,
                  min_insync_replicas: int = 1) -> None:
+        super().__init__()  # the ISR state: isr, pending_isr, isr_updater, on_isr_change
         self.topic_partition = tp
         self.local_broker_id = local_broker_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -161,16 +125,10 @@ class Partition:
         self.partition_epoch = 0
         self.controller_epoch = 0
         self.assigned_replicas: list[int] = []
-        self.isr: list[int] = []
-        self.pending_isr: list[int] | None = None
         self.remote_replicas: dict[int, Replica] = {}
         self._high_watermark = 0
         # Where the HW sits in the log, worked out when a delayed fetch first asks (Kafka keeps it beside the HW).
         self._high_watermark_metadata: LogOffsetMetadata | None = None
-        self.isr_updater: IsrUpdater | None = None
-        # Called after a committed ISR change: a shrink can let the HW move and acks=all produces finish.
-        self.on_isr_change: Callable[[Partition], None] | None = None
-        self._isr_updates: set[asyncio.Task] = set()
 
     def __repr__(self) -> str:
         return f"Partition {self.topic_partition}"
@@ -198,12 +156,6 @@ class Partition:
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset if self.log is not None else 0
-
-    @property
-    def maximal_isr(self) -> list[int]:
-        if self.pending_isr is None:
-            return self.isr
-        return sorted(set(self.isr) | set(self.pending_isr))
 
     def set_log(self, log_: Log, checkpoint_high_watermark: int) -> None:
         """Attach the local log; the HW starts at the checkpointed one, within [log start, log end]."""
@@ -353,71 +305,6 @@ class Partition:
         replica.update_fetch_state(fetch_offset, log_start_offset, now_ms, self.log_end_offset)
         self.maybe_expand_isr(replica)
         return self.maybe_increment_leader_hw(now_ms)
-
-    def _isr_change_in_flight(self) -> bool:
-        return self.pending_isr is not None
-
-    def maybe_expand_isr(self, replica: Replica) -> None:
-        if self.isr_updater is None or self._isr_change_in_flight():
-            return
-        if replica.broker_id in self.isr:
-            return
-        if replica.log_end_offset >= self._high_watermark and \
-                replica.log_end_offset >= self.leader_epoch_start_offset:
-            self._propose_isr(sorted(set(self.isr) | {replica.broker_id}), "expand")
-
-    def maybe_shrink_isr(self, now_ms: int) -> None:
-        if not self.is_leader or self.isr_updater is None or self._isr_change_in_flight():
-            return
-        out_of_sync = [
-            rid for rid in self.isr
-            if rid != self.local_broker_id and rid in self.remote_replicas
-            and now_ms - self.remote_replicas[rid].last_caught_up_time_ms > self.replica_lag_time_max_ms
-        ]
-        if out_of_sync:
-            log.info("%s: shrinking ISR %s, out of sync %s (log end offsets %s, high watermark %d)",
-                     self.topic_partition, self.isr, out_of_sync,
-                     {r: self.remote_replicas[r].log_end_offset for r in out_of_sync}, self._high_watermark)
-            self._propose_isr([r for r in self.isr if r not in out_of_sync], "shrink")
-
-    def _propose_isr(self, new_isr: list[int], kind: str) -> None:
-        assert self.isr_updater is not None
-        self.pending_isr = new_isr
-        epoch = self.leader_epoch
-
-        async def commit() -> None:
-            try:
-                result = await self.isr_updater(self, new_isr, self.partition_epoch)  # type: ignore[misc]
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: ISR %s failed", self.topic_partition, kind)
-                result = None
-            if self.leader_epoch != epoch or not self.is_leader:
-                return
-            self.pending_isr = None
-            if result is not None:
-                self.isr, self.partition_epoch = list(result[0]), result[1]
-                log.info("%s: ISR now %s (partition epoch %d)", self.topic_partition, self.isr,
-                         self.partition_epoch)
-            # Kafka's maybeIncrementLeaderHW + tryCompleteDelayedRequests after an ISR update: without the
-            # shrunk-away replica the HW may move now, not only at the next follower fetch.
-            self.maybe_increment_leader_hw(time.time_ns() // 1_000_000)
-            if self.on_isr_change is not None:
-                self.on_isr_change(self)
-
-        task = asyncio.get_running_loop().create_task(commit(), name=f"isr-{kind}-{self.topic_partition}")
-        self._isr_updates.add(task)
-        task.add_done_callback(self._isr_updates.discard)
-
-    async def wait_for_isr_updates(self) -> None:
-        """Until every ISR proposal in flight has been answered (or cancelled)."""
-        while self._isr_updates:
-            await asyncio.gather(*self._isr_updates, return_exceptions=True)
-
-    def cancel_isr_updates(self) -> None:
-        for task in self._isr_updates:
-            task.cancel()
 
     # ---- acks=all bookkeeping
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:

@@ -5,18 +5,19 @@ NOT_LEADER_OR_FOLLOWER for a partition the metadata knows but this broker does n
 UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
 - `append_records` refuses client writes to internal topics, appends to each leader here
   (`Partition.append_records_to_leader`: min.insync.replicas, the append, the HW) and, for acks=all, parks
-  a `DelayedProduce` until the high watermark passes every appended batch (or `timeout_ms`). `origin` says
-  who writes (Kafka's AppendOrigin): clients, or the coordinators (group metadata, transaction markers,
-  which only `AppendOrigin.COORDINATOR` may write); KIP-890 verification guards ride along per partition.
-  A client's produce with a `transactional_id` is first verified with the transaction coordinator
-  (`txn_verification`, when `transaction.partition.verification.enable`): partitions whose producer has no
-  ongoing transaction there are appended only once the coordinator confirms they are in the transaction,
-  the others answer as Kafka does (INVALID_TXN_STATE; NOT_ENOUGH_REPLICAS for retriable coordinator errors).
+  a `DelayedProduce` (broker.delayed_produce) until the high watermark passes every appended batch (or
+  `timeout_ms`). `origin` says who writes (Kafka's AppendOrigin): clients, or the coordinators (group
+  metadata, transaction markers, which only `AppendOrigin.COORDINATOR` may write); KIP-890 verification
+  guards ride along per partition. A client's produce with a `transactional_id` is first verified with the
+  transaction coordinator (`txn_verification`, when `transaction.partition.verification.enable`):
+  partitions whose producer has no ongoing transaction there are appended only once the coordinator
+  confirms they are in the transaction, the others answer as Kafka does (INVALID_TXN_STATE;
+  NOT_ENOUGH_REPLICAS for retriable coordinator errors).
 - `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
   HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
-  until `min_bytes` are there (or `max_wait_ms`). A parked fetch completes by comparing log positions, never by
-  reading: Kafka's DelayedFetch cases (see `DelayedFetch.try_complete`).
+  (broker.delayed_fetch, with the request's types) until `min_bytes` are there (or `max_wait_ms`). A parked
+  fetch completes by comparing log positions, never by reading: Kafka's DelayedFetch cases.
 - KIP-392: a consumer with client metadata (Fetch v11+) may read from a follower (up to its HW); on the
   leader, `replica.selector.class` (`replica_selector`) may answer a preferred read replica instead of data.
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
@@ -36,9 +37,10 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
+from broker.delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, FetchPartitionStatus, PartitionFetchInfo
+from broker.delayed_produce import DelayedProduce, ProducePartitionResult
 from broker.errors import KafkaApiError
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.partition import (
@@ -46,18 +48,16 @@ from broker.partition import (
     Partition,
     PartitionState,
 )
-from broker.purgatory import DelayedOperation, Purgatory
+from broker.purgatory import Purgatory
 from broker.replica_selector import ReplicaSelector, ReplicaView
 from broker.txn_verification import AddPartitionsToTxnManager, produce_error, split_for_verification
 from protocol.errors import ErrorCode
 from storage import (
-    AbortedTxn,
     AppendOrigin,
     KafkaStorageError,
     LogConfig,
     LogManager,
     LogOffsetMetadata,
-    StorageError,
     TopicPartition,
     VerificationGuard,
 )
@@ -67,172 +67,6 @@ log = logging.getLogger("broker.replica_manager")
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# ---------------------------------------------------------------- produce
-@dataclass
-class ProducePartitionResult:
-    error: ErrorCode = ErrorCode.NONE
-    base_offset: int = -1
-    last_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    error_message: str | None = None
-    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
-
-
-class DelayedProduce(DelayedOperation):
-    def __init__(self, delay_ms: int, replica_manager: ReplicaManager,
-                 results: dict[TopicPartition, ProducePartitionResult], future: asyncio.Future) -> None:
-        super().__init__(delay_ms)
-        self.rm = replica_manager
-        self.results = results
-        self.future = future
-        self.pending = {tp for tp, r in results.items() if r.error == ErrorCode.NONE}
-
-    def try_complete(self) -> bool:
-        for tp in list(self.pending):
-            partition = self.rm.partitions.get(tp)
-            if partition is None:
-                self.results[tp].error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                self.pending.discard(tp)
-                continue
-            done, error = partition.check_enough_replicas_reach_offset(self.results[tp].last_offset + 1)
-            if done:
-                self.results[tp].error = error
-                self.pending.discard(tp)
-        if not self.pending:
-            return self.force_complete()
-        return False
-
-    def on_expiration(self) -> None:
-        for tp in self.pending:
-            self.results[tp].error = ErrorCode.REQUEST_TIMED_OUT
-        self.pending.clear()
-
-    def on_complete(self) -> None:
-        if not self.future.done():
-            self.future.set_result(self.results)
-
-
-# ---------------------------------------------------------------- fetch
-@dataclass(frozen=True)
-class ClientMetadata:
-    """What a consumer's Fetch v11+ says about it (Kafka's ClientMetadata), for KIP-392."""
-
-    rack_id: str
-    client_id: str | None
-    client_host: str
-
-
-@dataclass
-class FetchParams:
-    replica_id: int  # -1 for consumers
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    isolation: int  # FETCH_LOG_END / FETCH_HIGH_WATERMARK / FETCH_TXN_COMMITTED
-    hard_max_bytes_limit: bool = False  # Fetch v0-v2: no "first batch always returned" relief
-    client_metadata: ClientMetadata | None = None  # consumers' Fetch v11+
-
-    @property
-    def is_from_follower(self) -> bool:
-        return self.replica_id >= 0
-
-    @property
-    def fetch_only_from_leader(self) -> bool:
-        """Kafka's fetchOnlyLeader: consumers with client metadata (Fetch v11+) may read from a follower."""
-        return self.is_from_follower or self.client_metadata is None
-
-
-@dataclass
-class PartitionFetchInfo:
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
-    last_fetched_epoch: int = -1
-
-
-@dataclass
-class FetchPartitionData:
-    error: ErrorCode
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: object | None = None  # storage FileSlice or None
-    diverging_epoch: tuple[int, int] | None = None
-    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch) for NOT_LEADER/FENCED hints
-    preferred_read_replica: int = -1
-    fetch_offset_metadata: LogOffsetMetadata | None = None  # where the fetch offset sits (for DelayedFetch)
-    aborted_transactions: list[AbortedTxn] | None = None  # read_committed: those overlapping the records
-
-    @property
-    def size(self) -> int:
-        return self.records.length if self.records is not None else 0  # type: ignore[attr-defined]
-
-
-@dataclass
-class FetchPartitionStatus:
-    """A parked fetch's partition (Kafka's FetchPartitionStatus): where its fetch offset sits in the log."""
-
-    start_offset_metadata: LogOffsetMetadata
-    fetch_info: PartitionFetchInfo
-
-
-class DelayedFetch(DelayedOperation):
-    def __init__(self, delay_ms: int, rm: ReplicaManager, params: FetchParams,
-                 statuses: list[tuple[TopicPartition, FetchPartitionStatus]], future: asyncio.Future) -> None:
-        super().__init__(delay_ms)
-        self.rm = rm
-        self.params = params
-        self.statuses = statuses
-        self.future = future
-
-    def try_complete(self) -> bool:
-        """Kafka's DelayedFetch.tryComplete, by log positions alone. Answer now when, for some partition:
-        A/B/C this broker no longer hosts it, has no log, or (for consumers and followers alike) no longer
-          leads it — a follower whose leader moved hears NOT_LEADER_OR_FOLLOWER at once;
-        E the request's leader epoch is fenced (or unknown) now;
-        F the fetch offset and the end it reads up to (HW or LEO) are on different segments (a roll, a
-          truncated log): there is something to answer without counting bytes;
-        H a follower's last fetched epoch no longer matches our epochs (a diverging epoch, KIP-320);
-        or when G the bytes between each fetch offset and its end, summed (each at most the partition's max
-        bytes), reach min_bytes. A consumer whose offset is past the HW (a new leader's HW can lag what it
-        read from the old one) waits until the HW passes it, as in Kafka."""
-        accumulated = 0
-        from_follower = self.params.is_from_follower
-        isolation = FETCH_LOG_END if from_follower else self.params.isolation
-        for tp, status in self.statuses:
-            info = status.fetch_info
-            partition = self.rm.partitions.get(tp)
-            if partition is None or partition.log is None:
-                return self.force_complete()  # B, C
-            try:
-                end = partition.end_offset_metadata(info.current_leader_epoch, isolation,  # A, E
-                                                    require_leader=self.params.fetch_only_from_leader)
-                start = status.start_offset_metadata
-                # Same offset: nothing new, whatever the positions say (a segment rolled at the end, say).
-                if end.message_offset != start.message_offset:
-                    if start.message_offset_only:  # the read stopped at the HW: place it once, now
-                        start = status.start_offset_metadata = partition.offset_metadata(start.message_offset)
-                    if end.on_older_segment(start) or start.on_older_segment(end):
-                        return self.force_complete()  # F
-                    if start.message_offset < end.message_offset:
-                        accumulated += min(end.position_diff(start), info.max_bytes)
-                if from_follower and info.last_fetched_epoch >= 0 and \
-                        partition.diverging_epoch(info.last_fetched_epoch, info.fetch_offset) is not None:
-                    return self.force_complete()  # H
-            except (KafkaApiError, StorageError):
-                return self.force_complete()
-        if accumulated >= self.params.min_bytes:
-            return self.force_complete()  # G
-        return False
-
-    def on_complete(self) -> None:
-        if not self.future.done():
-            infos = [(tp, status.fetch_info) for tp, status in self.statuses]
-            self.future.set_result(self.rm.read_from_local_logs(self.params, infos, update_fetch_state=False))
 
 
 # ---------------------------------------------------------------- the manager

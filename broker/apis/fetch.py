@@ -28,9 +28,9 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
 from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
-from broker.replica_manager import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
 from protocol import RecordsRef
 from protocol.errors import ErrorCode
 from protocol.legacy import down_convert

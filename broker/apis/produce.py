@@ -34,7 +34,7 @@ import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
-from broker.replica_manager import ProducePartitionResult
+from broker.delayed_produce import ProducePartitionResult
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
 from protocol.records import CorruptRecordError, InvalidRecordError, read_magic

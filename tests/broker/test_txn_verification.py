@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
+from broker.delayed_produce import ProducePartitionResult
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.replica_manager import ProducePartitionResult, ReplicaManager
+from broker.replica_manager import ReplicaManager
 from broker.testing import EmbeddedBroker
 from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
 from protocol import decode_request, encode_response, request_class, response_class

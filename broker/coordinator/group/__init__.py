@@ -1,7 +1,7 @@
 """The classic consumer-group coordinator and its `__consumer_offsets` persistence (Kafka's
 kafka.coordinator.group).
 
-Public API: `GroupCoordinator` (coordinator.py, with rebalance.py), `GroupMetadataManager` and
+Public API: `GroupCoordinator` (coordinator.py, with offset_requests.py and rebalance.py), `GroupMetadataManager` and
 `partition_for` (metadata_manager.py), `GroupCoordinatorConfig` (config.py), the result dataclasses of
 results.py, `GroupErrorCode`, and the record formats in schema.py. api.py turns kafka-python's decoded
 request objects into coordinator calls and responses (one coroutine per API), for handlers that want no

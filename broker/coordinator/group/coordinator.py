@@ -1,8 +1,10 @@
 """The classic-protocol group coordinator (Kafka's GroupCoordinator): membership and rebalance, on asyncio.
 
-This file answers the requests (validation, JoinGroup with static membership, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit's member checks, and the group admin requests); rebalance.py holds the rebalance
-state machine and its timers; metadata_manager.py the groups, offsets and their persistence.
+This file answers the membership requests (validation, JoinGroup with static membership, SyncGroup,
+Heartbeat, LeaveGroup) and the group admin requests (DescribeGroups, ListGroups, DeleteGroups);
+offset_requests.py, mixed into the same class, the offset requests (OffsetCommit, TxnOffsetCommit,
+OffsetFetch, OffsetDelete); rebalance.py holds the rebalance state machine and its timers;
+metadata_manager.py the groups, offsets and their persistence.
 
 Contract:
 - One `GroupCoordinator` per broker, owned by the broker's asyncio loop: every method runs on that loop,
@@ -31,17 +33,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.errors import GroupErrorCode
 from broker.coordinator.group.metadata import (
-    CONSUMER_PROTOCOL_TYPE,
     GroupMetadata,
     GroupState,
-    OffsetAndMetadata,
 )
 from broker.coordinator.group.metadata_manager import AppendRecords, GroupMetadataManager
+from broker.coordinator.group.offset_requests import OffsetRequests
 from broker.coordinator.group.rebalance import JoinRequest, Rebalancer
 from broker.coordinator.group.results import (
     DescribedGroup,
@@ -52,19 +53,16 @@ from broker.coordinator.group.results import (
     LeaveMember,
     LeaveMemberResult,
     ListGroupsResult,
-    OffsetCommitEntry,
-    OffsetDeleteResult,
-    OffsetFetchResult,
     SyncGroupResult,
 )
-from storage.values import TopicPartition
+from broker.coordinator.group.schema import fits_int16_string
 
 log = logging.getLogger(__name__)
 
 E = GroupErrorCode
 
 
-class GroupCoordinator:
+class GroupCoordinator(OffsetRequests):
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig | None = None, *,
                  clock_ms: Callable[[], int] | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
@@ -101,7 +99,7 @@ class GroupCoordinator:
     # Validation shared by all requests
     # ================================================================================================
     def _validate(self, group_id: str | None, require_non_empty: bool = True) -> int | None:
-        if group_id is None or (require_non_empty and group_id == "") or not _fits_int16_string(group_id):
+        if group_id is None or (require_non_empty and group_id == "") or not fits_int16_string(group_id):
             return E.INVALID_GROUP_ID
         return self.manager.partition_error(group_id)
 
@@ -131,7 +129,7 @@ class GroupCoordinator:
             rebalance_timeout_ms = session_timeout_ms
         protocols = [(name, bytes(metadata)) for name, metadata in protocols]
         # Flexible request versions allow strings longer than __consumer_offsets records can hold.
-        if not all(_fits_int16_string(s) for s in (member_id, group_instance_id, client_id, client_host,
+        if not all(fits_int16_string(s) for s in (member_id, group_instance_id, client_id, client_host,
                                                     protocol_type, *(name for name, _ in protocols))):
             return JoinGroupResult.failed(E.INVALID_REQUEST, member_id)
         is_unknown_member = member_id == ""
@@ -407,160 +405,6 @@ class GroupCoordinator:
         return LeaveGroupResult(E.NONE, results)
 
     # ================================================================================================
-    # Offsets
-    # ================================================================================================
-    async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
-                             generation_id: int, offsets: Sequence[OffsetCommitEntry],
-                             retention_time_ms: int = -1) -> dict[TopicPartition, int]:
-        """OffsetCommit; the error per partition in request order. Simple consumers (no group
-        management) commit with generation_id -1 and member_id "" while the group is Empty.
-        `retention_time_ms` (v2-v4) >= 0 sets an expire timestamp; -1 uses offsets.retention.ms."""
-        tps = [TopicPartition(e.topic, e.partition) for e in offsets]
-        error = self._validate(group_id, require_non_empty=False)
-        if error is not None:
-            return dict.fromkeys(tps, error)
-        group = self.manager.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                # A commit from an older generation of a group that no longer exists.
-                return dict.fromkeys(tps, E.ILLEGAL_GENERATION)
-            group = self.manager.add_group(group_id)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                             is_transactional=False)
-        if error is not None:
-            return dict.fromkeys(tps, error)
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            # The member knows the new generation but has no assignment yet: commit after SyncGroup.
-            return dict.fromkeys(tps, E.REBALANCE_IN_PROGRESS)
-        member = group.members.get(member_id)
-        if member is not None:
-            self.rebalance.schedule_heartbeat(group, member)
-
-        results, to_store = self._offsets_to_store(offsets, tps, retention_time_ms)
-        if to_store:
-            append_error = await self.manager.store_offsets(group, to_store)
-            for tp in to_store:
-                results[tp] = append_error
-        return {tp: results[tp] for tp in tps}
-
-    async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
-                                 group_instance_id: str | None, generation_id: int,
-                                 offsets: Sequence[OffsetCommitEntry],
-                                 verify: Callable[[int], Awaitable[tuple[int, object]]] | None = None,
-                                 ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit (Kafka's handleTxnCommitOffsets); the error per partition in request order. The
-        offsets are appended in the producer's transaction and become visible with its COMMIT marker.
-        KIP-447 (v3+) members are checked like OffsetCommit's; a producer without group metadata
-        (generation -1, empty member id: v0-v2) may commit to a group that has members.
-        `verify(partition)` (KIP-890) asks the transaction coordinator whether the group's __consumer_offsets
-        partition is in the transaction: (error code, verification guard); an error answers every partition."""
-        tps = [TopicPartition(e.topic, e.partition) for e in offsets]
-        error = self._validate(group_id)
-        if error is not None:
-            return dict.fromkeys(tps, error)
-        group = self.manager.groups.get(group_id)
-        if group is None:
-            group = self.manager.add_group(group_id)
-        verification_guard = None
-        if verify is not None:
-            error, verification_guard = await verify(group.partition)
-            if error != E.NONE:
-                return dict.fromkeys(tps, error)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                             is_transactional=True)
-        if error is not None:
-            return dict.fromkeys(tps, error)
-        results, to_store = self._offsets_to_store(offsets, tps, -1)
-        if to_store:
-            append_error = await self.manager.store_txn_offsets(group, producer_id, producer_epoch, to_store,
-                                                                verification_guard)
-            for tp in to_store:
-                results[tp] = append_error
-        return {tp: results[tp] for tp in tps}
-
-    def _offsets_to_store(self, offsets: Sequence[OffsetCommitEntry], tps: list[TopicPartition],
-                          retention_time_ms: int) -> tuple[dict[TopicPartition, int],
-                                                           dict[TopicPartition, OffsetAndMetadata]]:
-        """The commits that pass the metadata checks, and the errors of those that do not."""
-        now = self._now()
-        expire = now + retention_time_ms if retention_time_ms >= 0 else -1
-        results: dict[TopicPartition, int] = {}
-        to_store: dict[TopicPartition, OffsetAndMetadata] = {}
-        for entry, tp in zip(offsets, tps, strict=True):
-            metadata = entry.metadata or ""
-            if (len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes
-                    or not _fits_int16_string(metadata)):
-                results[tp] = E.OFFSET_METADATA_TOO_LARGE
-                continue
-            if not _fits_int16_string(tp.topic):
-                results[tp] = E.INVALID_REQUEST
-                continue
-            to_store[tp] = OffsetAndMetadata(entry.offset, entry.leader_epoch, metadata, now, expire)
-        return results, to_store
-
-    @staticmethod
-    def _validate_offset_commit(group: GroupMetadata, generation_id: int, member_id: str,
-                                group_instance_id: str | None, *, is_transactional: bool) -> int | None:
-        if group.is_in(GroupState.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_in(GroupState.EMPTY):
-            # The admin client or a consumer without group management: an Empty group takes its commits.
-            return None
-        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return E.FENCED_INSTANCE_ID
-            if not group.has(member_id):
-                return E.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return E.ILLEGAL_GENERATION
-            return None
-        if not is_transactional and not group.is_in(GroupState.EMPTY):
-            # Only members may commit to a group that has members; transactional commits of v0-v2
-            # carry no member id and are exempt.
-            return E.UNKNOWN_MEMBER_ID
-        return None
-
-
-    async def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None,
-                            require_stable: bool = False) -> OffsetFetchResult:
-        """OffsetFetch for one group: the given partitions (offset -1 when none is committed), or all
-        committed partitions when `partitions` is None. With `require_stable` (v7+) a partition with a
-        pending transactional commit answers UNSTABLE_OFFSET_COMMIT."""
-        error = self._validate(group_id, require_non_empty=False)
-        if error is not None:
-            return OffsetFetchResult(error)
-        return self.manager.fetch_offsets(group_id, partitions, require_stable)
-
-    async def delete_offsets(self, group_id: str,
-                             partitions: Sequence[tuple[str, int]]) -> OffsetDeleteResult:
-        """OffsetDelete (KIP-496): an Empty group loses any offsets; a consumer group with members
-        only those of topics it is not subscribed to (GROUP_SUBSCRIBED_TO_TOPIC otherwise)."""
-        error = self._validate(group_id)
-        if error is not None:
-            return OffsetDeleteResult(error)
-        group = self.manager.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
-            return OffsetDeleteResult(E.GROUP_ID_NOT_FOUND)
-        tps = [TopicPartition(t, p) for t, p in partitions]
-        results: dict[TopicPartition, int] = {}
-        if group.is_in(GroupState.EMPTY):
-            eligible = tps
-        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            eligible = []
-            for tp in tps:
-                if group.is_subscribed_to_topic(tp.topic):
-                    results[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
-                else:
-                    eligible.append(tp)
-        else:
-            return OffsetDeleteResult(E.NON_EMPTY_GROUP)
-        removable = [tp for tp in eligible if tp in group.offsets]
-        append_error = await self.manager.delete_offsets(group, removable) if removable else E.NONE
-        for tp in eligible:
-            results[tp] = append_error
-        return OffsetDeleteResult(E.NONE, {tp: results[tp] for tp in tps})
-
-    # ================================================================================================
     # DescribeGroups, ListGroups, DeleteGroups
     # ================================================================================================
     async def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
@@ -610,8 +454,3 @@ class GroupCoordinator:
                 results[group_id] = E.NON_EMPTY_GROUP
         results.update(await self.manager.delete_groups(doomed))
         return {g: results[g] for g in group_ids if g in results}
-
-
-def _fits_int16_string(value: str | None) -> bool:
-    return value is None or len(value) <= 0x7FFF // 3 or len(value.encode("utf-8")) <= 0x7FFF
-

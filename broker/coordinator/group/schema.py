@@ -27,6 +27,12 @@ GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
 
 
+def fits_int16_string(value: str | None) -> bool:
+    """Whether a string fits these records' int16-length strings (None does: a nullable string). Flexible
+    request versions carry longer strings than a record can hold, so the coordinator checks first."""
+    return value is None or len(value) <= 0x7FFF // 3 or len(value.encode("utf-8")) <= 0x7FFF
+
+
 class SchemaError(ValueError):
     """A key or value in __consumer_offsets could not be decoded."""
 
