@@ -47,6 +47,8 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "replica.fetch.backoff.ms", "replica.socket.timeout.ms", "replica.high.watermark.checkpoint.interval.ms",
     "controller.socket.timeout.ms", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
+    # producer state
+    "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
     # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
     "inter.broker.protocol.version",
 })
@@ -153,6 +155,8 @@ _DOCS: dict[str, str] = {
     "connections.max.idle.ms": "Close connections idle for this long.",
     "offsets.topic.num.partitions": "Partitions of __consumer_offsets.",
     "replica.lag.time.max.ms": "A follower that has not caught up for this long leaves the ISR.",
+    "producer.id.expiration.ms": "A partition forgets a producer id idle this long without an open transaction.",
+    "producer.id.expiration.check.interval.ms": "How often partitions look for producer ids to expire.",
 }
 
 

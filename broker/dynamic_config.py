@@ -251,6 +251,10 @@ class DynamicBrokerConfig:
             server.topic_configs.reload_defaults()
             server.log_manager.default_config = server.topic_configs.default_log_config()
             server.refresh_log_configs()
+        if "producer.id.expiration.ms" in changed:  # Kafka's DynamicProducerStateManagerConfig
+            self.server.log_manager.producer_state_config.producer_id_expiration_ms = \
+                self.config["producer.id.expiration.ms"]
+
 
 def _what(entity: str) -> str:
     return "the cluster default" if entity == DEFAULT_ENTITY else f"broker {entity}"

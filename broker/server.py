@@ -52,7 +52,7 @@ from protocol import (
 )
 from protocol.api_keys import api_name
 from protocol.errors import ErrorCode
-from storage import LogManager, TopicPartition
+from storage import LogManager, ProducerStateManagerConfig, TopicPartition
 from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
@@ -89,7 +89,9 @@ class KafkaServer:
         self.topic_configs = TopicConfigs(config)
         self.dynamic_config = DynamicBrokerConfig(self)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
-                                      topic_configs=self.topic_configs.overrides)
+                                      topic_configs=self.topic_configs.overrides,
+                                      producer_state_config=ProducerStateManagerConfig(
+                                          config["producer.id.expiration.ms"]))
         self.metadata_cache = MetadataCache(self.broker_id, "")
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager,
@@ -286,12 +288,19 @@ class KafkaServer:
                     self.log_manager.checkpoint_log_start_offsets)
         self._every(min(cfg["replica.lag.time.max.ms"] // 2, 30000), self.replica_manager.maybe_shrink_isr)
         self._every(30000, self._purge_purgatories)
+        # Kafka's PeriodicProducerExpirationCheck (each UnifiedLog schedules its own; one task walks them all).
+        self._every(cfg["producer.id.expiration.check.interval.ms"], self._remove_expired_producers)
         # Deleted partitions and segments go once their file.delete.delay.ms has passed (checked each second).
         self._every(1000, self._remove_deleted_files)
         if cfg["log.cleaner.enable"]:
             self._every(lambda: cfg["log.cleaner.backoff.ms"], self._clean_logs)
         if cfg.log_flush_interval_ms < 2**62:
             self._every(min(cfg.log_flush_interval_ms, 1000), self._flush_dirty_logs)
+
+    def _remove_expired_producers(self) -> None:
+        removed = self.log_manager.remove_expired_producers(int(time.time() * 1000))
+        if removed:
+            log.debug("expired %d idle producer ids (producer.id.expiration.ms)", removed)
 
     def _remove_deleted_files(self) -> None:
         """Files whose file.delete.delay.ms has passed: deleted partitions' directories and retention-deleted

@@ -30,7 +30,12 @@ from storage.index import OffsetIndex, TimeIndex
 from storage.log import Log
 from storage.log_manager import LogManager
 from storage.log_validator import AppendOrigin
-from storage.producer_state import ProducerStateEntry, ProducerStateManager, VerificationGuard
+from storage.producer_state import (
+    ProducerStateEntry,
+    ProducerStateManager,
+    ProducerStateManagerConfig,
+    VerificationGuard,
+)
 from storage.segment import LogSegment
 from storage.transaction_index import AbortedTxn, TransactionIndex
 from storage.values import FetchDataInfo, FileSlice, LogAppendInfo, LogOffsetMetadata, TopicPartition
@@ -66,6 +71,7 @@ __all__ = [
     "PartitionMetadataFile",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "ProducerStateManagerConfig",
     "RecordBatchTooLargeError",
     "RecordTooLargeError",
     "StorageError",

@@ -48,7 +48,7 @@ from storage.log_retention import LogRetention
 from storage.log_transactions import LogTransactions
 from storage.log_validator import AppendOrigin, validate_and_assign_offsets
 from storage.producer_append import analyze_producer_state, apply_producer_state
-from storage.producer_state import ProducerStateManager, VerificationGuard
+from storage.producer_state import ProducerStateManager, ProducerStateManagerConfig, VerificationGuard
 from storage.segment import LogSegment, parse_batches
 from storage.values import FetchDataInfo, LogAppendInfo, LogOffsetMetadata, TopicPartition
 
@@ -64,7 +64,8 @@ def _now_ms() -> int:
 
 
 class Log(LogTransactions, LogRetention):
-    def __init__(self, dir: Path, config: LogConfig, topic_partition: TopicPartition) -> None:
+    def __init__(self, dir: Path, config: LogConfig, topic_partition: TopicPartition,
+                 producer_state_config: ProducerStateManagerConfig | None = None) -> None:
         self.dir = Path(dir)
         self.config = config
         self.topic_partition = topic_partition
@@ -74,7 +75,7 @@ class Log(LogTransactions, LogRetention):
         self.recovery_point = 0
         self.topic_id: uuid.UUID | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(None)
-        self.producer_state = ProducerStateManager(self.dir, topic_partition)
+        self.producer_state = ProducerStateManager(self.dir, topic_partition, producer_state_config)
         self._high_watermark: int | None = None  # reported by the partition; None: no partition yet
         # Kafka's firstUnstableOffsetMetadata: placed in the log when a read needs its position
         self._first_unstable: LogOffsetMetadata | None = None
@@ -98,12 +99,14 @@ class Log(LogTransactions, LogRetention):
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
         topic_partition: TopicPartition | None = None,
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> Log:
         """Open (or create) the log in ``dir``, named ``<topic>-<partition>`` unless ``topic_partition`` is
-        given (a future log's directory, ``<topic>-<partition>.<uuid hex>-future``)."""
+        given (a future log's directory, ``<topic>-<partition>.<uuid hex>-future``). ``producer_state_config``
+        is the broker's shared one (producer.id.expiration.ms); without it, Kafka's defaults."""
         dir = Path(dir)
         dir.mkdir(parents=True, exist_ok=True)
-        self = cls(dir, config, topic_partition or TopicPartition.from_dir_name(dir.name))
+        self = cls(dir, config, topic_partition or TopicPartition.from_dir_name(dir.name), producer_state_config)
         LogLoader(
             self,
             log_start_offset=log_start_offset,
@@ -421,7 +424,7 @@ class Log(LogTransactions, LogRetention):
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        rebuild_producer_state(self)
+        rebuild_producer_state(self, _now_ms())
         self._update_first_unstable_offset()
 
     def starts_inside(self, refused: UnexpectedAppendOffsetError) -> bool:

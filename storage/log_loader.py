@@ -91,7 +91,7 @@ class LogLoader:
         lg.leader_epoch_cache.truncate_from_end(lg.log_end_offset)
         lg.leader_epoch_cache.truncate_from_start(lg.log_start_offset)
         lg.recovery_point = min(max(self.recovery_point, lg.recovery_point), lg.log_end_offset)
-        rebuild_producer_state(lg)
+        rebuild_producer_state(lg, self.now_ms)
         lg._update_first_unstable_offset()
 
     def _remove_temporary_files(self) -> None:
@@ -198,18 +198,19 @@ class LogLoader:
             return cache
 
 
-def rebuild_producer_state(lg: Log) -> None:
-    """Kafka's rebuildProducerState: the newest snapshot at or below the log end offset, then replay the
-    batches from there (never below the log start offset)."""
+def rebuild_producer_state(lg: Log, now_ms: int) -> None:
+    """Kafka's rebuildProducerState: the newest snapshot at or below the log end offset (without the producers
+    expired at ``now_ms``), then replay the batches from there (never below the log start offset)."""
     lg.producer_state.delete_snapshots_after(lg.log_end_offset)
-    load_producer_state(lg.producer_state, lg.segments, lg.log_start_offset, lg.log_end_offset)
+    load_producer_state(lg.producer_state, lg.segments, lg.log_start_offset, lg.log_end_offset, now_ms)
 
 
 def load_producer_state(state: ProducerStateManager, segments: list[LogSegment], log_start_offset: int,
-                        end_offset: int) -> None:
-    """``state`` as of ``end_offset``: the newest readable snapshot at or below it, then the batches of
-    ``segments`` from there up to ``end_offset`` (data batches by header, end markers read whole)."""
-    start = state.load_latest_snapshot(end_offset)
+                        end_offset: int, now_ms: int | None = None) -> None:
+    """``state`` as of ``end_offset``: the newest readable snapshot at or below it (producers expired at
+    ``now_ms`` left out), then the batches of ``segments`` from there up to ``end_offset`` (data batches by
+    header, end markers read whole)."""
+    start = state.load_latest_snapshot(end_offset, now_ms)
     start = log_start_offset if start is None else max(start, log_start_offset)
     state.map_end_offset = max(state.map_end_offset, start)
     load_producers(state, _batches_between(segments, start, end_offset))

@@ -9,7 +9,9 @@ partition is recovered (truncated), never fatal. ``shutdown`` closes all logs, w
 marker. Future logs (``*-future``: a replica moving to another log dir, ``create_future_log`` then
 ``replace_with_future_log``) left by a stop are removed at start-up. New partitions go to the log dir holding
 the fewest partitions, unless one was preferred for them
-(``set_preferred_dir``). Not thread-safe: the broker's event
+(``set_preferred_dir``). Every log shares ``producer_state_config`` (producer.id.expiration.ms: the owner
+may change it at any time); ``remove_expired_producers(now_ms)`` expires idle producers in every log, for
+the owner to call every producer.id.expiration.check.interval.ms. Not thread-safe: the broker's event
 loop calls it, except ``flush_dirty_logs`` which may run in a worker thread.
 """
 
@@ -28,6 +30,7 @@ from storage.checkpoints import OffsetCheckpointFile, fsync_dir, read_properties
 from storage.config import LogConfig
 from storage.errors import CorruptLogError, KafkaStorageError
 from storage.log import DELETE_DIR_SUFFIX, Log
+from storage.producer_state import ProducerStateManagerConfig
 from storage.segment import LogSegment
 from storage.values import TopicPartition
 
@@ -49,12 +52,14 @@ class LogManager:
         default_config: LogConfig,
         *,
         topic_configs: Callable[[str], Mapping[str, str]] = lambda t: {},
+        producer_state_config: ProducerStateManagerConfig | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
         self.topic_configs = topic_configs
+        self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._lock_fds: list[int] = []
@@ -126,6 +131,7 @@ class LogManager:
                 log_start_offset=log_starts.get(tp, 0),
                 recovery_point=recovery_points.get(tp, 0),
                 had_clean_shutdown=had_clean_shutdown,
+                producer_state_config=self.producer_state_config,
             )
             self._logs[tp] = lg
             self._dir_of[tp] = d
@@ -185,7 +191,7 @@ class LogManager:
         target = self._preferred_dir.pop(tp, None) or min(self.log_dirs, key=lambda d: counts[d])
         try:
             lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id,
-                          had_clean_shutdown=True)
+                          had_clean_shutdown=True, producer_state_config=self.producer_state_config)
         except OSError as e:
             # Kafka's getOrCreateLog: an I/O failure creating the log is a storage error of that partition.
             raise KafkaStorageError(f"cannot create the log of {tp} in {target}: {e}") from e
@@ -199,7 +205,7 @@ class LogManager:
         current = self._logs[tp]
         name = f"{tp}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
         return Log.open(log_dir / name, current.config, topic_id=current.topic_id, had_clean_shutdown=True,
-                        topic_partition=tp)
+                        topic_partition=tp, producer_state_config=self.producer_state_config)
 
     def replace_with_future_log(self, tp: TopicPartition, future: Log, log_dir: Path, now_ms: int | None = None
                                 ) -> Log:
@@ -213,7 +219,7 @@ class LogManager:
         os.replace(future.dir, final)
         fsync_dir(log_dir)
         moved = Log.open(final, old.config, log_start_offset=log_start, recovery_point=end, had_clean_shutdown=True,
-                         topic_id=old.topic_id)
+                         topic_id=old.topic_id, producer_state_config=self.producer_state_config)
         self.delete_log(tp, now_ms)  # renames the old directory to *-delete, removed after file.delete.delay.ms
         self._logs[tp] = moved
         self._dir_of[tp] = log_dir
@@ -303,6 +309,10 @@ class LogManager:
         for tp, lg in list(self._logs.items()):
             hw = high_watermarks.get(tp) if high_watermarks is not None else None
             lg.delete_retention_segments(now_ms, high_watermark=hw)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Kafka's periodic producer expiration, for every log at once; returns how many producers went."""
+        return sum(len(lg.remove_expired_producers(now_ms)) for lg in list(self._logs.values()))
 
     def flush_dirty_logs(self, now_ms: int) -> None:
         for lg in list(self._logs.values()):

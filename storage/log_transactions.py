@@ -15,6 +15,8 @@ Contract (a mixin of ``storage.log.Log``, whose state it reads: ``producer_state
   transaction indexes overlapping [start, upper_bound), from the segment holding ``start`` on.
 - KIP-890: ``maybe_start_transaction_verification`` hands out the guard a verified transactional produce
   must carry (``append_as_leader(verification_guard=...)``), ``verification_guard``, ``has_ongoing_transaction``.
+- ``remove_expired_producers(now_ms)`` (Kafka's UnifiedLog.removeExpiredProducers): the producers idle for
+  producer.id.expiration.ms without an open transaction are forgotten; open transactions and the LSO stay.
 """
 
 from __future__ import annotations
@@ -110,6 +112,10 @@ class LogTransactions:
             return VerificationGuard.SENTINEL
         return self.producer_state.maybe_create_verification_state_entry(
             producer_id, sequence, epoch, time.time_ns() // 1_000_000).verification_guard
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """The producer ids forgotten now (see ``ProducerStateManager.remove_expired_producers``)."""
+        return self.producer_state.remove_expired_producers(now_ms)
 
     def verification_guard(self, producer_id: int) -> VerificationGuard:
         entry = self.producer_state.verification_state_entry(producer_id)

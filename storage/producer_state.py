@@ -15,6 +15,12 @@ Contract:
   offset of the next open transaction of another producer, else just after the marker.
 - KIP-890 verification (``maybe_create_verification_state_entry``, ``verification_state_entry``): a
   ``VerificationGuard`` per producer id between the coordinator's answer and the first transactional append.
+- Expiration (Kafka's removeExpiredProducers, producer.id.expiration.ms in the shared, mutable
+  ``ProducerStateManagerConfig``): ``remove_expired_producers(now_ms)`` forgets every producer without an
+  open transaction whose last timestamp (the max timestamp of its last batch or marker) is at least that
+  old, and every verification entry as old; loading a snapshot with ``now_ms`` skips such producers too.
+  An expired producer that writes again starts afresh: its next batch is taken with any sequence, as Kafka
+  3.7 does for a producer it has no state for. Whoever owns the clock calls it (the broker, periodically).
 - Snapshots ``<offset:020d>.snapshot`` in Kafka's format (version 1: ``version int16 | crc uint32 | entries
   array``, each ``producer_id int64, producer_epoch int16, last_sequence int32, last_offset int64,
   offset_delta int32, timestamp int64, coordinator_epoch int32, current_txn_first_offset int64``; CRC32C over
@@ -56,6 +62,15 @@ _SNAP_HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 _MAX_SNAPSHOT_ENTRIES = 10_000_000
 INT32_MAX = 2**31 - 1
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms default (one day)
+
+
+@dataclass
+class ProducerStateManagerConfig:
+    """Settings every partition's producer state reads at use (Kafka's ProducerStateManagerConfig). One
+    object is shared by all the logs of a ``LogManager``; changing it reaches every log at once."""
+
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -294,9 +309,11 @@ class ProducerAppendInfo:
 
 
 class ProducerStateManager:
-    def __init__(self, dir: Path, topic_partition: object = None) -> None:
+    def __init__(self, dir: Path, topic_partition: object = None,
+                 config: ProducerStateManagerConfig | None = None) -> None:
         self.dir = Path(dir)
         self.topic_partition = topic_partition if topic_partition is not None else self.dir.name
+        self.config = config if config is not None else ProducerStateManagerConfig()
         self.producers: dict[int, ProducerStateEntry] = {}
         # first offset -> transaction; usually a handful, so order is found by sorting when asked
         self.ongoing_txns: dict[int, TxnMetadata] = {}
@@ -386,6 +403,23 @@ class ProducerStateManager:
         cleaner keeps the batch (or marker) that carries each producer's state. Safe from another thread."""
         return {e.producer_id: (e.last_data_offset, e.producer_epoch) for e in list(self.producers.values())}
 
+    # -- expiration ----------------------------------------------------------------------------------
+    def is_producer_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
+        """No open transaction, and idle for producer.id.expiration.ms (Kafka's isProducerExpired)."""
+        return entry.current_txn_first_offset < 0 and \
+            now_ms - entry.last_timestamp >= self.config.producer_id_expiration_ms
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """Forget the expired producers and the verification entries as old; returns the producer ids removed."""
+        expired = [pid for pid, entry in self.producers.items() if self.is_producer_expired(now_ms, entry)]
+        for pid in expired:
+            del self.producers[pid]
+        expiration_ms = self.config.producer_id_expiration_ms
+        stale = [pid for pid, v in self.verification_states.items() if now_ms - v.timestamp >= expiration_ms]
+        for pid in stale:
+            del self.verification_states[pid]
+        return expired
+
     # -- KIP-890 verification ------------------------------------------------------------------------
     def maybe_create_verification_state_entry(self, producer_id: int, sequence: int, epoch: int,
                                               now_ms: int) -> VerificationStateEntry:
@@ -424,8 +458,9 @@ class ProducerStateManager:
             fsync_dir(self.dir)
         return path
 
-    def load_latest_snapshot(self, max_offset: int) -> int | None:
-        """Reset state to the newest readable snapshot <= ``max_offset``; returns its offset (None: empty)."""
+    def load_latest_snapshot(self, max_offset: int, now_ms: int | None = None) -> int | None:
+        """Reset state to the newest readable snapshot <= ``max_offset``; returns its offset (None: empty).
+        With ``now_ms``, producers already expired then are not loaded (Kafka's loadFromSnapshot)."""
         self.producers = {}
         self.ongoing_txns = {}
         self.unreplicated_txns = {}
@@ -440,7 +475,8 @@ class ProducerStateManager:
                 self.snapshot_path(offset).unlink(missing_ok=True)
                 continue
             for entry in entries:
-                self.load_producer_entry(entry)
+                if now_ms is None or not self.is_producer_expired(now_ms, entry):
+                    self.load_producer_entry(entry)
             self.map_end_offset = offset
             return offset
         return None

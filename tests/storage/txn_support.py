@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
+import time
+
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from records import ControlRecordType, build_control_batch
 from storage import Log
 
-T0 = 1_700_000_000_000
+# Recent, to the second: a producer whose batches are older than producer.id.expiration.ms (a day) is expired
+# when a log is loaded (tests/storage/test_producer_expiration.py), which would change the state under test.
+T0 = (time.time_ns() // 1_000_000_000 - 60) * 1000
 
 
 def txn_batch(pid: int, seq: int, n: int = 1, *, epoch: int = 0, key: bytes = b"k", tag: str = "v",
