@@ -285,7 +285,7 @@ class ReplicaManager:
         try:
             split = split_for_verification(self, entries)
         except KafkaApiError as e:
-            return {tp: ProducePartitionResult(e.code, error_message=str(e)) for tp in entries}
+            return {tp: ProducePartitionResult(e.code) for tp in entries}
 
         def append(errors: dict[TopicPartition, ErrorCode]) -> dict[TopicPartition, ProducePartitionResult] \
                 | asyncio.Future:
@@ -330,7 +330,9 @@ class ReplicaManager:
             if e.record_errors:  # Kafka answers a per-record rejection with the log start offset too
                 return ProducePartitionResult(e.code, log_start_offset=partition.log_start_offset,
                                               error_message=str(e), record_errors=e.record_errors)
-            return ProducePartitionResult(e.code, error_message=str(e))
+            # Kafka sends an error message only with per-record errors (and for failed verification); the
+            # rest is in the log line above.
+            return ProducePartitionResult(e.code)
         info = appended.info
         if not info.duplicate:
             # Followers' delayed fetches wait on the LEO, consumers' and acks=all produces on the HW.

@@ -109,6 +109,7 @@ def test_not_leader_carries_the_current_leader_from_v10(brokers: Brokers) -> Non
     assert part.current_leader.leader_id == 1
     assert part.current_leader.leader_epoch == brokers.partition_on_0(topic).leader_epoch
     assert [(n.node_id, n.port) for n in response.node_endpoints] == [(1, port_1)]
+    assert part.error_message is None  # Kafka sends a message only with per-record errors
 
 
 def test_a_failed_acks_zero_produce_closes_the_connection(brokers: Brokers) -> None:
