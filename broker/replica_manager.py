@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -134,10 +135,7 @@ class ReplicaManager:
                 partition.on_isr_change = lambda p: self._complete_delayed(p.topic_partition)
                 self.partitions[tp] = partition
             elif state.leader_epoch <= partition.leader_epoch and partition.log is not None:
-                log.info("%s: ignoring LeaderAndIsr with leader epoch %d (current %d)", tp,
-                         state.leader_epoch, partition.leader_epoch)
-                errors[tp] = ErrorCode.STALE_CONTROLLER_EPOCH if state.leader_epoch < partition.leader_epoch \
-                    else ErrorCode.NONE
+                errors[tp] = self._same_or_older_leader_epoch(partition, state, (topic_ids or {}).get(tp.topic))
                 continue
             if self.broker_id not in state.replicas:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -163,6 +161,27 @@ class ReplicaManager:
         for cb in self.on_leadership_change:
             cb(new_leaders, new_followers)
         return errors
+
+    def _same_or_older_leader_epoch(self, partition: Partition, state: PartitionState,
+                                    topic_id: uuid.UUID | None) -> ErrorCode:
+        """Kafka's answer to a LeaderAndIsr that does not move the leader epoch forward: STALE_CONTROLLER_EPOCH
+        (a new controller re-sending every partition's state gets it too, and ignores it), except that at the
+        same epoch the controller may hand over the topic id of a log that has none (an IBP upgrade), or
+        leave it out for a follower (a downgrade); both are taken."""
+        log_ = partition.log
+        assert log_ is not None
+        if state.leader_epoch == partition.leader_epoch:
+            if topic_id is not None and log_.topic_id is None:
+                log.info("%s: assigning topic id %s at leader epoch %d", partition.topic_partition, topic_id,
+                         state.leader_epoch)
+                log_.assign_topic_id(topic_id)
+                partition.topic_id = topic_id
+                return ErrorCode.NONE
+            if topic_id is None and log_.topic_id is not None and state.leader != self.broker_id:
+                return ErrorCode.NONE
+        log.info("%s: ignoring LeaderAndIsr with leader epoch %d (current %d)", partition.topic_partition,
+                 state.leader_epoch, partition.leader_epoch)
+        return ErrorCode.STALE_CONTROLLER_EPOCH
 
     def make_leaders(self, states: dict[Partition, PartitionState], now: int) -> list[Partition]:
         if self.fetcher_manager is not None and states:

@@ -2,11 +2,12 @@
 
 `ReplicaManager.become_leader_or_follower`: a request with a controller epoch older than the last one seen is
 rejected (STALE_CONTROLLER_EPOCH for all its partitions); partitions whose leader epoch is not newer than the
-one held are skipped; the rest become leaders (fetchers stopped, remote replicas reset, HW maybe advanced) or
-followers (fetchers started toward the new leader, which truncate by leader epoch first). A request stamped
-with an older broker epoch than this broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH
-(-1, from a controller without broker epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+
-(by topic id) layout: STALE_CONTROLLER_EPOCH (also for a leader epoch older than the one held, as Kafka),
+one held are skipped (STALE_CONTROLLER_EPOCH, except a topic id handed over at the same epoch); the rest become
+leaders (fetchers stopped, remote replicas reset, HW maybe advanced) or followers (fetchers started toward the
+new leader, which truncate by leader epoch first). A request stamped with an older broker epoch than this
+broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH (-1, from a controller without broker
+epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+ (by topic id) layout:
+STALE_CONTROLLER_EPOCH (also for a leader epoch not newer than the one held, as Kafka),
 UNKNOWN_TOPIC_OR_PARTITION when this broker is not among the replicas, KAFKA_STORAGE_ERROR when the log cannot
 be created in its log dir."""
 

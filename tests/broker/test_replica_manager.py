@@ -188,10 +188,24 @@ def test_leader_epoch_that_is_not_newer_is_ignored(tmp_path: Path) -> None:
     lead(rm, 3, isr=[0, 1], replicas=[0, 1])
     older = rm.become_leader_or_follower(0, 1, {TP: state(1, 2, [1], [0, 1])})
     assert older == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}
-    same = rm.become_leader_or_follower(0, 1, {TP: state(1, 3, [1], [0, 1])})
-    assert same == {TP: ErrorCode.NONE}
+    same = rm.become_leader_or_follower(0, 1, {TP: state(1, 3, [1], [0, 1])}, {TP.topic: TOPIC_ID})
+    assert same == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}  # Kafka's answer at an equal epoch too
     partition = rm.partitions[TP]
     assert partition.is_leader and partition.leader_epoch == 3 and partition.isr == [0, 1]
+
+
+def test_same_leader_epoch_hands_over_a_missing_topic_id(tmp_path: Path) -> None:
+    """A controller moving to topic ids (an IBP upgrade) sends them without bumping the leader epoch: a log
+    without one takes it and the answer is NONE, as Kafka's."""
+    rm = replica_manager(tmp_path, 0)
+    assert rm.become_leader_or_follower(0, 1, {TP: state(0, 3, [0, 1], [0, 1])}) == {TP: ErrorCode.NONE}
+    partition = rm.partitions[TP]
+    assert partition.log.topic_id is None
+    again = rm.become_leader_or_follower(0, 1, {TP: state(0, 3, [0, 1], [0, 1])}, {TP.topic: TOPIC_ID})
+    assert again == {TP: ErrorCode.NONE}
+    assert partition.log.topic_id == TOPIC_ID and partition.topic_id == TOPIC_ID
+    assert rm.become_leader_or_follower(0, 1, {TP: state(0, 3, [0, 1], [0, 1])}, {TP.topic: TOPIC_ID}) == {
+        TP: ErrorCode.STALE_CONTROLLER_EPOCH}
 
 
 def test_new_leader_opens_its_log_at_the_checkpointed_high_watermark(tmp_path: Path) -> None:
