@@ -12,7 +12,8 @@ the way Kafka's own tools and stock clients look at a cluster.
   at the position of a given offset — to prove replicas hold the same bytes up to the high watermark.
 - `raw_request(port, request)`: one request on a plain socket, decoded with our codec;
   `list_offsets_error(port, topic, p)`: ask one broker, as a consumer, whether it leads a partition;
-  `init_producer_id(port)`: a producer id handed out by one broker.
+  `init_producer_id(port)`: a producer id handed out by one broker;
+  `txn_coordinator(port, transactional_id)`: the broker id FindCoordinator (key type 1) names, -1 on error.
 - `wait_until(pred, timeout, what)`: a bounded poll.
 """
 
@@ -226,3 +227,10 @@ def init_producer_id(port: int) -> int:
     resp = wait_until(ask, 30, "a producer id")
     assert resp.error_code == 0, resp
     return int(resp.producer_id)
+
+
+def txn_coordinator(port: int, transactional_id: str) -> int:
+    """The transaction coordinator of `transactional_id` as one broker answers FindCoordinator (key type 1):
+    its broker id, or -1 while that broker answers an error (no leader for the id's partition yet)."""
+    response = raw_request(port, request_class(ApiKey.FIND_COORDINATOR)[3](key=transactional_id, key_type=1))
+    return int(response.node_id) if response.error_code == ErrorCode.NONE else -1

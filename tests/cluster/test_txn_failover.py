@@ -23,6 +23,7 @@ from tests.cluster.support import (
     init_producer_id,
     raw_request,
     start_cluster,
+    txn_coordinator,
     wait_isr,
     wait_until,
 )
@@ -34,8 +35,7 @@ OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms"
 
 
 def coordinator_of(port: int) -> int:
-    response = raw_request(port, request_class(ApiKey.FIND_COORDINATOR)[3](key=TXN_ID, key_type=1))
-    return response.node_id if response.error_code == 0 else -1
+    return txn_coordinator(port, TXN_ID)
 
 
 def read_committed(bootstrap: str, expected: int) -> list[bytes]:
