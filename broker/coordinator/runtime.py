@@ -7,7 +7,9 @@ Contract:
   (a `CoordinatorShard`), which knows nothing of logs or leadership.
 - Becoming leader of a partition of the topic (`on_leadership_change`, registered with the ReplicaManager)
   schedules a load: `shard.begin_loading(p)` at once (requests for it answer "loading"), then the partition's
-  records from log start to the high watermark, in chunks of LOAD_CHUNK_BYTES, yielding to the loop between
+  records from log start to the log end offset (as Kafka's coordinators load, FetchIsolation.LOG_END: a new
+  leader's high watermark can lag records the old coordinator already had acknowledged, acks=all, and every
+  record in a leader's log gets committed), in chunks of LOAD_CHUNK_BYTES, yielding to the loop between
   chunks, as `shard.load_partition(p, [(key, value), ...])` (control batches and keyless records skipped), then
   `shard.on_partition_loaded(p)`. A shard whose records may be written in transactions (the group
   coordinator's transactional offset commits; a `BatchLoadingShard`) gets whole batches instead,
@@ -136,7 +138,7 @@ class CoordinatorRuntime:
         offset = log_.log_start_offset
         try:
             while partition.is_leader and partition.leader_epoch == epoch:
-                end = partition.high_watermark
+                end = log_.log_end_offset
                 if offset >= end:
                     break
                 info = log_.read(offset, LOAD_CHUNK_BYTES, max_offset=end, min_one_message=True)
