@@ -56,6 +56,7 @@ def test_coordinator_broker_killed_at_random_points(tmp_path: Path) -> None:
             for topic, partitions in INTERNAL.items():
                 wait_isr(zk, topic, partitions, {0, 1, 2}, 60)
         worker.finish(120)
+        print(worker.summary())  # with -s: how many kills landed inside a transaction
         assert_exactly_once(inputs, read_committed_outputs(cluster.bootstrap, OUTPUT, PARTITIONS))
     finally:
         worker.stop()

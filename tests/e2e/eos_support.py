@@ -58,6 +58,7 @@ class Worker:
         self.lines: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.proc: subprocess.Popen | None = None
+        self.kills: list[bool] = []  # per injected failure: did it land inside a transaction
 
     def start(self) -> Worker:
         self.runs += 1
@@ -98,6 +99,22 @@ class Worker:
                 return line
         raise AssertionError(f"timed out after {timeout}s waiting for the worker: {what}\n{self.tail()}")
 
+    def in_transaction(self) -> bool:
+        """Whether the worker's last line so far is BEGIN (lines already printed are taken in first)."""
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self._lines.put(None)
+                break
+            self.lines.append(line)
+        return bool(self.lines) and self.lines[-1].startswith("BEGIN")
+
+    def summary(self) -> str:
+        return f"{len(self.kills)} failures injected, {sum(self.kills)} inside a transaction"
+
     def tail(self, n: int = 30) -> str:
         return "\n".join(self.lines[-n:])
 
@@ -131,6 +148,7 @@ def kill_mid_transaction(worker: Worker, rng: random.Random, *, most_transaction
     if worker.lines[-1].startswith("DONE"):
         return False
     time.sleep(delay)
+    worker.kills.append(worker.in_transaction())
     return True
 
 

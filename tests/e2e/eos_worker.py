@@ -11,8 +11,9 @@ consumer to the group's committed offsets; a retriable error retries the same ca
 the error printed. The worker exits 0 once the group's committed offsets cover all N inputs of A.
 
 Progress on stdout, one line each, for the test driving it (which kill -9s it at random points):
-``READY``, ``BEGIN <records>``, ``COMMITTED <transactions> <records>`` (this process's totals),
-``ABORTED <error>``, ``RETRY <call> <error>``, ``DONE <committed offsets>``, ``FATAL <error>``.
+``READY``, ``BEGIN <records>``, ``COMMITTED <transactions> <records> <ms>`` (this process's totals and how
+long the transaction took), ``ABORTED <error>``, ``RETRY <call> <error>``, ``DONE <committed offsets>``,
+``FATAL <error>``.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             continue
         say(f"BEGIN {len(batch)}")
+        began = time.monotonic()
         try:
             transact(producer, consumer, batch, args.output)
         except Abort as e:
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         transactions += 1
         records += len(batch)
-        say(f"COMMITTED {transactions} {records}")
+        say(f"COMMITTED {transactions} {records} {(time.monotonic() - began) * 1000:.0f}")
 
 
 def main() -> None:

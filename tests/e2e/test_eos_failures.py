@@ -49,6 +49,7 @@ def test_worker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> 
             assert kill_mid_transaction(worker, rng), "the worker finished before it was killed"
             worker.kill()
         worker.start().finish(90)
+        print(worker.summary())  # with -s: how many kills landed inside a transaction
     finally:
         worker.stop()
     assert_exactly_once(inputs, read_committed_outputs(broker.bootstrap, OUTPUT, PARTITIONS))
@@ -72,6 +73,7 @@ def test_broker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> 
             broker.kill()
             broker = broker_factory(FAST, process=True, data_dir=data_dir, port=port)
         worker.finish(90)
+        print(worker.summary())  # with -s: how many kills landed inside a transaction
     finally:
         worker.stop()
     assert_exactly_once(inputs, read_committed_outputs(broker.bootstrap, OUTPUT, PARTITIONS))
