@@ -33,7 +33,7 @@ OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms"
 INTERNAL = {"__transaction_state": 3, "__consumer_offsets": 4, INPUT: PARTITIONS, OUTPUT: PARTITIONS}
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_coordinator_broker_killed_at_random_points(tmp_path: Path) -> None:
     n, kills, rng = 450, 3, random.Random(1203)
     cluster = start_cluster(tmp_path, OVERRIDES)

@@ -5,7 +5,9 @@
 - `Worker`: the consume-transform-produce process (`eos_worker.py`) started with the test's topics, group
   and transactional id; its stdout lines are collected by a thread (`wait_for`, `lines`) and, with its
   stderr (librdkafka's log), kept in the test's directory (`worker-<run>.out`, `.log`). `kill()` is kill -9;
-  `finish(timeout)` waits for a clean exit and fails with the worker's last lines otherwise.
+  `finish(timeout)` waits for a clean exit and fails with the worker's last lines otherwise. A run that
+  exits HUNG (a librdkafka call blocked far past its timeout, a known client bug: see eos_worker.py) is
+  restarted like a killed one and counted in `hangs`.
 - `kill_mid_transaction(worker, rng, ...)`: waits until the worker committed a random number of
   transactions and began the next one, then a random short delay: the moment a failure is injected.
 - `read_committed_outputs(bootstrap, topic, partitions)`: waits until every partition's last stable offset
@@ -31,6 +33,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 WORKER = Path(__file__).with_name("eos_worker.py")
+HUNG_EXIT = 3  # eos_worker.HUNG_EXIT
 INPUT, OUTPUT = "eos-in", "eos-out"
 GROUP, TXN_ID = "eos-group", "eos-worker"
 
@@ -59,6 +62,7 @@ class Worker:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.proc: subprocess.Popen | None = None
         self.kills: list[bool] = []  # per injected failure: did it land inside a transaction
+        self.hangs = 0  # runs that exited HUNG (a librdkafka hang, see eos_worker.HUNG_AFTER), restarted
 
     def start(self) -> Worker:
         self.runs += 1
@@ -90,6 +94,10 @@ class Worker:
             except queue.Empty:
                 break
             if line is None:
+                if self._hung():
+                    self.start()  # a client hang is one more crash of the worker: restart it, as for kill -9
+                    deadline = time.monotonic() + timeout
+                    continue
                 self._lines.put(None)  # still exited for the next caller
                 return None
             self.lines.append(line)
@@ -98,6 +106,13 @@ class Worker:
             if pred(line):
                 return line
         raise AssertionError(f"timed out after {timeout}s waiting for the worker: {what}\n{self.tail()}")
+
+    def _hung(self) -> bool:
+        assert self.proc is not None
+        if self.proc.wait(30) != HUNG_EXIT:
+            return False
+        self.hangs += 1
+        return True
 
     def in_transaction(self) -> bool:
         """Whether the worker's last line so far is BEGIN (lines already printed are taken in first)."""
@@ -113,7 +128,8 @@ class Worker:
         return bool(self.lines) and self.lines[-1].startswith("BEGIN")
 
     def summary(self) -> str:
-        return f"{len(self.kills)} failures injected, {sum(self.kills)} inside a transaction"
+        return (f"{len(self.kills)} failures injected, {sum(self.kills)} inside a transaction; "
+                f"{self.hangs} librdkafka hangs restarted")
 
     def tail(self, n: int = 30) -> str:
         return "\n".join(self.lines[-n:])

@@ -13,13 +13,15 @@ the error printed. The worker exits 0 once the group's committed offsets cover a
 Progress on stdout, one line each, for the test driving it (which kill -9s it at random points):
 ``READY``, ``BEGIN <records>``, ``COMMITTED <transactions> <records> <ms>`` (this process's totals and how
 long the transaction took), ``ABORTED <error>``, ``RETRY <call> <error>``, ``DONE <committed offsets>``,
-``FATAL <error>``.
+``FATAL <error>``, ``HUNG <call>`` (exit 3, see HUNG_AFTER).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +29,12 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 TIMEOUT = 30.0  # seconds for each transactional call; a call that times out is retriable and called again
+# A call still blocked this long after its timeout is a librdkafka hang, not an answer: since librdkafka 2.x
+# decommissions a broker missing from a Metadata response (a dead one), send_offsets_to_transaction can wait
+# forever on a group coordinator that was decommissioned (librdkafka issues #5511 and #5456: the coordinator
+# request's timeout is never checked). The worker then exits HUNG_EXIT, as a crash; the test restarts it.
+HUNG_AFTER = TIMEOUT + 15
+HUNG_EXIT = 3
 
 
 class Abort(Exception):
@@ -44,6 +52,9 @@ def error_of(e: KafkaException) -> KafkaError:
 def retrying(name: str, call: Callable[[], Any]) -> Any:
     """`call()` until it does not fail with a retriable error; abortable errors raise Abort, fatal ones exit."""
     while True:
+        watchdog = threading.Timer(HUNG_AFTER, hung, args=(name,))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             return call()
         except KafkaException as e:
@@ -57,6 +68,13 @@ def retrying(name: str, call: Callable[[], Any]) -> Any:
                 say(f"FATAL {name} (neither retriable nor abortable): {err}")
                 sys.exit(1)
             say(f"RETRY {name} {err}")
+        finally:
+            watchdog.cancel()
+
+
+def hung(name: str) -> None:
+    say(f"HUNG {name}: blocked {HUNG_AFTER:.0f}s, past its {TIMEOUT:.0f}s timeout (librdkafka #5511)")
+    os._exit(HUNG_EXIT)
 
 
 def committed_offsets(consumer: Consumer) -> list[TopicPartition]:

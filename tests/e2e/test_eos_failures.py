@@ -34,7 +34,7 @@ def prepare(bootstrap: str, n: int) -> dict[int, list[bytes]]:
     return fill_input(bootstrap, INPUT, n, PARTITIONS)
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(180)
 def test_worker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> None:
     """The worker kill -9'd mid-transaction KILLS times, restarted each time, then run to completion: the
     restarted instance's init_transactions fences the killed one's open transaction, its consumer resumes
@@ -55,7 +55,7 @@ def test_worker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> 
     assert_exactly_once(inputs, read_committed_outputs(broker.bootstrap, OUTPUT, PARTITIONS))
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(180)
 def test_broker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> None:
     """The broker process kill -9'd while the worker runs (mid-transaction), restarted on the same data and
     port each time: the transaction coordinator reloads from __transaction_state, the group coordinator from
