@@ -47,8 +47,12 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "replica.fetch.backoff.ms", "replica.socket.timeout.ms", "replica.high.watermark.checkpoint.interval.ms",
     "controller.socket.timeout.ms", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
-    # producer state
-    "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms",
+    # producer state and the transaction coordinator
+    "producer.id.expiration.ms", "producer.id.expiration.check.interval.ms", "transactional.id.expiration.ms",
+    "transaction.max.timeout.ms", "transaction.state.log.min.isr", "transaction.state.log.replication.factor",
+    "transaction.state.log.num.partitions", "transaction.state.log.segment.bytes",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.partition.verification.enable",
     # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
     "inter.broker.protocol.version",
 })
@@ -73,7 +77,7 @@ _QUOTAS = "quotas, throttles and connection limits are not enforced"
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"
 _GROUPS = "the classic group protocol only (no KIP-848 consumer groups, no share groups)"
-_TXN = "no transaction coordinator"
+_TXN = "the transaction coordinator reads __transaction_state in its own chunks while loading"
 _AUTHZ = "no authorizer: every request is allowed"
 _METRICS = "no metrics reporters"
 
@@ -104,7 +108,7 @@ _NOTES: list[tuple[tuple[str, ...], str]] = [
      _METRICS),
     (("remote.", "log.local.retention.", "rsm.config.", "rlmm.config."), _REMOTE),
     (("group.consumer.", "group.coordinator.", "group.share."), _GROUPS),
-    (("transaction.", "transactional.id.expiration.ms", "producer.id.expiration"), _TXN),
+    (("transaction.state.log.load.buffer.size",), _TXN),
     (("authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"), _AUTHZ),
     (("create.topic.policy.class.name", "alter.config.policy.class.name"), "no create-topic or alter-config policy"),
     (("compression.",), "batches are stored as the producer compressed them"),
