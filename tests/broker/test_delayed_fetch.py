@@ -191,7 +191,6 @@ def test_h_a_follower_fetch_is_answered_when_its_last_fetched_epoch_diverges(tmp
     async def scenario() -> None:
         rm, partition = leader(tmp_path)
         produce(rm, 3)
-        lead(rm, 1, isr=[0], replicas=[0, 1, 2])
         partition.make_leader(PartitionState(leader=0, leader_epoch=2, isr=[0], replicas=[0, 1, 2]), 0)
         produce(rm, 2)
         assert partition.log is not None and partition.log.leader_epoch_cache.entries() == [(1, 0), (2, 3)]
