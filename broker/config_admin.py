@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
 from broker.config_types import LIST, ConfigError, to_string
 from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
+from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -59,15 +60,33 @@ def invalid_config(resource_type: int, name: str, error: Exception) -> AdminErro
                       f"Invalid config value for resource {resource_string(resource_type, name)}: {error}")
 
 
+Authorize = Callable[[AclOperation, ResourceType, str], bool]
+
+
+def config_refusal(authorize: Authorize, operation: AclOperation, resource_type: int, name: str) -> Result | None:
+    """Kafka's check of a config resource: a topic needs `operation` (ALTER_CONFIGS, DESCRIBE_CONFIGS) on the
+    topic, a broker or broker logger on the cluster; refused: TOPIC_ / CLUSTER_AUTHORIZATION_FAILED."""
+    if resource_type == TOPIC:
+        if not authorize(operation, ResourceType.TOPIC, name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+    elif not authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    return None
+
+
 async def alter_resources(server: KafkaServer, resources: Sequence[Any], validate_only: bool,
-                          incremental: bool) -> list[tuple[Any, Result]]:
+                          incremental: bool, authorize: Authorize) -> list[tuple[Any, Result]]:
     """AlterConfigs and IncrementalAlterConfigs: each resource with its (error, message), in request order; a
-    resource named twice is refused every time, as Kafka does, and the others are altered one by one."""
+    resource named twice is refused every time, as Kafka does, one the principal may not ALTER_CONFIGS is
+    refused (`config_refusal`), and the others are altered one by one."""
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     out: list[tuple[Any, Result]] = []
     for res in resources:
         if counts[(res.resource_type, res.resource_name)] > 1:
             out.append((res, (ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")))
+        elif (refused := config_refusal(authorize, AclOperation.ALTER_CONFIGS, res.resource_type,
+                                        res.resource_name)) is not None:
+            out.append((res, refused))
         else:
             out.append((res, await alter_resource(server, res, validate_only, incremental)))
     return out

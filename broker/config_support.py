@@ -55,6 +55,8 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.partition.verification.enable",
     # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
     "inter.broker.protocol.version",
+    # authorization (broker/security/authorizer.py): Kafka's AclAuthorizer and the keys it reads
+    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
 })
 
 # This broker's own keys (Kafka has no such key).
@@ -78,7 +80,6 @@ _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"
 _GROUPS = "the classic group protocol only (no KIP-848 consumer groups, no share groups)"
 _TXN = "the transaction coordinator reads __transaction_state in its own chunks while loading"
-_AUTHZ = "no authorizer: every request is allowed"
 _METRICS = "no metrics reporters"
 
 # (prefixes or exact names, note), first match wins.
@@ -109,7 +110,6 @@ _NOTES: list[tuple[tuple[str, ...], str]] = [
     (("remote.", "log.local.retention.", "rsm.config.", "rlmm.config."), _REMOTE),
     (("group.consumer.", "group.coordinator.", "group.share."), _GROUPS),
     (("transaction.state.log.load.buffer.size",), _TXN),
-    (("authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"), _AUTHZ),
     (("create.topic.policy.class.name", "alter.config.policy.class.name"), "no create-topic or alter-config policy"),
     (("compression.",), "batches are stored as the producer compressed them"),
     (("log.message.timestamp.", "log.message.downconversion.enable"),

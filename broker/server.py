@@ -40,6 +40,7 @@ from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
+from broker.security.authorizer import from_config as authorizer_from_config
 from broker.topics import TopicConfigs
 from broker.txn_verification import AddPartitionsToTxnManager
 from protocol import (
@@ -88,6 +89,7 @@ class KafkaServer:
         self.io_executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-io")
         self.topic_configs = TopicConfigs(config)
         self.dynamic_config = DynamicBrokerConfig(self)
+        self.authorizer = authorizer_from_config(config)  # None: no authorization (authorizer.class.name empty)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
                                       topic_configs=self.topic_configs.overrides,
                                       producer_state_config=ProducerStateManagerConfig(
@@ -151,6 +153,8 @@ class KafkaServer:
         self.controller = Controller.create(self)
         # Dynamic broker configs (KIP-226) apply before anything serves: Kafka loads them at start-up too.
         await self.dynamic_config.startup(self.controller.store)
+        if self.authorizer is not None:  # ACLs are loaded before anything serves, as Kafka's authorizer does
+            await self.authorizer.startup(self.controller.store)
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.replica_manager.isr_updater = self.update_isr
@@ -235,6 +239,8 @@ class KafkaServer:
         await self.replica_manager.stop_isr_updates()  # they write through the controller's store
         await self.log_dir_mover.shutdown()
         self.dynamic_config.shutdown()
+        if self.authorizer is not None:
+            self.authorizer.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         self.replica_manager.shutdown()

@@ -4,6 +4,8 @@ Adds the group's `__consumer_offsets` partition (abs(hashCode(group_id)) % offse
 producer's transaction, as AddPartitionsToTxn would (Kafka's handleAddOffsetsToTxnRequest); the offsets
 themselves come with TxnOffsetCommit to the group coordinator. Errors are the coordinator's, as for
 AddPartitionsToTxn (`add_partitions_to_txn`); before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+With an authorizer (Kafka): WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then
+READ on the group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -30,6 +33,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     tp = TopicPartition(GROUP_METADATA_TOPIC, ctx.server.group_coordinator.partition_for(request.group_id))
     error = await ctx.server.transaction_coordinator.coordinator.handle_add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, {tp})

@@ -9,6 +9,9 @@ answered for every partition of the transaction; before v2 PRODUCER_FENCED is IN
 The coordinator's errors: INVALID_REQUEST (empty transactional id), INVALID_PRODUCER_ID_MAPPING (unknown id or
 another producer id), PRODUCER_FENCED (another epoch), CONCURRENT_TRANSACTIONS (a transition or the markers
 pending), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (the state write failed).
+With an authorizer (Kafka): v4+ (brokers) needs CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED); v0-v3
+WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic
+(TOPIC_AUTHORIZATION_FAILED, the other partitions OPERATION_NOT_ATTEMPTED).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -37,6 +41,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 async def _handle(ctx: RequestContext, request: Any) -> Any:
     v = request.API_VERSION
+    if v >= 4 and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):  # v4+ comes from brokers only
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            results_by_transaction=[])
     if v < 4:
         txns = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                  request.v3_and_below_producer_epoch, False, request.v3_and_below_topics)]
@@ -66,10 +73,17 @@ async def _one(ctx: RequestContext, version: int, transactional_id: str, produce
                verify_only: bool, topics: list[Any]) -> dict[TopicPartition, ErrorCode]:
     partitions = {TopicPartition(t.name, p) for t in topics for p in t.partitions}
     cache = ctx.server.metadata_cache
-    unknown = {tp for tp in partitions if cache.partition(tp.topic, tp.partition) is None}
-    if unknown:
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                for tp in partitions}
+    failed = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions
+              if cache.partition(tp.topic, tp.partition) is None}
+    if version < 4 and ctx.server.authorizer is not None:
+        # Clients need WRITE on the transactional id, then on each topic (internal topics never pass: Kafka).
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        writable = ctx.filter_authorized(AclOperation.WRITE, ResourceType.TOPIC,
+                                         (tp.topic for tp in partitions if not tp.topic.startswith("__")))
+        failed.update((tp, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in partitions if tp.topic not in writable)
+    if failed:
+        return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     coordinator = ctx.server.transaction_coordinator.coordinator
     if verify_only:
         return coordinator.handle_verify_partitions(transactional_id, producer_id, producer_epoch, partitions)

@@ -6,6 +6,8 @@ logs at once. BROKER resources: the dynamic configs of this broker ("<id>") or o
 default ("") become exactly the given set, persisted (/config/brokers/<entity>) and applied on every
 broker. `validate_only` checks without changing anything. Error codes and messages are Kafka's; see
 broker/config_admin.py.
+With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
+cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     Resp = response_type(request)
-    results = await alter_resources(ctx.server, request.resources, bool(request.validate_only), incremental=False)
+    results = await alter_resources(ctx.server, request.resources, bool(request.validate_only),
+                                    authorize=ctx.authorize, incremental=False)
     return response_for(request, throttle_time_ms=0, responses=[Resp.AlterConfigsResourceResponse(
         error_code=err, error_message=msg, resource_type=res.resource_type, resource_name=res.resource_name)
         for res, (err, msg) in results])

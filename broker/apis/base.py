@@ -1,5 +1,10 @@
 """What every request handler gets and shares.
 
+Authorization (Kafka's AuthHelper) lives on the request context, so handlers ask one question in one way:
+`ctx.authorize(op, resource_type, name)`, `ctx.authorize_cluster(op)`, `ctx.filter_authorized(...)`,
+`ctx.authorized_operations(...)`. With no authorizer configured (`authorizer.class.name` empty) each is a
+single attribute test that allows everything, so unsecured brokers answer exactly as before.
+
 A handler module names its API (`API_KEY`), the versions it serves (`MIN_VERSION`, `MAX_VERSION`) and a
 `handle(ctx, request)` returning the response object, `None` (no response: acks=0 produce) or an
 awaitable of either. ApiVersions is derived from these modules, so it never claims a version nobody
@@ -8,9 +13,11 @@ implemented.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.security.acl import ANONYMOUS, CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from protocol import response_class
 from storage import TopicPartition
 
@@ -32,6 +39,42 @@ class RequestContext:
     @property
     def client_host(self) -> str:
         return self.connection.peer[0] if self.connection is not None else "127.0.0.1"
+
+    # ---------------------------------------------------------------- authorization (Kafka's AuthHelper)
+    @property
+    def principal(self) -> str:
+        """The principal the connection acts as ("User:<name>"); Kafka's User:ANONYMOUS for PLAINTEXT and
+        unauthenticated connections."""
+        return getattr(self.connection, "principal", ANONYMOUS)
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        authorizer = self.server.authorizer
+        return authorizer is None or authorizer.authorize(self.principal, self.client_host, operation,
+                                                          resource_type, name)
+
+    def authorize_cluster(self, operation: AclOperation) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def filter_authorized(self, operation: AclOperation, resource_type: ResourceType,
+                          names: Iterable[str]) -> set[str]:
+        """The names (each once) the principal may do `operation` on."""
+        authorizer = self.server.authorizer
+        if authorizer is None:
+            return set(names)
+        principal, host = self.principal, self.client_host
+        return {n for n in set(names) if authorizer.authorize(principal, host, operation, resource_type, n)}
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        authorizer = self.server.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(self.principal, self.client_host,
+                                                                           operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> set[int]:
+        """Kafka's authorized_operations bit set for a resource (every supported one without an authorizer)."""
+        authorizer = self.server.authorizer
+        if authorizer is None:
+            return {int(op) for op in SUPPORTED_OPERATIONS[resource_type]}
+        return authorizer.authorized_operations(self.principal, self.client_host, resource_type, name)
 
 
 def response_for(request: Any, **fields: Any) -> Any:

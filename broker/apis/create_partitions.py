@@ -10,6 +10,7 @@ INVALID_TOPIC_EXCEPTION; a topic with a partition reassignment in progress (addi
 assignment) REASSIGNMENT_IN_PROGRESS; an unknown topic UNKNOWN_TOPIC_OR_PARTITION; more replicas per partition
 than live brokers INVALID_REPLICATION_FACTOR. A topic being deleted is one only for the moment the controller
 takes to delete it, so no test holds it there: INVALID_TOPIC_EXCEPTION is not in `ERRORS`.
+With an authorizer (Kafka): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 37
@@ -42,6 +44,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err, msg = ErrorCode.NOT_CONTROLLER, None
         elif counts[t.name] > 1:
             err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            err, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         else:
             assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             err, msg = await controller.admin.create_partitions(t.name, t.count, assignment, request.validate_only,

@@ -10,6 +10,9 @@ sensitivity DescribeConfigs reports); v7 the topic id.
 Duplicate names in one request: INVALID_REQUEST for that name, as Kafka; a config with a null value:
 INVALID_CONFIG "Null value not supported for topic configs: a,b". `timeout_ms` <= 0: the topics are created
 and the answer, at once, is REQUEST_TIMED_OUT (Kafka's ZkAdminManager).
+With an authorizer (Kafka): CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED;
+without DESCRIBE_CONFIGS on the topic, v5+ answers no configs and topic_config_error_code
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config_describe import describe_topic
 from broker.controller import NewTopic, TopicResult
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 19
@@ -29,7 +33,7 @@ MAX_VERSION = 7
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
     ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR,
-    ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -41,10 +45,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     specs = []
     results: dict[str, TopicResult] = {}
+    creatable: set[str] | None = None  # None: every topic (no authorizer, or CREATE on the cluster)
+    if server.authorizer is not None and not ctx.authorize_cluster(AclOperation.CREATE):
+        creatable = ctx.filter_authorized(AclOperation.CREATE, ResourceType.TOPIC, counts)
     for t in request.topics:
         if counts[t.name] > 1:
             results[t.name] = TopicResult(ErrorCode.INVALID_REQUEST,
                                           f"Create topics request from client contains duplicate topic {t.name}")
+            continue
+        if creatable is not None and t.name not in creatable:
+            results[t.name] = TopicResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             continue
         nulls = [c.name for c in (t.configs or []) if c.value is None]
         if nulls and t.name not in server.metadata_cache.topics:
@@ -65,10 +75,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         fields: dict[str, Any] = dict(name=name, error_code=r.error, error_message=r.message)
         if request.API_VERSION >= 5:
             ok = r.error == ErrorCode.NONE
+            configs_ok = ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
             fields.update(num_partitions=r.num_partitions if ok else -1,
                           replication_factor=r.replication_factor if ok else -1,
-                          topic_id=r.topic_id or ZERO_UUID, topic_config_error_code=0)
-            if ok:
+                          topic_id=r.topic_id or ZERO_UUID,
+                          topic_config_error_code=0 if configs_ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if ok and configs_ok:
                 fields["configs"] = [
                     Resp.CreatableTopicResult.CreatableTopicConfigs(
                         name=c.name, value=c.value, read_only=c.read_only, config_source=int(c.source),

@@ -13,6 +13,8 @@ received <x>". PASSWORD keys and unknown keys are sensitive (value null). `confi
 synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `include_documentation`.
 v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
 Gaps: BROKER_LOGGER (8) and CLIENT_METRICS (16) resources answer INVALID_REQUEST.
+With an authorizer (Kafka): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
+cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.config_admin import config_refusal
 from broker.config_describe import DescribedConfig, describe_broker, describe_topic
+from broker.security.acl import AclOperation
 from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 
@@ -29,6 +33,7 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_REQUEST,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 TOPIC = 2
@@ -55,7 +60,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         keys = set(res.configuration_keys) if res.configuration_keys else None
         configs: list[DescribedConfig] = []
         error, message = ErrorCode.NONE, None
-        if res.resource_type == TOPIC:
+        refused = config_refusal(ctx.authorize, AclOperation.DESCRIBE_CONFIGS, res.resource_type, res.resource_name) \
+            if server.authorizer is not None else None
+        if refused is not None:
+            error, message = refused
+        elif res.resource_type == TOPIC:
             name_error = topic_name_error(res.resource_name)
             if name_error is not None:
                 error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, name_error

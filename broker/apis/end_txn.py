@@ -6,6 +6,7 @@ an EndTxn that already completed the same way answers NONE; while the markers of
 being written, CONCURRENT_TRANSACTIONS; an end the state does not allow (nothing to end, a commit of an
 aborted one) INVALID_TXN_STATE; the other errors are the coordinator's, as for AddPartitionsToTxn.
 Before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+With an authorizer (Kafka): WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 26
@@ -30,6 +32,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     error = await ctx.server.transaction_coordinator.coordinator.handle_end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed))
     if request.API_VERSION < 2 and error == ErrorCode.PRODUCER_FENCED:

@@ -15,6 +15,8 @@ Fetch from the closest replica (KIP-392, v11+): a consumer may fetch from a foll
 own high watermark; on the leader, with `replica.selector.class` set, a consumer's `rack_id` may be answered
 with a `preferred_read_replica` (Kafka's RackAwareReplicaSelector: an in-sync follower in that rack) and no
 records, at once.
+Authorization (with an authorizer), as Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ
+on each topic; partitions refused answer TOPIC_AUTHORIZATION_FAILED and are not read.
 Errors: per partition UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+), OFFSET_OUT_OF_RANGE; for the whole request
 FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH. Gaps: Kafka's FETCH_SESSION_TOPIC_ID_ERROR and
@@ -31,6 +33,7 @@ from broker.apis.base import RequestContext, response_for, response_type
 from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
 from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
+from broker.security.acl import AclOperation, ResourceType
 from protocol import RecordsRef
 from protocol.errors import ErrorCode
 from protocol.legacy import down_convert
@@ -42,7 +45,7 @@ MAX_VERSION = 17
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_OUT_OF_RANGE,
-    ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -126,18 +129,38 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=request.max_bytes if v >= 3 else NO_LIMIT, isolation=isolation,
         hard_max_bytes_limit=v < 3, client_metadata=client_metadata)
+    to_read = fetch_list
+    refused: list[tuple[TopicPartition, FetchPartitionData]] = []
+    if server.authorizer is not None:
+        to_read, refused = _authorized(ctx, replica_id, fetch_list)
     infos = [(tp, PartitionFetchInfo(cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
-                                     cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in fetch_list]
+                                     cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in to_read]
     result = server.replica_manager.fetch_messages(params, infos)
 
     def build(results: list[tuple[TopicPartition, FetchPartitionData]]) -> Any:
-        return _response(ctx, request, session, incremental, dict(fetch_list), results, unknown_ids)
+        return _response(ctx, request, session, incremental, dict(fetch_list), refused + results, unknown_ids)
 
     if isinstance(result, asyncio.Future):
         async def wait() -> Any:
             return build(await result)
         return wait()
     return build(result)
+
+
+_Requested = list[tuple[TopicPartition, CachedPartition]]
+
+
+def _authorized(ctx: RequestContext, replica_id: int, fetch_list: _Requested
+                ) -> tuple[_Requested, list[tuple[TopicPartition, FetchPartitionData]]]:
+    """(the partitions to read, those refused with TOPIC_AUTHORIZATION_FAILED), as Kafka's handleFetchRequest:
+    a follower needs CLUSTER_ACTION, a consumer READ on each topic."""
+    if replica_id >= 0:
+        allowed = {tp.topic for tp, _ in fetch_list} if ctx.authorize_cluster(AclOperation.CLUSTER_ACTION) else set()
+    else:
+        allowed = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, (tp.topic for tp, _ in fetch_list))
+    refused = [(tp, FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp, _ in fetch_list
+               if tp.topic not in allowed]
+    return [(tp, cp) for tp, cp in fetch_list if tp.topic in allowed], refused
 
 
 def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool,

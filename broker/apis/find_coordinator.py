@@ -7,6 +7,9 @@ batches several keys (`coordinator_keys`). Transaction keys (key_type 1) map the
 `__transaction_state` partition abs(hashCode(transactional_id)) % transaction.state.log.num.partitions, the
 topic also created on first use. Unknown key types: INVALID_REQUEST. An empty group id or transactional id is
 placed like any other, as Kafka 3.7 does (the group or transaction APIs then refuse it).
+With an authorizer, as Kafka: a group key needs DESCRIBE on the
+group (GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -31,6 +35,11 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, in
     server = ctx.server
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
+    if server.authorizer is not None:
+        if key_type == GROUP and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+        if key_type == TRANSACTION and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == GROUP:
         groups = server.group_coordinator
         if not groups.offsets_topic_ready():

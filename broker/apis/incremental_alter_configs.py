@@ -7,6 +7,8 @@ broker without a restart). APPEND/SUBTRACT only on list keys; an empty list (cle
 valid value. `validate_only` checks without changing anything. Error codes and messages are Kafka's;
 see broker/config_admin.py for each.
 Gaps: BROKER_LOGGER resources (log levels) answer INVALID_REQUEST.
+With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
+cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     Resp = response_type(request)
-    results = await alter_resources(ctx.server, request.resources, bool(request.validate_only), incremental=True)
+    results = await alter_resources(ctx.server, request.resources, bool(request.validate_only),
+                                    authorize=ctx.authorize, incremental=True)
     return response_for(request, throttle_time_ms=0, responses=[Resp.AlterConfigsResourceResponse(
         error_code=err, error_message=msg, resource_type=res.resource_type, resource_name=res.resource_name)
         for res, (err, msg) in results])

@@ -11,6 +11,8 @@ the client retries), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR
 failed). Before v4 a client does not know PRODUCER_FENCED: it gets INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis
 answers. COORDINATOR_LOAD_IN_PROGRESS also answers an idempotent producer while the next block of ids is on
 its way from the controller.
+With an authorizer (Kafka): a transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.producer_ids import ProducerIdsUnavailable
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 22
@@ -35,6 +38,14 @@ NO_PRODUCER_EPOCH = -1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.server.authorizer is not None:
+        if request.transactional_id is not None:
+            if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+                return _answer(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID,
+                               NO_PRODUCER_EPOCH)
+        elif not ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) and \
+                not ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC):
+            return _answer(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
     if request.transactional_id is None:
         assert ctx.server.producer_ids is not None
         try:

@@ -9,14 +9,16 @@ Errors: INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDIN
 group API; INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms; INVALID_REQUEST for strings too
 long to store (flexible versions); UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
 GROUP_MAX_SIZE_REACHED (group.max.size), MEMBER_ID_REQUIRED.
+With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED (Kafka).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker.apis.base import RequestContext
+from broker.apis.base import RequestContext, response_for
 from broker.coordinator.group import api as group_api
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 11
@@ -27,10 +29,16 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_SESSION_TIMEOUT, ErrorCode.INVALID_REQUEST,
     ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
     ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.MEMBER_ID_REQUIRED,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        v = request.API_VERSION
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                            generation_id=-1, protocol_type=None, protocol_name=None if v >= 7 else "",
+                            leader="", skip_assignment=False, member_id="", members=[])
     coordinator = ctx.server.group_coordinator.coordinator
     return await group_api.join_group(coordinator, request, request.API_VERSION, ctx.client_id or "",
                                        f"/{ctx.client_host}")

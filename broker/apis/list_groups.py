@@ -3,6 +3,8 @@
 The groups this broker coordinates, with protocol type, state (v4+, filterable by `states_filter`)
 and type (v5+, always "classic", filterable by `types_filter`). COORDINATOR_LOAD_IN_PROGRESS (with the groups
 known) while a coordinator partition loads; COORDINATOR_NOT_AVAILABLE once the coordinator has shut down.
+With an authorizer (Kafka): all groups with DESCRIBE on the cluster, else those the principal may
+DESCRIBE.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 16
@@ -23,4 +26,9 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.server.group_coordinator.coordinator
-    return await group_api.list_groups(coordinator, request, request.API_VERSION)
+    response = await group_api.list_groups(coordinator, request, request.API_VERSION)
+    if ctx.server.authorizer is not None and not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        # Kafka: without DESCRIBE on the cluster, only the groups the principal may DESCRIBE are listed.
+        response.groups = [g for g in response.groups
+                           if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+    return response

@@ -9,7 +9,8 @@ what they find is not below the same bound as LATEST (Kafka's lastFetchableOffse
 the leader epoch of that offset (v4+). v0 answers with the old list-of-offsets layout.
 The lookup is the partition's (`Partition.fetch_offset_for_timestamp`).
 Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH,
-INVALID_REQUEST for a negative timestamp that names no special lookup. Gaps: Kafka's OFFSET_NOT_AVAILABLE
+INVALID_REQUEST for a negative timestamp that names no special lookup; TOPIC_AUTHORIZATION_FAILED (with an
+authorizer) for topics the principal may not DESCRIBE, as Kafka. Gaps: Kafka's OFFSET_NOT_AVAILABLE
 (a new leader whose epoch starts above its high watermark) and INVALID_REQUEST for a partition named twice
 are not answered.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -28,7 +30,7 @@ MIN_VERSION = 0
 MAX_VERSION = 9
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
-    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.INVALID_REQUEST,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.INVALID_REQUEST, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
@@ -41,11 +43,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     replica_id = request.replica_id
     read_committed = v >= 2 and request.isolation_level == 1
     topics = []
+    denied: set[str] = set()
+    if ctx.server.authorizer is not None:
+        names = [topic.name for topic in request.topics]
+        denied = set(names) - ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             try:
+                if denied and topic.name in denied:
+                    raise KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 offset, timestamp, epoch = rm.get_partition_or_error(tp).fetch_offset_for_timestamp(
                     p.timestamp, p.current_leader_epoch if v >= 4 else -1, from_replica=replica_id >= 0,
                     read_committed=read_committed)

@@ -9,6 +9,8 @@ know (unknown topic or partition index): UNKNOWN_TOPIC_OR_PARTITION, checked bef
 version, as Kafka 3.7 does. As every group API: INVALID_GROUP_ID (a group id too long to store),
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE; REBALANCE_IN_PROGRESS for a member
 between JoinGroup and SyncGroup; a commit too large for `__consumer_offsets`: INVALID_COMMIT_OFFSET_SIZE.
+With an authorizer (Kafka): READ on the group (else every partition GROUP_AUTHORIZATION_FAILED) and
+READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.coordinator.group import api as group_api
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 8
@@ -27,11 +30,25 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.ILLEGAL_GENERATION,
     ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.REBALANCE_IN_PROGRESS,
     ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.server.group_coordinator.coordinator
     cache = ctx.server.metadata_cache
+    refused = _refusal(ctx, request)
     return await group_api.offset_commit(coordinator, request, request.API_VERSION,
-                                         lambda topic, partition: cache.partition(topic, partition) is not None)
+                                         lambda topic, partition: cache.partition(topic, partition) is not None,
+                                         refused)
+
+
+def _refusal(ctx: RequestContext, request: Any) -> group_api.TopicRefusal:
+    """Kafka's checks: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), then READ on
+    each topic (else its partitions TOPIC_AUTHORIZATION_FAILED)."""
+    if ctx.server.authorizer is None:
+        return lambda topic: ErrorCode.NONE
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED
+    allowed = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics or []))
+    return lambda topic: ErrorCode.NONE if topic in allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -20,6 +20,9 @@ Transactional produce: a request whose first batch of any partition is transacti
 the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartitionsToTxn v4 verify_only)
 before the first transactional append of a producer to a partition: not in the transaction,
 INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
+Authorization (with an authorizer), as Kafka: transactional records need WRITE on the transactional id (else
+every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE (else its partitions
+TOPIC_AUTHORIZATION_FAILED, the others are appended).
 From v10 (KIP-951) a NOT_LEADER_OR_FOLLOWER partition carries the current leader's id and epoch (this broker's
 partition state, else the metadata cache's) and the response lists that leader's endpoint when it is alive.
 NOT_ENOUGH_REPLICAS_AFTER_APPEND stays in the acks=-1 check, as in Kafka, but cannot be reached since the high
@@ -35,6 +38,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
 from broker.delayed_produce import ProducePartitionResult
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
 from protocol.records import CorruptRecordError, InvalidRecordError, read_magic
@@ -51,6 +55,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_RECORD,
     ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
@@ -66,9 +71,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for topic in request.topic_data for pd in topic.partition_data})
     entries: dict[TopicPartition, memoryview] = {}
     early: dict[TopicPartition, ProducePartitionResult] = {}
+    denied: set[str] = set()
+    if ctx.server.authorizer is not None:
+        if _has_transactional_records(request) and not ctx.authorize(
+                AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return _answer(ctx, request, {TopicPartition(topic.name, pd.index): ProducePartitionResult(
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                for topic in request.topic_data for pd in topic.partition_data})
+        names = [topic.name for topic in request.topic_data]
+        denied = set(names) - ctx.filter_authorized(AclOperation.WRITE, ResourceType.TOPIC, names)
     for topic in request.topic_data:
         for pd in topic.partition_data:
             tp = TopicPartition(topic.name, pd.index)
+            if denied and topic.name in denied:
+                early[tp] = ProducePartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
             records = pd.records
             buf = records if isinstance(records, memoryview) and not records.readonly else \
                 memoryview(bytearray(records or b""))

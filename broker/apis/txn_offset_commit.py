@@ -18,16 +18,20 @@ transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxn
   COMMIT marker (an ABORT drops them). Metadata over `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE;
   a batch `__consumer_offsets` cannot take: INVALID_COMMIT_OFFSET_SIZE.
 - v0–v1 hear COORDINATOR_NOT_AVAILABLE instead of COORDINATOR_LOAD_IN_PROGRESS (pre-2.0 clients, KAFKA-7296).
+With an authorizer (Kafka): WRITE on the transactional id, READ on the group, READ on each topic; refused
+partitions answer TRANSACTIONAL_ID_ / GROUP_ / TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.coordinator.group import OffsetCommitEntry
 from broker.coordinator.group.errors import map_offset_append_error
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
+from broker.security.acl import AclOperation, ResourceType
 from broker.txn_verification import verify_partition
 from protocol.errors import ErrorCode
 from storage import TopicPartition
@@ -49,11 +53,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cache = ctx.server.metadata_cache
     results: dict[TopicPartition, int] = {}
     entries: list[OffsetCommitEntry] = []
+    refused = _refusal(ctx, request)
     for topic in request.topics or []:
         known = topic.name in cache.topics
+        refusal = refused(topic.name)
         for p in topic.partitions or []:
             tp = TopicPartition(topic.name, p.partition_index)
-            if not known or cache.partition(topic.name, p.partition_index) is None:
+            if refusal:
+                results[tp] = refusal
+            elif not known or cache.partition(topic.name, p.partition_index) is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 entries.append(OffsetCommitEntry(tp.topic, tp.partition, p.committed_offset,
@@ -75,6 +83,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         results = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e
                    for tp, e in results.items()}
     return _response(request, results)
+
+
+def _refusal(ctx: RequestContext, request: Any) -> Callable[[str], int]:
+    """Per topic, the error its partitions answer instead of being committed (Kafka's order: WRITE on the
+    transactional id, READ on the group, READ on the topic)."""
+    if ctx.server.authorizer is None:
+        return lambda topic: ErrorCode.NONE
+    for allowed, error in ((lambda: ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                   request.transactional_id),
+                            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                           (lambda: ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id),
+                            ErrorCode.GROUP_AUTHORIZATION_FAILED)):
+        if not allowed():
+            return lambda topic, error=error: error
+    readable = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics or []))
+    return lambda topic: ErrorCode.NONE if topic in readable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 def _convert_verification_error(error: int) -> int:

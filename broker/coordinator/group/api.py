@@ -11,6 +11,9 @@ The versions served are stated by each handler module (`MIN_VERSION`/`MAX_VERSIO
 reads. Versions that name topics by topic ID (OffsetCommit v10, OffsetFetch v10) are not served.
 
 `client_host` for JoinGroup is the peer address in Kafka's form, e.g. "/127.0.0.1".
+Authorization is decided by the handler (the request context's helpers) and passed in as `Refusals`: the
+group's error (GROUP_AUTHORIZATION_FAILED) and, per topic, TOPIC_AUTHORIZATION_FAILED; without an authorizer
+nothing is refused and the answers are as before.
 """
 
 from __future__ import annotations
@@ -51,8 +54,16 @@ if TYPE_CHECKING:
     )
     from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-# Kafka's AclOperation codes a group supports (READ, DELETE, DESCRIBE): granted, since we run no authorizer.
+# Kafka's AclOperation codes a group supports (READ, DELETE, DESCRIBE): all granted unless the handler says otherwise.
 _GROUP_AUTHORIZED_OPERATIONS = frozenset({3, 6, 8})
+
+TopicRefusal = Callable[[str], int]
+"""Per topic, the error a partition of it is answered with instead of reaching the group (0: none)."""
+
+
+def _no_refusal(topic: str) -> int:
+    return E.NONE
+
 
 CoordinatorNode = tuple[int, str, int]
 """(node_id, host, port) of the broker leading a __consumer_offsets partition."""
@@ -148,15 +159,19 @@ async def leave_group(coordinator: GroupCoordinator, request: LeaveGroupRequest,
 
 
 async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequest, version: int,
-                        partition_exists: Callable[[str, int], bool] = lambda topic, partition: True
-                        ) -> OffsetCommitResponse:
+                        partition_exists: Callable[[str, int], bool] = lambda topic, partition: True,
+                        refused: TopicRefusal = _no_refusal) -> OffsetCommitResponse:
     """Partitions that do not exist (`partition_exists`, the broker's metadata) answer
     UNKNOWN_TOPIC_OR_PARTITION without reaching the group, as Kafka's handleOffsetCommitRequest (every
     version); when none exists the group is not asked at all."""
     entries = []
     results: dict[TopicPartition, int] = {}
     for topic in request.topics or []:
+        refusal = refused(topic.name)
         for p in topic.partitions or []:
+            if refusal:
+                results[TopicPartition(topic.name, p.partition_index)] = refusal
+                continue
             if not partition_exists(topic.name, p.partition_index):
                 results[TopicPartition(topic.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -181,8 +196,11 @@ async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequ
     return messages.OffsetCommitResponse(version=version, throttle_time_ms=0, topics=topics)
 
 
-async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchRequest,
-                       version: int) -> OffsetFetchResponse:
+async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchRequest, version: int,
+                       group_refused: Callable[[str], int] = _no_refusal,
+                       refused: TopicRefusal = _no_refusal) -> OffsetFetchResponse:
+    """`group_refused(group)`: the group's error instead of its offsets; `refused(topic)`: a named topic's
+    partitions answer that error, and when all topics are asked for, refused topics are left out (Kafka)."""
     require_stable = bool(request.require_stable) if version >= 7 else False
     if version >= 8:
         group_cls = messages.OffsetFetchResponse.OffsetFetchResponseGroup
@@ -190,9 +208,14 @@ async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchReques
         part_cls = topic_cls.OffsetFetchResponsePartitions
         groups = []
         for g in request.groups or []:
+            group_error = group_refused(g.group_id)
+            if group_error:
+                groups.append(group_cls(group_id=g.group_id, error_code=group_error, topics=[]))
+                continue
             wanted = (None if g.topics is None
                       else [(t.name, p) for t in g.topics for p in t.partition_indexes or []])
-            result = await coordinator.fetch_offsets(g.group_id, wanted, require_stable)
+            result = _refuse_fetched(await coordinator.fetch_offsets(
+                g.group_id, _allowed(wanted, refused), require_stable), wanted, refused)
             groups.append(group_cls(group_id=g.group_id, error_code=result.error_code,
                                     topics=_fetched_topics(result.partitions, topic_cls, part_cls)))
         return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, groups=groups)
@@ -201,7 +224,12 @@ async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchReques
     part_cls = topic_cls.OffsetFetchResponsePartition
     wanted = (None if request.topics is None
               else [(t.name, p) for t in request.topics for p in t.partition_indexes or []])
-    result = await coordinator.fetch_offsets(request.group_id, wanted, require_stable)
+    group_error = group_refused(request.group_id)
+    if group_error:
+        result = OffsetFetchResult(group_error, [])
+    else:
+        result = _refuse_fetched(await coordinator.fetch_offsets(
+            request.group_id, _allowed(wanted, refused), require_stable), wanted, refused)
     if result.error_code != E.NONE:
         if version >= 2:
             return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, topics=[],
@@ -213,6 +241,23 @@ async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchReques
                                         topics=_fetched_topics(result.partitions, topic_cls, part_cls))
 
 
+def _allowed(wanted: list[tuple[str, int]] | None, refused: TopicRefusal) -> list[tuple[str, int]] | None:
+    return None if wanted is None else [(t, p) for t, p in wanted if not refused(t)]
+
+
+def _refuse_fetched(result: OffsetFetchResult, wanted: list[tuple[str, int]] | None,
+                    refused: TopicRefusal) -> OffsetFetchResult:
+    """The group's answer with refused topics: named ones answered with their error in the request's order,
+    unnamed ones (all topics asked for) left out."""
+    if refused is _no_refusal or result.error_code != E.NONE:
+        return result
+    if wanted is None:
+        return OffsetFetchResult(result.error_code, [f for f in result.partitions if not refused(f.topic)])
+    found = {(f.topic, f.partition): f for f in result.partitions}
+    partitions = [found.get((t, p)) or FetchedOffset(t, p, -1, -1, "", refused(t)) for t, p in wanted]
+    return OffsetFetchResult(result.error_code, partitions)
+
+
 def _fetched_topics(partitions: list[FetchedOffset], topic_cls: type, part_cls: type) -> list[object]:
     by_topic: dict[str, list[object]] = {}
     for f in partitions:
@@ -222,10 +267,14 @@ def _fetched_topics(partitions: list[FetchedOffset], topic_cls: type, part_cls: 
     return [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
 
 
-async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequest,
-                        version: int) -> OffsetDeleteResponse:
-    wanted = [(t.name, p.partition_index) for t in request.topics or [] for p in t.partitions or []]
+async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequest, version: int,
+                        refused: TopicRefusal = _no_refusal) -> OffsetDeleteResponse:
+    wanted = [(t.name, p.partition_index) for t in request.topics or [] for p in t.partitions or []
+              if not refused(t.name)]
     result = await coordinator.delete_offsets(request.group_id, wanted)
+    for t in request.topics or []:
+        if refusal := refused(t.name):
+            result.partitions.update((TopicPartition(t.name, p.partition_index), refusal) for p in t.partitions or [])
     topic_cls = messages.OffsetDeleteResponse.OffsetDeleteResponseTopic
     part_cls = topic_cls.OffsetDeleteResponsePartition
     topics = []
@@ -239,10 +288,16 @@ async def offset_delete(coordinator: GroupCoordinator, request: OffsetDeleteRequ
                                          topics=topics)
 
 
-async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroupsRequest,
-                          version: int) -> DescribeGroupsResponse:
+async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroupsRequest, version: int,
+                          group_refused: Callable[[str], int] = _no_refusal,
+                          operations: Callable[[str], set[int]] = lambda group: set(_GROUP_AUTHORIZED_OPERATIONS)
+                          ) -> DescribeGroupsResponse:
+    """`group_refused(group)`: an error answered instead of the group (Kafka's DESCRIBE check);
+    `operations(group)`: its authorized operations (v3+, when asked for)."""
     include_ops = version >= 3 and bool(request.include_authorized_operations)
-    described = await coordinator.describe_groups(list(request.groups or []))
+    names = list(request.groups or [])
+    refusals = {g: code for g in names if (code := group_refused(g))}
+    described = {d.group_id: d for d in await coordinator.describe_groups([g for g in names if g not in refusals])}
     group_cls = messages.DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
     groups = [
@@ -253,8 +308,11 @@ async def describe_groups(coordinator: GroupCoordinator, request: DescribeGroups
                                       member_metadata=m.member_metadata,
                                       member_assignment=m.member_assignment)
                            for m in d.members],
-                  authorized_operations=set(_GROUP_AUTHORIZED_OPERATIONS) if include_ops else None)
-        for d in described]
+                  authorized_operations=operations(d.group_id) if include_ops else None)
+        if (d := described.get(g)) is not None else
+        group_cls(error_code=refusals[g], error_message=None, group_id=g, group_state="", protocol_type="",
+                  protocol_data="", members=[], authorized_operations=None)
+        for g in names]
     return messages.DescribeGroupsResponse(version=version, throttle_time_ms=0, groups=groups)
 
 
@@ -270,10 +328,13 @@ async def list_groups(coordinator: GroupCoordinator, request: ListGroupsRequest,
                      group_type=g.group_type) for g in result.groups])
 
 
-async def delete_groups(coordinator: GroupCoordinator, request: DeleteGroupsRequest,
-                        version: int) -> DeleteGroupsResponse:
+async def delete_groups(coordinator: GroupCoordinator, request: DeleteGroupsRequest, version: int,
+                        group_refused: Callable[[str], int] = _no_refusal) -> DeleteGroupsResponse:
     names = list(request.groups_names or [])
-    results = await coordinator.delete_groups(names)
+    refusals = {g: code for g in names if (code := group_refused(g))}
+    results = await coordinator.delete_groups([g for g in names if g not in refusals]) if len(refusals) < len(names) \
+        else {}
+    results.update(refusals)
     item = messages.DeleteGroupsResponse.DeletableGroupResult
     return messages.DeleteGroupsResponse(
         version=version, throttle_time_ms=0,

@@ -8,6 +8,7 @@ from broker.apis import alter_configs
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ALTER_CONFIGS)
@@ -26,5 +27,14 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_CONFIG: lambda b: send(b, (b.topic("alter-plain"), {"retention.ms": "soon"})),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, ("alter-missing", {"retention.ms": "1000"})),
 }
+
+def alter_raw(b: Brokers, resource_type: int, name: str) -> Any:
+    return b.call(Req[2](resources=[R(resource_type=resource_type, resource_name=name, configs=[
+        R.AlterableConfig(name="retention.ms", value="1000")])], validate_only=False), denied(b))
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: alter_raw(b, TOPIC, "alter-denied"),
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: alter_raw(b, 4, ""),
+})
 
 test_errors = error_path_test(alter_configs, PRODUCERS)

@@ -8,6 +8,7 @@ from broker.apis import create_topics
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.CREATE_TOPICS)
@@ -35,5 +36,10 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REPLICA_ASSIGNMENT: lambda b: send(b, topic("create-both", assignment=[0])),
     ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, topic("create-no-wait"), timeout_ms=0),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: b.call(
+        Req[7](topics=[topic("create-denied")], timeout_ms=30000, validate_only=False), denied(b)),
+})
 
 test_errors = error_path_test(create_topics, PRODUCERS)

@@ -8,6 +8,7 @@ from broker.apis import delete_groups
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
@@ -28,5 +29,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.GROUP_ID_NOT_FOUND: lambda b: send(b, "delete-never-existed"),
     ErrorCode.NON_EMPTY_GROUP: lambda b: send(b, Member.join(b, "delete-with-member").group),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "delete-denied", denied(b)),
+})
 
 test_errors = error_path_test(delete_groups, PRODUCERS)

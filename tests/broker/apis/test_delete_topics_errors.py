@@ -9,6 +9,7 @@ from broker.apis import delete_topics
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DELETE_TOPICS)
@@ -32,5 +33,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.TOPIC_DELETION_DISABLED: deletion_disabled,
     ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, b.topic("delete-no-wait"), timeout_ms=0),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "delete-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(delete_topics, PRODUCERS)

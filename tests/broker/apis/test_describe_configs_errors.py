@@ -8,6 +8,7 @@ from broker.apis import describe_configs
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DESCRIBE_CONFIGS)
@@ -25,5 +26,15 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, TOPIC, "describe-missing"),
     ErrorCode.INVALID_REQUEST: lambda b: send(b, BROKER, "not-a-number"),
 }
+
+def describe_raw(b: Brokers, resource_type: int, name: str) -> Any:
+    return b.call(Req[4](resources=[Req.DescribeConfigsResource(
+        resource_type=resource_type, resource_name=name, configuration_keys=None)],
+        include_synonyms=False, include_documentation=False), denied(b))
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: describe_raw(b, TOPIC, "describe-denied"),
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: describe_raw(b, BROKER, ""),
+})
 
 test_errors = error_path_test(describe_configs, PRODUCERS)

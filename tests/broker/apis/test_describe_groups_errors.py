@@ -8,6 +8,7 @@ from broker.apis import describe_groups
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
@@ -25,5 +26,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                            port=loading(b, "describe-loading")),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: send(b, "describe-any", port=shut_down(b)),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "describe-denied", denied(b)),
+})
 
 test_errors = error_path_test(describe_groups, PRODUCERS)

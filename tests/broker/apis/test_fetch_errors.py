@@ -9,6 +9,7 @@ from broker.apis import fetch
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import LED_BY_2, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.FETCH)
@@ -44,5 +45,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_FETCH_SESSION_EPOCH: lambda b: send(
         b, "fetch-plain", session_id=send(b, b.topic("fetch-plain"), session_epoch=0).session_id, session_epoch=5),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "fetch-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(fetch, PRODUCERS)

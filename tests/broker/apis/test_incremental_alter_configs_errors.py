@@ -9,6 +9,7 @@ from broker.apis import incremental_alter_configs
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
@@ -27,5 +28,15 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_CONFIG: lambda b: send(b, b.topic("incremental-plain"), "retention.ms", "1", op=APPEND),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "incremental-missing", "retention.ms", "1000"),
 }
+
+def alter_raw(b: Brokers, resource_type: int, name: str) -> Any:
+    return b.call(Req[1](resources=[R(resource_type=resource_type, resource_name=name, configs=[
+        R.AlterableConfig(name="retention.ms", config_operation=SET, value="1000")])], validate_only=False),
+        denied(b))
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: alter_raw(b, TOPIC, "alter-denied"),
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: alter_raw(b, 4, ""),
+})
 
 test_errors = error_path_test(incremental_alter_configs, PRODUCERS)

@@ -7,6 +7,7 @@ from typing import Any
 from broker.apis import join_group
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import Member, coordinator_ready, join_request, loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
@@ -38,5 +39,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.GROUP_MAX_SIZE_REACHED: group_full,
     ErrorCode.MEMBER_ID_REQUIRED: lambda b: send(b, "join-first"),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "join-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(join_group, PRODUCERS)

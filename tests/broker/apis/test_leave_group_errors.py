@@ -8,6 +8,7 @@ from broker.apis import leave_group
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import Member, loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
@@ -28,5 +29,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.FENCED_INSTANCE_ID: lambda b: send(b, Member.join(b, "leave-static", instance="static-1").group,
                                                  "someone-else", instance="static-1"),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "leave-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(leave_group, PRODUCERS)

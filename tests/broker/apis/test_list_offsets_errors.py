@@ -8,6 +8,7 @@ from broker.apis import list_offsets
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import LED_BY_2, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.LIST_OFFSETS)
@@ -28,5 +29,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_LEADER_EPOCH: lambda b: send(b, b.topic("list-offsets-plain"), epoch=5),
     ErrorCode.INVALID_REQUEST: lambda b: send(b, b.topic("list-offsets-plain"), timestamp=-42),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "list-offsets-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(list_offsets, PRODUCERS)

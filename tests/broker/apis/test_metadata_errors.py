@@ -10,6 +10,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.e2e.support import wait_until
 
+from .acl_support import denied
 from .support import WAITS_FOR_2, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.METADATA)
@@ -37,5 +38,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_ID: lambda b: send(b, None, topic_id=uuid.uuid4()),
     ErrorCode.REPLICA_NOT_AVAILABLE: replica_not_available,
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "metadata-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(metadata, PRODUCERS)

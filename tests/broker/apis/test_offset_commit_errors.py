@@ -8,6 +8,7 @@ from broker.apis import offset_commit
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import DENIED_TOPIC, denied, partial
 from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down, small_offsets_topic
 from .support import Brokers, Producer, error_path_test
 
@@ -52,5 +53,16 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.OFFSET_METADATA_TOO_LARGE: lambda b: send(b, "commit-metadata", metadata="m" * 5000),
     ErrorCode.INVALID_COMMIT_OFFSET_SIZE: too_large_to_store,
 }
+
+def commit_raw(b: Brokers, port: int, topic: str) -> Any:
+    """An OffsetCommit to a broker with the authorizer (the harness cannot create topics on a denying one)."""
+    return b.call(Req[9](group_id="commit-acl", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                         topics=[Topic(name=topic, partitions=[Topic.OffsetCommitRequestPartition(
+                             partition_index=0, committed_offset=1, committed_metadata="")])]), port)
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: commit_raw(b, denied(b), "commit-denied"),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: commit_raw(b, partial(b), DENIED_TOPIC),
+})
 
 test_errors = error_path_test(offset_commit, PRODUCERS)

@@ -8,6 +8,7 @@ from broker.apis import offset_fetch
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import DENIED_TOPIC, denied, partial
 from .group_support import coordinator_ready, loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn
@@ -48,5 +49,16 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: send(b, "fetch-any", port=shut_down(b)),
     ErrorCode.UNSTABLE_OFFSET_COMMIT: pending_transactional_commit,
 }
+
+def fetch_denied_topic(b: Brokers) -> Any:
+    port = partial(b)
+    coordinator_ready(b, port, "fetch-acl")
+    return b.call(Req[7](group_id="fetch-acl", require_stable=False, topics=[
+        Req.OffsetFetchRequestTopic(name=DENIED_TOPIC, partition_indexes=[0])]), port)
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "fetch-denied", denied(b)),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: fetch_denied_topic,
+})
 
 test_errors = error_path_test(offset_fetch, PRODUCERS)

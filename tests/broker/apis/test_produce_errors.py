@@ -13,6 +13,7 @@ from protocol.records import build_batch
 from tests.broker.wire import send as wire_send
 from tests.e2e.support import wait_until
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.PRODUCE)
@@ -94,6 +95,10 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("produce-on-1"), batch(),
                                                      port=b.cluster.ports[0]),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "produce-denied", batch(), port=denied(b)),
+})
 
 test_errors = error_path_test(produce, PRODUCERS)
 

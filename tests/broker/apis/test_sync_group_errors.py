@@ -8,6 +8,7 @@ from broker.apis import sync_group
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import Member, during_rebalance, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 
@@ -39,5 +40,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.REBALANCE_IN_PROGRESS: lambda b: during_rebalance(
         b, "sync-rebalance", lambda m: send(b, m.group, m.member_id, m.generation)),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "sync-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(sync_group, PRODUCERS)

@@ -1,0 +1,45 @@
+"""Brokers with the ACL authorizer for the error-path tests, and requests that refuse or allow on them.
+
+- `denied(b)`: the authorizer on, no super users, no ACLs, `allow.everyone.if.no.acl.found=false`: every
+  check refuses (Kafka's secure default).
+- `partial(b)`: the authorizer on with `allow.everyone.if.no.acl.found=true`, and one DENY for every
+  principal on topics prefixed `denied-`: groups and other topics pass, those topics are refused. The ACL is
+  created through CreateAcls (CLUSTER has no ACL, so ALTER on it is allowed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.security.acl import AclOperation, PatternType, PermissionType, ResourceType
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .support import Brokers
+
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+DENIED_TOPIC = "denied-topic"
+
+
+def denied(b: Brokers) -> int:
+    return b.other(**{"authorizer.class.name": ACL_AUTHORIZER}).port
+
+
+def partial(b: Brokers) -> int:
+    port = b.other(**{"authorizer.class.name": ACL_AUTHORIZER, "allow.everyone.if.no.acl.found": "true"}).port
+    Req = request_class(ApiKey.CREATE_ACLS)
+    creation = Req.AclCreation(resource_type=ResourceType.TOPIC, resource_name="denied-",
+                               resource_pattern_type=PatternType.PREFIXED, principal="User:*", host="*",
+                               operation=AclOperation.ALL, permission_type=PermissionType.DENY)
+    response = b.call(Req[3](creations=[creation]), port)
+    assert response.results[0].error_code == ErrorCode.NONE, response
+    return port
+
+
+def acl_filter(Req: Any, **fields: Any) -> dict[str, Any]:
+    """A filter matching everything, with `fields` replaced (DescribeAcls and DeleteAcls share the names)."""
+    values = dict(resource_type_filter=ResourceType.ANY, resource_name_filter=None,
+                  pattern_type_filter=PatternType.ANY, principal_filter=None, host_filter=None,
+                  operation=AclOperation.ANY, permission_type=PermissionType.ANY)
+    values.update(fields)
+    return values

@@ -1,0 +1,26 @@
+"""DescribeAcls: every code of `broker.apis.describe_acls.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis import describe_acls
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .acl_support import acl_filter, denied
+from .support import Brokers, Producer, error_path_test
+
+Req = request_class(ApiKey.DESCRIBE_ACLS)
+
+
+def send(b: Brokers, port: int | None = None) -> Any:
+    return b.call(Req[3](**acl_filter(Req)), port)
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.SECURITY_DISABLED: lambda b: send(b),
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, denied(b)),
+}
+
+test_errors = error_path_test(describe_acls, PRODUCERS)
