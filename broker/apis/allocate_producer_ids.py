@@ -5,6 +5,8 @@ at inter.broker.protocol.version 3.0 and later): the block is claimed from the s
 znode brokers of older versions claim from directly, so no two brokers ever hand out the same id. Errors as
 Kafka's controller answers them: NOT_CONTROLLER on any other broker, BROKER_ID_NOT_REGISTERED for a broker
 that is not live, STALE_BROKER_EPOCH unless the epoch is the broker's current registration.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for
 from broker.controller.controller import StaleBrokerEpoch, UnknownBroker
 from broker.metadata import MetadataError
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 API_KEY = 67
@@ -28,7 +31,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     controller = ctx.server.controller
     error = ErrorCode.NONE
     start, length = -1, 0
-    if controller is None or not controller.active:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif controller is None or not controller.active:
         error = ErrorCode.NOT_CONTROLLER
     else:
         try:

@@ -7,6 +7,8 @@ Errors: NOT_CONTROLLER and STALE_BROKER_EPOCH for the request; per partition UNK
 UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER (epochs newer than the controller's), FENCED_LEADER_EPOCH,
 INVALID_UPDATE_VERSION, INVALID_REQUEST, INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED before v2), as the
 controller judges them.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.alter_partition import IsrProposal
 from broker.metadata import LeaderAndIsr
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 API_KEY = 56
@@ -30,6 +33,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     v = request.API_VERSION
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
     controller = ctx.server.controller
     if controller is None or not controller.active:
         return response_for(request, throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER, topics=[])

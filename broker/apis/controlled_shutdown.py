@@ -5,6 +5,8 @@ ISR, the broker leaves every ISR it is in, LeaderAndIsr/UpdateMetadata go out; t
 partitions that could not be moved (no other in-sync replica). A broker that is not the controller
 answers NOT_CONTROLLER, as Kafka does; a request carrying an older broker epoch than the broker's current
 registration, STALE_BROKER_EPOCH.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.controller import StaleBrokerEpoch
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 API_KEY = 7
 MIN_VERSION = 0
 MAX_VERSION = 3
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.NOT_CONTROLLER)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.NOT_CONTROLLER,
+                                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
     controller = ctx.server.controller
     if controller is None or not controller.active:
         return response_for(request, error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])

@@ -9,7 +9,10 @@ broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH (-1, fr
 epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+ (by topic id) layout:
 STALE_CONTROLLER_EPOCH (also for a leader epoch not newer than the one held, as Kafka),
 UNKNOWN_TOPIC_OR_PARTITION when this broker is not among the replicas, KAFKA_STORAGE_ERROR when the log cannot
-be created in its log dir."""
+be created in its log dir.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.requests import parse_leader_and_isr
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.state_change")
@@ -27,14 +31,17 @@ MIN_VERSION = 0
 MAX_VERSION = 7
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     states, topic_ids, leaders = parse_leader_and_isr(request)
     Resp = response_type(request)
-    if ctx.server.is_broker_epoch_stale(request.broker_epoch):
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        errors = dict.fromkeys(states, top)
+    elif ctx.server.is_broker_epoch_stale(request.broker_epoch):
         top = ErrorCode.STALE_BROKER_EPOCH
         errors = dict.fromkeys(states, top)
     else:

@@ -6,6 +6,8 @@ epoch than this broker's registration: STALE_BROKER_EPOCH; a log that cannot be 
 log dir): KAFKA_STORAGE_ERROR for that partition.
 Gaps: Kafka answers FENCED_LEADER_EPOCH for a partition whose leader epoch in the request is older than the
 one held; every partition here is stopped whatever its epoch.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.requests import parse_stop_replica
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 API_KEY = 5
@@ -21,11 +24,14 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, partition_errors=[])
     if server.is_broker_epoch_stale(request.broker_epoch):
         return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH, partition_errors=[])
     if request.controller_epoch < server.replica_manager.controller_epoch:

@@ -4,6 +4,8 @@ Replaces this broker's view of live brokers and of the listed partitions (leader
 replicas, offline replicas, topic ids v7+); a leader of -2 marks a deleted topic. Requests carrying an
 older controller epoch than the last one seen are refused with STALE_CONTROLLER_EPOCH, those with an older
 broker epoch than this broker's registration with STALE_BROKER_EPOCH.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.requests import parse_update_metadata
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.state_change")
@@ -20,10 +23,13 @@ log = logging.getLogger("broker.state_change")
 API_KEY = 6
 MIN_VERSION = 0
 MAX_VERSION = 8
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH,
+                                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.server.is_broker_epoch_stale(request.broker_epoch):
         return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH)
     brokers, partitions = parse_update_metadata(request)

@@ -12,6 +12,8 @@ UNKNOWN_SERVER_ERROR. Not in `ERRORS`, as no test can provoke them: REQUEST_TIME
 within request.timeout.ms, 30 s, while the ISR shrinks after replica.lag.time.max.ms) and KAFKA_STORAGE_ERROR
 (a disk failing under a live log); Kafka's UNSUPPORTED_FOR_MESSAGE_FORMAT (a log before magic 2) cannot
 happen, every log here being magic 2.
+With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
+CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from protocol.records import ControlRecordType, build_control_batch
 from storage import AppendOrigin, TopicPartition
@@ -39,6 +42,13 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        Result = response_type(request).WritableTxnMarkerResult
+        TopicResult = Result.WritableTxnMarkerTopicResult
+        return response_for(request, markers=[Result(producer_id=m.producer_id, topics=[TopicResult(
+            name=t.name, partitions=[TopicResult.WritableTxnMarkerPartitionResult(
+                partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for p in t.partition_indexes])
+            for t in m.topics]) for m in request.markers])
     return _handle(ctx, request)
 
 

@@ -9,6 +9,7 @@ from broker.apis import controlled_shutdown
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Producer, error_path_test
 
 Req = request_class(ApiKey.CONTROLLED_SHUTDOWN)
@@ -24,5 +25,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.STALE_BROKER_EPOCH: stale_broker_epoch,
     ErrorCode.NOT_CONTROLLER: lambda b: b.call(Req[3](broker_id=1, broker_epoch=-1), b.not_controller_port()),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(Req[3](broker_id=1, broker_epoch=-1), denied(b)),
+})
 
 test_errors = error_path_test(controlled_shutdown, PRODUCERS)

@@ -14,6 +14,7 @@ from broker.apis import leader_and_isr
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.LEADER_AND_ISR)
@@ -54,5 +55,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                          [BROKER + 1]),
     ErrorCode.KAFKA_STORAGE_ERROR: storage_error,
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, denied(b), "lai-denied", [BROKER]),
+})
 
 test_errors = error_path_test(leader_and_isr, PRODUCERS)

@@ -13,6 +13,7 @@ from broker.apis import stop_replica
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 from .test_leader_and_isr_errors import BROKER, CONTROLLER_EPOCH
 from .test_leader_and_isr_errors import send as leader_and_isr
@@ -45,5 +46,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                      controller_epoch=-1),
     ErrorCode.KAFKA_STORAGE_ERROR: storage_error,
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, denied(b), "stop-replica-denied"),
+})
 
 test_errors = error_path_test(stop_replica, PRODUCERS)

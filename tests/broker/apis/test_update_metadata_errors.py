@@ -6,6 +6,7 @@ from broker.apis import update_metadata
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Producer, error_path_test
 
 Req = request_class(ApiKey.UPDATE_METADATA)
@@ -18,5 +19,10 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.STALE_CONTROLLER_EPOCH: lambda b: b.call(Req[8](controller_id=0, controller_epoch=-1,
                                                               broker_epoch=-1, topic_states=[], live_brokers=[])),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(
+        Req[8](controller_id=0, controller_epoch=1, broker_epoch=-1, topic_states=[], live_brokers=[]), denied(b)),
+})
 
 test_errors = error_path_test(update_metadata, PRODUCERS)
