@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -250,3 +250,12 @@ def test_confluent_consumer_reports_group_authorization_failed(secured: Any) -> 
         assert value == b"v"
     finally:
         consumer.close()
+
+
+def test_authorized_operations_are_the_principals(secured: Any) -> None:
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(TIMEOUT)
+    assert set(cluster.authorized_operations) == {AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE}
+    grant(secured, RT.TOPIC, "acl-open", Op.WRITE)
+    [topic] = admin.describe_topics(TopicCollection(["acl-open"]), include_authorized_operations=True).values()
+    assert set(topic.result(TIMEOUT).authorized_operations) == {AclOperation.WRITE, AclOperation.DESCRIBE}
