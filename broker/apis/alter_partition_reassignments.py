@@ -10,6 +10,7 @@ Kafka's message), NO_REASSIGNMENT_IN_PROGRESS (cancelling a partition not being 
 UNKNOWN_TOPIC_OR_PARTITION ("The partition does not exist."), UNKNOWN_SERVER_ERROR (a failed store write).
 `timeout_ms` is not needed: the controller answers once the reassignment is recorded, as Kafka's ZooKeeper
 controller does. Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster).
+With an authorizer (Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -26,10 +28,14 @@ MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.NOT_CONTROLLER, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, responses=[])
     controller = ctx.server.controller
     reassignments: dict[TopicPartition, tuple[int, ...] | None] = {
         TopicPartition(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)

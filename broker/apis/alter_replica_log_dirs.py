@@ -14,6 +14,7 @@ Kafka's ReplicaManager.alterReplicaLogDirs:
 With one log dir (the usual set-up) every case but a move can arise.
 Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the
 cluster); a move cut short by a broker stop is not resumed (Kafka resumes it from the future log).
+With an authorizer (Kafka): ALTER on the cluster, else every partition CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -31,6 +33,7 @@ MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.LOG_DIR_NOT_FOUND,
     ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 MAX_DIR_NAME_LENGTH = 255
@@ -58,10 +61,12 @@ def alter_dir(ctx: RequestContext, tp: TopicPartition, path: str) -> ErrorCode:
 def handle(ctx: RequestContext, request: Any) -> Any:
     TopicResult = response_type(request).AlterReplicaLogDirTopicResult
     by_topic: dict[str, list[Any]] = {}
+    allowed = ctx.authorize_cluster(AclOperation.ALTER)
     for d in request.dirs:
         for t in d.topics:
             for p in t.partitions:
-                error = alter_dir(ctx, TopicPartition(t.name, p), d.path)
+                error = alter_dir(ctx, TopicPartition(t.name, p), d.path) if allowed \
+                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 by_topic.setdefault(t.name, []).append(
                     TopicResult.AlterReplicaLogDirPartitionResult(partition_index=p, error_code=error))
     return response_for(request, throttle_time_ms=0,

@@ -8,6 +8,7 @@ their log start offset too (they learn the leader's from its fetch responses), o
 at `timeout_ms`. An offset above the high watermark is OFFSET_OUT_OF_RANGE; a partition not led here
 NOT_LEADER_OR_FOLLOWER (also when leadership moves while waiting); UNKNOWN_TOPIC_OR_PARTITION when no broker
 has it. Gaps: no authorization (Kafka: TOPIC_AUTHORIZATION_FAILED without DELETE on the topic).
+With an authorizer (Kafka): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.delayed_delete_records import DeleteRecordsPartitionResult
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -26,17 +28,24 @@ MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     offsets = {TopicPartition(t.name, p.partition_index): p.offset for t in request.topics for p in t.partitions}
+    refused: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+    if ctx.server.authorizer is not None:
+        deletable = ctx.filter_authorized(AclOperation.DELETE, ResourceType.TOPIC, (tp.topic for tp in offsets))
+        refused = {tp: DeleteRecordsPartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in offsets
+                   if tp.topic not in deletable}
+        offsets = {tp: o for tp, o in offsets.items() if tp not in refused}
     results = ctx.server.replica_manager.delete_records(request.timeout_ms, offsets)
     if isinstance(results, asyncio.Future):
         async def wait() -> Any:
-            return _response(request, await results)
+            return _response(request, {**refused, **await results})
         return wait()
-    return _response(request, results)
+    return _response(request, {**refused, **results})
 
 
 def _response(request: Any, results: dict[TopicPartition, DeleteRecordsPartitionResult]) -> Any:

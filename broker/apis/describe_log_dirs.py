@@ -8,6 +8,7 @@ as a future log whose lag is the current log's end offset minus its own; topics 
 partition left out; v4 adds the file system's total and usable bytes. A dir that cannot be read answers
 KAFKA_STORAGE_ERROR for that dir. The top-level error (v3+) is NONE.
 Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster).
+With an authorizer (Kafka): DESCRIBE on the cluster, else no log dirs and (v3+) CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -25,12 +27,16 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 log = logging.getLogger(__name__)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            results=[])
     rm = ctx.server.replica_manager
     lm = rm.log_manager
     mover = ctx.server.log_dir_mover

@@ -5,6 +5,7 @@ replicas (the union of original and target while it runs), adding and removing r
 controller. Partitions named but not being reassigned are left out, as Kafka does.
 Errors: NOT_CONTROLLER (top level) on a broker that is not the active controller.
 Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster).
+With an authorizer (Kafka): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -20,10 +22,14 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.NOT_CONTROLLER,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, topics=[])
     controller = ctx.server.controller
     tps = None if request.topics is None else [
         TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]

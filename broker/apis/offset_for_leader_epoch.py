@@ -7,6 +7,8 @@ find where its log diverged. `current_leader_epoch` (v2+) is checked: FENCED_LEA
 UNKNOWN_LEADER_EPOCH. Unknown epochs answer epoch -1 / offset -1 (UNDEFINED), as Kafka. Only the
 leader answers (`Partition.last_offset_for_leader_epoch`), for followers and consumers alike, as Kafka's
 broker does; elsewhere NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION when no broker has it).
+With an authorizer (Kafka, KIP-320): CLUSTER_ACTION on the cluster (followers), or DESCRIBE on each
+topic (consumers), else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -24,6 +27,7 @@ MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
@@ -34,11 +38,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     TopicResult = Resp.OffsetForLeaderTopicResult
     PartResult = TopicResult.EpochEndOffset
     topics = []
+    refused: set[str] = set()
+    if ctx.server.authorizer is not None and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        names = [t.topic for t in request.topics]
+        refused = set(names) - ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for topic in request.topics:
         parts = []
         for p in topic.partitions:
             tp = TopicPartition(topic.topic, p.partition)
             try:
+                if refused and topic.topic in refused:
+                    raise KafkaApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 epoch, end = rm.get_partition_or_error(tp).last_offset_for_leader_epoch(
                     p.current_leader_epoch if v >= 2 else -1, p.leader_epoch)
                 parts.append(PartResult(error_code=0, partition=tp.partition, leader_epoch=epoch, end_offset=end))

@@ -9,6 +9,7 @@ from broker.apis import alter_partition_reassignments
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
@@ -26,5 +27,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.NO_REASSIGNMENT_IN_PROGRESS: lambda b: send(b, b.topic("reassign-plain"), None),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "reassign-missing", [0]),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, "reassign-denied", [0], denied(b)),
+})
 
 test_errors = error_path_test(alter_partition_reassignments, PRODUCERS)

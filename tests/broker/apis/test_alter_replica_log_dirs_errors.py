@@ -9,6 +9,7 @@ from broker.apis import alter_replica_log_dirs
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
@@ -32,5 +33,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                     b.led_by_other("log-dirs-on-1"), b.cluster.ports[0]),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, log_dir(b), "log-dirs-missing"),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, "/any/dir", "log-dirs-denied", denied(b)),
+})
 
 test_errors = error_path_test(alter_replica_log_dirs, PRODUCERS)

@@ -11,6 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from tests.e2e.support import wait_until
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DELETE_RECORDS)
@@ -45,5 +46,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "delete-records-missing", 0),
     ErrorCode.REQUEST_TIMED_OUT: follower_behind,
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "delete-records-denied", 0, port=denied(b)),
+})
 
 test_errors = error_path_test(delete_records, PRODUCERS)

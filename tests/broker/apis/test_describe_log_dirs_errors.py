@@ -11,6 +11,7 @@ from broker.apis import describe_log_dirs
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DESCRIBE_LOG_DIRS)
@@ -27,5 +28,9 @@ def dir_gone(b: Brokers) -> Any:
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.KAFKA_STORAGE_ERROR: dir_gone,
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(Req[4](topics=None), denied(b)),
+})
 
 test_errors = error_path_test(describe_log_dirs, PRODUCERS)

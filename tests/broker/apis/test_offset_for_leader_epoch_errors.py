@@ -9,6 +9,7 @@ from broker.apis import offset_for_leader_epoch
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import LED_BY_2, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
@@ -27,5 +28,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                   port=b.cluster.ports[0]),
     ErrorCode.UNKNOWN_LEADER_EPOCH: lambda b: send(b, b.topic("epoch-plain"), current_epoch=7),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "epoch-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(offset_for_leader_epoch, PRODUCERS)
