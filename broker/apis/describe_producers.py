@@ -10,6 +10,7 @@ metadata does not know UNKNOWN_TOPIC_OR_PARTITION; a partition this broker does 
 NOT_LEADER_OR_FOLLOWER when the metadata knows it, else UNKNOWN_TOPIC_OR_PARTITION. Kafka's
 KAFKA_STORAGE_ERROR for a replica on an offline log dir is not answered: the replica manager keeps no offline
 partitions.
+With an authorizer (Kafka): READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.errors import KafkaApiError
+from broker.security.acl import AclOperation, ResourceType
 from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 from storage import TopicPartition
@@ -42,6 +44,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         invalid = topic_name_error(topic.name)
         if invalid is not None:
             error = (ErrorCode.INVALID_TOPIC_EXCEPTION, invalid)
+        elif not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, topic.name):
+            error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
         elif topic.name not in cache.topics:
             error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         partitions = []

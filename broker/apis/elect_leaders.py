@@ -9,6 +9,7 @@ partition is a candidate and those answering ELECTION_NOT_NEEDED are left out of
 not the controller answers NOT_CONTROLLER for each partition. Not in `ERRORS`, as no test can hold the state
 they need: INVALID_TOPIC_EXCEPTION (a topic the controller is deleting at that moment) and REQUEST_TIMED_OUT
 (an elected leader this broker's metadata has not heard of within the timeout).
+With an authorizer (Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v1+ also at the top).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.preferred_election import PREFERRED
+from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -54,8 +56,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         tps = [TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     controller = server.controller
-    if controller is None or not controller.active:
-        results: dict[TopicPartition, int | ErrorCode] = dict.fromkeys(tps, ErrorCode.NOT_CONTROLLER)
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        results: dict[TopicPartition, int | ErrorCode] = dict.fromkeys(tps, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    elif controller is None or not controller.active:
+        results = dict.fromkeys(tps, ErrorCode.NOT_CONTROLLER)
     else:
         results = await controller.preferred_election.elect_leaders(tps, election_type)
     # Kafka's DelayedElectLeader: answer once the elected leaders are in this broker's metadata.
@@ -80,7 +84,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     fields: dict[str, Any] = dict(throttle_time_ms=0, replica_election_results=[
         R(topic=t, partition_result=ps) for t, ps in by_topic.items()])
     if request.API_VERSION >= 1:
-        fields["error_code"] = ErrorCode.NONE
+        fields["error_code"] = ErrorCode.NONE if ctx.authorize_cluster(AclOperation.ALTER) \
+            else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return response_for(request, **fields)
 
 
