@@ -46,10 +46,8 @@ from broker.security.acl_store import AclStore
 
 log = logging.getLogger(__name__)
 
-# Kafka's authorizer class names; either turns our authorizer on.
-AUTHORIZER_CLASS_NAMES = frozenset({"kafka.security.authorizer.AclAuthorizer",
-                                    "kafka.security.auth.SimpleAclAuthorizer",
-                                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+# Kafka's ZooKeeper-mode ACL authorizer; naming it turns ours on (any other class is refused at start-up).
+AUTHORIZER_CLASS_NAMES = frozenset({"kafka.security.authorizer.AclAuthorizer"})
 
 
 class AclError(Exception):
