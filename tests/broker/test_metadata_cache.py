@@ -37,7 +37,7 @@ def call(cache: MetadataCache, request: Any) -> Any:
     request.with_header(correlation_id=3, client_id="unit")
     decoded = decode_request(encode_request(request))
     server = SimpleNamespace(metadata_cache=cache, config={"auto.create.topics.enable": False},
-                             auto_create_topics=lambda names: None)
+                             auto_create_topics=lambda names: None, authorizer=None)
     ctx = RequestContext(server, None, request.API_KEY, request.API_VERSION, 3, "unit")  # type: ignore[arg-type]
     handler = metadata if decoded.API_KEY == ApiKey.METADATA else describe_cluster
     response = handler.handle(ctx, decoded)
