@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from broker.metadata import znodes
+from broker.metadata.notifications import SequentialNotifications
 from broker.metadata.types import MetadataError, NoNodeError
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,7 @@ class BrokerConfigStore:
         # The store's znode tree: both engines (ZooKeeper, local file) implement the same tree.
         self._tree = store._tree
         self._dispatch = dispatch
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-config-changes")
-        self._closed = False
+        self._notifications: SequentialNotifications | None = None
 
     def read(self, entity: str) -> dict[str, str]:
         node = self._tree.get(entity_path(entity))
@@ -57,24 +56,11 @@ class BrokerConfigStore:
                           znodes.encode_config_change(f"brokers/{entity}"), sequential=True)
 
     def watch(self, callback: Callable[[str], None]) -> None:
-        last_seen: int | None = None  # None until the first call: what exists then is not new
-
-        def process(children: list[str]) -> None:
-            nonlocal last_seen
-            sequences = sorted((seq, child) for child in children if (seq := _sequence(child)) is not None)
-            if last_seen is None:
-                last_seen = sequences[-1][0] if sequences else -1
-                return
+        def on_new(notifications: list[bytes]) -> None:
             entities: list[str] = []
-            for seq, child in sequences:
-                if seq <= last_seen:
-                    continue
-                last_seen = seq
-                node = self._tree.get(f"{znodes.CONFIG_CHANGES}/{child}")
-                if node is None:
-                    continue
+            for data in notifications:
                 try:
-                    kind, _, entity = znodes.decode_config_change(node[0]).partition("/")
+                    kind, _, entity = znodes.decode_config_change(data).partition("/")
                 except MetadataError:
                     continue  # the store's own watcher logs unreadable notifications
                 if kind == "brokers" and entity and entity not in entities:
@@ -82,11 +68,9 @@ class BrokerConfigStore:
             for entity in entities:
                 self._deliver(callback, entity)
 
-        def on_children(children: list[str]) -> None:
-            if not self._closed:
-                self._worker.submit(_logged(process), list(children))
-
-        self._tree.watch_children(znodes.CONFIG_CHANGES, on_children)
+        self._notifications = SequentialNotifications(self._tree, znodes.CONFIG_CHANGES, znodes.CONFIG_CHANGE_PREFIX,
+                                                      on_new, "broker config changes")
+        self._notifications.start()
 
     def _deliver(self, callback: Callable[[str], None], entity: str) -> None:
         try:
@@ -95,15 +79,8 @@ class BrokerConfigStore:
             pass  # the event loop is closed: the broker is shutting down
 
     def close(self) -> None:
-        self._closed = True
-        self._worker.shutdown(wait=False)
-
-
-def _sequence(child: str) -> int | None:
-    if not child.startswith(znodes.CONFIG_CHANGE_PREFIX):
-        return None
-    digits = child[len(znodes.CONFIG_CHANGE_PREFIX):]
-    return int(digits) if digits.isdigit() else None
+        if self._notifications is not None:
+            self._notifications.close()
 
 
 def _logged(fn: Callable[..., Any]) -> Callable[..., None]:

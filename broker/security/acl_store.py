@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from broker.metadata.notifications import SequentialNotifications
 from broker.metadata.types import BadVersionError, MetadataCorruptError, NodeExistsError, NoNodeError
 from broker.security.acl import (
     RESOURCE_TYPES,
@@ -112,8 +112,7 @@ class AclStore:
     def __init__(self, store: Any, dispatch: Callable[[Callable[[], None]], None]) -> None:
         self._tree = store._tree  # both engines (ZooKeeper, local file) implement the same znode tree
         self._dispatch = dispatch
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="acl-changes")
-        self._closed = False
+        self._watchers: list[SequentialNotifications] = []
 
     def create_paths(self) -> None:
         """The folders Kafka's authorizer creates at start-up."""
@@ -178,53 +177,23 @@ class AclStore:
     def watch(self, callback: Callable[[ResourcePattern, frozenset[AccessControlEntry]], None]) -> None:
         """`callback(pattern, its current entries)` on the event loop for each new notification."""
         for folder in (LITERAL_CHANGES, EXTENDED_CHANGES):
-            self._watch_folder(folder, callback)
+            def on_new(notifications: list[bytes], folder: str = folder) -> None:
+                for data in notifications:
+                    try:
+                        pattern = decode_change(folder, data)
+                        entries, _ = self.read(pattern)
+                    except MetadataCorruptError as e:
+                        log.error("%s", e)
+                        continue
+                    try:
+                        self._dispatch(lambda p=pattern, e=entries: callback(p, e))
+                    except RuntimeError:
+                        return  # the event loop is closed: the broker is shutting down
 
-    def _watch_folder(self, folder: str,
-                      callback: Callable[[ResourcePattern, frozenset[AccessControlEntry]], None]) -> None:
-        last_seen: int | None = None  # None until the first call: what exists then is not new
-
-        def process(children: list[str]) -> None:
-            nonlocal last_seen
-            sequences = sorted((int(c[len(CHANGE_PREFIX):]), c) for c in children
-                               if c.startswith(CHANGE_PREFIX) and c[len(CHANGE_PREFIX):].isdigit())
-            if last_seen is None:
-                last_seen = sequences[-1][0] if sequences else -1
-                return
-            for seq, child in sequences:
-                if seq <= last_seen:
-                    continue
-                last_seen = seq
-                node = self._tree.get(f"{folder}/{child}")
-                if node is None:
-                    continue
-                try:
-                    pattern = decode_change(folder, node[0])
-                    entries, _ = self.read(pattern)
-                except MetadataCorruptError as e:
-                    log.error("%s", e)
-                    continue
-                try:
-                    self._dispatch(lambda p=pattern, e=entries: callback(p, e))
-                except RuntimeError:
-                    return  # the event loop is closed: the broker is shutting down
-
-        def on_children(children: list[str]) -> None:
-            if not self._closed:
-                self._worker.submit(_logged(process), list(children))
-
-        self._tree.watch_children(folder, on_children)
+            watcher = SequentialNotifications(self._tree, folder, CHANGE_PREFIX, on_new, "ACL changes")
+            self._watchers.append(watcher)
+            watcher.start()
 
     def close(self) -> None:
-        self._closed = True
-        self._worker.shutdown(wait=False)
-
-
-def _logged(fn: Callable[..., Any]) -> Callable[..., None]:
-    def run(*args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:
-            log.exception("ACL change handling failed")
-
-    return run
+        for watcher in self._watchers:
+            watcher.close()
