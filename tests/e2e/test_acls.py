@@ -220,36 +220,29 @@ def test_kafka_python_producer_and_consumer_are_refused_then_allowed(secured: An
         consumer.close()
 
 
+def first_message(bootstrap: str, group: str, topic: str) -> Any:
+    """The first message (or error) a confluent-kafka consumer in `group` polls from `topic`, or None."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                return msg
+        return None
+    finally:
+        consumer.close()
+
+
 def test_confluent_consumer_reports_group_authorization_failed(secured: Any) -> None:
     grant(secured, RT.TOPIC, "acl-open", Op.ALL)
     assert produce_error(secured.bootstrap, "acl-open") is None
-    consumer = Consumer({"bootstrap.servers": secured.bootstrap, "group.id": "confluent-acl",
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe(["acl-open"])
-        deadline = time.monotonic() + TIMEOUT
-        error = None
-        while error is None and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is not None:
-                error = msg.error().code()
-        assert error == KafkaError.GROUP_AUTHORIZATION_FAILED
-    finally:
-        consumer.close()
+    refused = first_message(secured.bootstrap, "confluent-acl", "acl-open")
+    assert refused is not None and refused.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED
     grant(secured, RT.GROUP, "confluent-", Op.READ, pattern=PatternType.PREFIXED)
-    consumer = Consumer({"bootstrap.servers": secured.bootstrap, "group.id": "confluent-acl",
-                         "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe(["acl-open"])
-        deadline = time.monotonic() + TIMEOUT
-        value = None
-        while value is None and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                value = msg.value()
-        assert value == b"v"
-    finally:
-        consumer.close()
+    consumed = first_message(secured.bootstrap, "confluent-acl", "acl-open")
+    assert consumed is not None and consumed.error() is None and consumed.value() == b"v"
 
 
 def test_authorized_operations_are_the_principals(secured: Any) -> None:
