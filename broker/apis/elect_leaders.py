@@ -30,6 +30,7 @@ MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.NOT_CONTROLLER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.ELECTION_NOT_NEEDED,
     ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
 )
 
 # Kafka's messages for these answers (its ApiError texts, else the error's default message).

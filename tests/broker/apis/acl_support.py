@@ -2,8 +2,8 @@
 
 - `denied(b)`: the authorizer on, no super users, no ACLs, `allow.everyone.if.no.acl.found=false`: every
   check refuses (Kafka's secure default).
-- `partial(b)`: the authorizer on with `allow.everyone.if.no.acl.found=true`, and one DENY for every
-  principal on topics prefixed `denied-`: groups and other topics pass, those topics are refused. The ACL is
+- `partial(b)`: the authorizer on with `allow.everyone.if.no.acl.found=true`, and a DENY for every
+  principal on topics, groups and transactional ids prefixed `denied-`: everything else passes. The ACLs are
   created through CreateAcls (CLUSTER has no ACL, so ALTER on it is allowed).
 """
 
@@ -19,6 +19,8 @@ from .support import Brokers
 
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 DENIED_TOPIC = "denied-topic"
+DENIED_GROUP = "denied-group"
+DENIED_TXN = "denied-txn"
 
 
 def denied(b: Brokers) -> int:
@@ -28,11 +30,12 @@ def denied(b: Brokers) -> int:
 def partial(b: Brokers) -> int:
     port = b.other(**{"authorizer.class.name": ACL_AUTHORIZER, "allow.everyone.if.no.acl.found": "true"}).port
     Req = request_class(ApiKey.CREATE_ACLS)
-    creation = Req.AclCreation(resource_type=ResourceType.TOPIC, resource_name="denied-",
-                               resource_pattern_type=PatternType.PREFIXED, principal="User:*", host="*",
-                               operation=AclOperation.ALL, permission_type=PermissionType.DENY)
-    response = b.call(Req[3](creations=[creation]), port)
-    assert response.results[0].error_code == ErrorCode.NONE, response
+    creations = [Req.AclCreation(resource_type=rtype, resource_name="denied-",
+                                 resource_pattern_type=PatternType.PREFIXED, principal="User:*", host="*",
+                                 operation=AclOperation.ALL, permission_type=PermissionType.DENY)
+                 for rtype in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+    response = b.call(Req[3](creations=creations), port)
+    assert {r.error_code for r in response.results} == {ErrorCode.NONE}, response
     return port
 
 

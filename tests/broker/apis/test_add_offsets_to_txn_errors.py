@@ -9,6 +9,7 @@ from broker.apis import add_offsets_to_txn
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import DENIED_GROUP, denied, partial
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn, loading, not_coordinator, stuck_in_prepare_commit, unwritable
 
@@ -36,5 +37,13 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                                   loading(b, "offsets-loading"))),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: send(b, unwritable(b)),
 }
+
+def add_offsets_raw(b: Brokers, port: int, group: str) -> Any:
+    return b.call(Req[3](transactional_id="acl-txn", producer_id=1, producer_epoch=0, group_id=group), port)
+
+PRODUCERS.update({
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: add_offsets_raw(b, denied(b), "any-group"),
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: add_offsets_raw(b, partial(b), DENIED_GROUP),
+})
 
 test_errors = error_path_test(add_offsets_to_txn, PRODUCERS)

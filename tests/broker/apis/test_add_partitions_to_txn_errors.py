@@ -8,6 +8,7 @@ from typing import Any
 from broker.apis import add_partitions_to_txn
 from protocol.errors import ErrorCode
 
+from .acl_support import DENIED_TOPIC, denied, partial
 from .support import Brokers, Producer, error_path_test
 from .txn_support import ADD, ON_2, Txn, begin, loading, not_coordinator, stuck_in_prepare_commit, unwritable
 
@@ -57,5 +58,20 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: unwritable(b).add(b, "txn-unwritable", (1,)),
     ErrorCode.INVALID_TXN_STATE: verify_only,
 }
+
+def add_raw(b: Brokers, port: int, topic: str, version: int = 3) -> Any:
+    T4 = ADD.AddPartitionsToTxnTransaction
+    topics = [ADD.AddPartitionsToTxnTopic(name=topic, partitions=[0])]
+    if version >= 4:
+        return b.call(ADD[4](transactions=[T4(transactional_id="acl-txn", producer_id=1, producer_epoch=0,
+                                             verify_only=True, topics=topics)]), port)
+    return b.call(ADD[3](v3_and_below_transactional_id="acl-txn", v3_and_below_producer_id=1,
+                         v3_and_below_producer_epoch=0, v3_and_below_topics=topics), port)
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: add_raw(b, denied(b), "any-topic", version=4),
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: add_raw(b, denied(b), "any-topic"),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: add_raw(b, partial(b), DENIED_TOPIC),
+})
 
 test_errors = error_path_test(add_partitions_to_txn, PRODUCERS)

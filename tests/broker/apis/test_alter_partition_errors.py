@@ -12,6 +12,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ALTER_PARTITION)
@@ -50,6 +51,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INELIGIBLE_REPLICA: lambda b: send(b, version=2),  # broker 5 is not live
     ErrorCode.OPERATION_NOT_ATTEMPTED: lambda b: send(b, version=1),  # the same, before v2
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(Req[1](broker_id=0, broker_epoch=-1, topics=[]),
+                                                             denied(b)),
+})
 
 test_errors = error_path_test(alter_partition, PRODUCERS)
 

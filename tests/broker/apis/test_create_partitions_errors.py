@@ -8,6 +8,7 @@ from broker.apis import create_partitions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import REASSIGNING_OFF_2, THREE_REPLICAS, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.CREATE_PARTITIONS)
@@ -48,6 +49,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, topic(b.topic("create-partitions-no-wait"), 2), timeout_ms=0,
                                                 validate_only=False),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, T(name="partitions-denied", count=2, assignments=None),
+                                                         port=denied(b)),
+})
 
 test_errors = error_path_test(create_partitions, PRODUCERS)
 

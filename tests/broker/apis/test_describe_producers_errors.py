@@ -8,6 +8,7 @@ from broker.apis import describe_producers
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DESCRIBE_PRODUCERS)
@@ -24,6 +25,10 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER: lambda b: send(b, b.led_by_other("describe-producers-on-1"),
                                                      port=b.cluster.ports[0]),
 }
+
+PRODUCERS.update({
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "producers-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(describe_producers, PRODUCERS)
 

@@ -9,6 +9,7 @@ from broker.apis import describe_transactions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn, loading, not_coordinator, shut_down
 
@@ -31,5 +32,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: send(b, "describe-loading", loading(b, "describe-loading")),
     ErrorCode.TRANSACTIONAL_ID_NOT_FOUND: unknown_id,
 }
+
+PRODUCERS.update({
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(b, "acl-txn", denied(b)),
+})
 
 test_errors = error_path_test(describe_transactions, PRODUCERS)

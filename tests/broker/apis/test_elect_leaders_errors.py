@@ -9,6 +9,7 @@ from broker.controller.preferred_election import PREFERRED, UNCLEAN
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import LED_BY_2, OFFLINE_ON_2, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ELECT_LEADERS)
@@ -29,5 +30,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     # OFFLINE_ON_2 has no live replica at all, not even out of the ISR
     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: lambda b: send(b, OFFLINE_ON_2, UNCLEAN, port=b.controller_port()),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, "elect-denied", port=denied(b)),
+})
 
 test_errors = error_path_test(elect_leaders, PRODUCERS)

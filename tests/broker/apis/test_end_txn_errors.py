@@ -8,6 +8,7 @@ from typing import Any
 from broker.apis import end_txn
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 from .txn_support import END, Txn, loading, not_coordinator, stuck_in_prepare_commit, unwritable
 
@@ -34,6 +35,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: send(b, Txn("end-loading", 1, 0, loading(b, "end-loading"))),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: send(b, unwritable(b)),
 }
+
+PRODUCERS.update({
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: b.call(
+        END[3](transactional_id="acl-txn", producer_id=1, producer_epoch=0, committed=True), denied(b)),
+})
 
 test_errors = error_path_test(end_txn, PRODUCERS)
 

@@ -6,6 +6,7 @@ from broker.apis import find_coordinator
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .group_support import coordinator_ready
 from .support import Brokers, Producer, error_path_test
 
@@ -17,6 +18,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: b.call(Req[3](key="first", key_type=1),
                                                           b.other(broker_id="36").port),
 }
+
+PRODUCERS.update({
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: b.call(Req[3](key="acl-group", key_type=0), denied(b)),
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: b.call(Req[3](key="acl-txn", key_type=1), denied(b)),
+})
 
 test_errors = error_path_test(find_coordinator, PRODUCERS)
 

@@ -8,6 +8,7 @@ from typing import Any
 from broker.apis import init_producer_id
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn, begin, coordinated_by_0, init_request, loading, not_coordinator, unwritable
 
@@ -40,6 +41,12 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                              loading(b, "init-loading")),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: cannot_write,
 }
+
+PRODUCERS.update({
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: b.call(init_request("acl-txn"), denied(b)),
+    # an idempotent producer: neither IDEMPOTENT_WRITE on the cluster nor WRITE on any topic
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(init_request(None), denied(b)),
+})
 
 test_errors = error_path_test(init_producer_id, PRODUCERS)
 

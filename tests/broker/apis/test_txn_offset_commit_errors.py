@@ -10,6 +10,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from . import group_support
+from .acl_support import DENIED_GROUP, DENIED_TOPIC, denied, partial
 from .group_support import Member, coordinator_ready, small_offsets_topic
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn
@@ -100,5 +101,18 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         b, in_txn(b, "txn-commit-large", "txn-commit-large", port=small_offsets_topic(b)), "txn-commit-large",
         metadata="m" * 3000),
 }
+
+def commit_raw(b: Brokers, port: int, group: str, topic: str) -> Any:
+    partition = Topic.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                                      committed_metadata="")
+    return b.call(Req[3](transactional_id="acl-txn", group_id=group, producer_id=1, producer_epoch=0, generation_id=-1,
+                         member_id="", group_instance_id=None, topics=[Topic(name=topic, partitions=[partition])]),
+                  port)
+
+PRODUCERS.update({
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: commit_raw(b, denied(b), "any-group", "any-topic"),
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: commit_raw(b, partial(b), DENIED_GROUP, "any-topic"),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: commit_raw(b, partial(b), "acl-group", DENIED_TOPIC),
+})
 
 test_errors = error_path_test(txn_offset_commit, PRODUCERS)

@@ -10,6 +10,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.e2e.support import wait_until
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.WRITE_TXN_MARKERS)
@@ -55,5 +56,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.TRANSACTION_COORDINATOR_FENCED: older_coordinator_epoch,
     ErrorCode.NOT_ENOUGH_REPLICAS: lambda b: send(b, b.under_min_isr(), 8004, port=b.cluster.ports[0]),
 }
+
+PRODUCERS.update({
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, "markers-denied", 1, port=denied(b)),
+})
 
 test_errors = error_path_test(write_txn_markers, PRODUCERS)
