@@ -255,6 +255,27 @@ class KafkaConfig:
         return [parse_listener(v, "advertised.listeners") for v in adv]
 
     @property
+    def listener_security_protocol_map(self) -> dict[str, str]:
+        """Listener name -> security protocol (`listener.security.protocol.map`, names upper-cased as Kafka's)."""
+        return _protocol_map(self._values["listener.security.protocol.map"])
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """`inter.broker.listener.name`, else the listener named after `security.inter.broker.protocol`."""
+        return (self._values["inter.broker.listener.name"] or self._values["security.inter.broker.protocol"]).upper()
+
+    def listener_value(self, listener: str, key: str, mechanism: str | None = None) -> Any:
+        """A key's value for one listener: `listener.name.<listener>.[<mechanism>.]<key>` (lower-case names, as
+        Kafka's ListenerName.configPrefix) over the broker-wide key. Typed like the base key."""
+        props = self.merged(self.originals, self.dynamic_default, self.dynamic_broker)
+        prefix = f"listener.name.{listener.lower()}."
+        names = ([f"{prefix}{mechanism.lower()}.{key}"] if mechanism else []) + [f"{prefix}{key}"]
+        for name in names:
+            if name in props:
+                return BROKER_KEYS[key].parse(props[name])
+        return self._values.get(key)
+
+    @property
     def log_dirs(self) -> list[Path]:
         dirs = _csv(self._values["log.dirs"]) or _csv(self._values["log.dir"])
         return [Path(d) for d in dirs]
@@ -374,18 +395,38 @@ _GROUP_ORDER: list[tuple[str, bool, str]] = [
 ]
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _protocol_map(text: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in _csv(text or ""):
+        name, colon, protocol = entry.partition(":")
+        if not colon or protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: "
+                              "Map entry should be of form <String>:<SecurityProtocol>")
+        out[name.strip().upper()] = protocol.strip().upper()
+    return out
+
+
 def _check_listeners(v: Mapping[str, Any]) -> None:
     listeners = [parse_listener(x) for x in _csv(v["listeners"])]
     advertised = [parse_listener(x, "advertised.listeners") for x in _csv(v["advertised.listeners"])] or listeners
-    for ep in listeners:
-        if ep.listener != "PLAINTEXT":
-            raise ConfigError(f"listeners: only PLAINTEXT listeners are supported, not {ep.listener}")
+    protocols = _protocol_map(v["listener.security.protocol.map"])
+    for ep in listeners + advertised:
+        if ep.listener not in protocols:
+            raise ConfigError(f"No security protocol defined for listener {ep.listener}")
+    for what, eps in (("listeners", listeners), ("advertised.listeners", advertised)):
+        _require(len({ep.listener for ep in eps}) == len(eps),
+                 f"Each listener must have a different name, listeners: {v[what]}")
+    ports = [ep.port for ep in listeners if ep.port != 0]
+    _require(len(set(ports)) == len(ports), f"Each listener must have a different port, listeners: {v['listeners']}")
     names = {ep.listener for ep in listeners}
     adv_names = {ep.listener for ep in advertised}
     _require(adv_names <= names, "advertised.listeners listener names must be equal to or a subset of the ones "
              f"defined in listeners. Found {','.join(sorted(adv_names))}. The valid options based on the current "
              f"configuration are {','.join(sorted(names))}")
-    inter = v["inter.broker.listener.name"] or v["security.inter.broker.protocol"]
+    inter = (v["inter.broker.listener.name"] or v["security.inter.broker.protocol"]).upper()
     _require(inter in adv_names, "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
              f"The valid options based on currently configured listeners are {','.join(sorted(adv_names))}")
     if v["min.insync.replicas"] > 32767:

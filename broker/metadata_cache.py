@@ -16,17 +16,44 @@ is also learned from the ZooKeeper watch, which runs ahead of UpdateMetadata).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+# Kafka's SecurityProtocol ids, as UpdateMetadata carries them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+@dataclass(frozen=True)
+class ListenerEndpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: str
+
+
 @dataclass(frozen=True)
 class BrokerEndpoint:
+    """A live broker. `host`/`port` are its inter-broker listener's (what other brokers connect to);
+    `listeners` all its advertised endpoints (empty: only host/port are known, whatever the listener)."""
+
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[ListenerEndpoint, ...] = ()
+
+    def on_listener(self, listener: str | None) -> BrokerEndpoint | None:
+        """This broker as a client that came in on `listener` must see it (Kafka's getAliveBrokerNode(listener
+        name)): that listener's host and port, or None when the broker has no such listener."""
+        if listener is None or not self.listeners:
+            return self
+        for ep in self.listeners:
+            if ep.listener == listener:
+                return self if (ep.host, ep.port) == (self.host, self.port) else replace(self, host=ep.host,
+                                                                                          port=ep.port)
+        return None
 
 
 @dataclass(frozen=True)
@@ -93,9 +120,19 @@ class MetadataCache:
     def alive_broker(self, broker_id: int) -> BrokerEndpoint | None:
         return self.brokers.get(broker_id)
 
-    def listed_brokers(self) -> dict[int, BrokerEndpoint]:
-        """The live brokers as Metadata and DescribeCluster list them: none before the first UpdateMetadata."""
-        return self.brokers if self.controller_epoch >= 0 else {}
+    def listed_brokers(self, listener: str | None = None) -> dict[int, BrokerEndpoint]:
+        """The live brokers as Metadata and DescribeCluster list them: none before the first UpdateMetadata.
+        With a listener name, each broker's endpoint on that listener (brokers without it are left out)."""
+        if self.controller_epoch < 0:
+            return {}
+        if listener is None:
+            return self.brokers
+        out = {}
+        for bid, b in self.brokers.items():
+            ep = b.on_listener(listener)
+            if ep is not None:
+                out[bid] = ep
+        return out
 
     def live_leader(self, pm: PartitionMetadata) -> int:
         """The partition's leader, or -1 when that broker is not listed as alive (LEADER_NOT_AVAILABLE)."""

@@ -29,6 +29,7 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -70,7 +71,7 @@ class FrameHandler(Protocol):
 class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
-        "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests",
+        "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -92,6 +93,9 @@ class Connection:
         self.closed = False
         self.last_active = time.monotonic()
         self.requests = 0
+        # Who the client is: User:ANONYMOUS until TLS (client certificate) or SASL says otherwise.
+        self.principal = "User:ANONYMOUS"
+        self.auth: Any = None  # a SASL listener's authenticator, until the client is authenticated
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -127,7 +131,7 @@ class Connection:
                     return
                 if not self._split_frames(scratch[:n]):
                     return
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except ConnectionResetError:
             self.close(None)  # the client went away: routine, not worth a log line
@@ -299,6 +303,23 @@ class Connection:
         if not self._out and not self._busy:
             self._process()
 
+    def close_when_sent(self, give_up_s: float = 5.0) -> None:
+        """Stop reading, then close once what is queued has been written (an answer before the close, as
+        Kafka sends a failed authentication's response); bounded by `give_up_s`."""
+        self._pause_reading()
+        self._frames.clear()
+        deadline = time.monotonic() + give_up_s
+
+        def check() -> None:
+            if self.closed:
+                return
+            if not self._out or time.monotonic() > deadline:
+                self.close(None)
+            else:
+                self.loop.call_later(0.01, check)
+
+        check()
+
     def close(self, reason: str | None) -> None:
         if self.closed:
             return
@@ -325,9 +346,15 @@ class SocketServer:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, handler: FrameHandler, *,
                  max_request_bytes: int, idle_timeout_ms: int, send_buffer_bytes: int = -1,
-                 receive_buffer_bytes: int = -1) -> None:
+                 receive_buffer_bytes: int = -1, listener_name: str = "PLAINTEXT",
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.loop = loop
         self.handler = handler
+        # The listener this socket serves (Metadata answers with that listener's endpoints) and, for SSL and
+        # SASL_SSL listeners, the TLS context every accepted connection is wrapped in.
+        self.listener_name = listener_name
+        self.ssl_context = ssl_context
+        self.on_connect: Callable[[Connection], None] | None = None
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self.connections: dict[int, Connection] = {}
@@ -373,8 +400,18 @@ class SocketServer:
             if self.send_buffer_bytes > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
             self._next_id += 1
-            conn = Connection(self, sock, (addr[0], addr[1]), self._next_id)
+            if self.ssl_context is None:
+                conn = Connection(self, sock, (addr[0], addr[1]), self._next_id)
+            else:
+                from broker.network_tls import wrap
+
+                tls = wrap(self, sock, (addr[0], addr[1]), self._next_id, self.ssl_context)
+                if tls is None:
+                    continue
+                conn = tls
             self.connections[conn.id] = conn
+            if self.on_connect is not None:
+                self.on_connect(conn)
 
     def _forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)

@@ -28,18 +28,20 @@ from typing import Any, NamedTuple
 
 from broker import apis
 from broker.apis.base import RequestContext
-from broker.config import KafkaConfig
+from broker.config import Endpoint, KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
-from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
+from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
+from broker.security import sasl, tls
+from broker.security.credentials import CredentialStore
 from broker.security.authorizer import from_config as authorizer_from_config
 from broker.topics import TopicConfigs
 from broker.txn_verification import AddPartitionsToTxnManager
@@ -80,7 +82,8 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.socket_server: SocketServer | None = None
+        self.socket_server: SocketServer | None = None  # the first listener's
+        self.socket_servers: dict[str, SocketServer] = {}
         self.started = asyncio.Event()
         # Set once the controller's first UpdateMetadata is applied; client requests wait for it.
         self.metadata_ready = asyncio.Event()
@@ -133,22 +136,12 @@ class KafkaServer:
     async def start(self) -> None:
         t0 = time.monotonic()
         self.loop = asyncio.get_running_loop()
-        listener = self.config.listeners[0]
         self.log_manager.startup()
         self.producer_ids = FileProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
-        # Bind first so that the advertised port is known (port 0 = pick a free one).
-        self.socket_server = SocketServer(
-            self.loop, listener.host, listener.port, self.handle_frame,
-            max_request_bytes=self.config["socket.request.max.bytes"],
-            idle_timeout_ms=self.config["connections.max.idle.ms"],
-            send_buffer_bytes=self.config["socket.send.buffer.bytes"],
-            receive_buffer_bytes=self.config["socket.receive.buffer.bytes"])
-        advertised = self.config.advertised_listeners[0]
-        host = advertised.host or listener.host or "127.0.0.1"
-        port = advertised.port if advertised.port else self.socket_server.port
-        if host in ("0.0.0.0", "::"):
-            host = "127.0.0.1"
-        self.endpoint = BrokerEndpoint(self.broker_id, host, port, self.config.get("broker.rack"))
+        # Bind first so that the advertised ports are known (port 0 = pick a free one).
+        self.socket_servers = {ep.listener: self._bind(ep) for ep in self.config.listeners}
+        self.socket_server = next(iter(self.socket_servers.values()))
+        self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         self.controller = Controller.create(self)
         # Dynamic broker configs (KIP-226) apply before anything serves: Kafka loads them at start-up too.
@@ -166,13 +159,61 @@ class KafkaServer:
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
         self.metadata_cache.cluster_id = self.controller.cluster_id
-        self.socket_server.start()
+        for socket_server in self.socket_servers.values():
+            socket_server.start()
         await self._wait_for_metadata()
         self._schedule_housekeeping()
-        log.info("broker %d started in %.0f ms, listening on %s:%d (advertised %s:%d), log dirs %s",
-                 self.broker_id, (time.monotonic() - t0) * 1000, listener.host, self.socket_server.port,
-                 host, port, ", ".join(str(d) for d in self.config.log_dirs))
+        log.info("broker %d started in %.0f ms, listening on %s (advertised %s), log dirs %s",
+                 self.broker_id, (time.monotonic() - t0) * 1000,
+                 ", ".join(f"{n}://{s.host}:{s.port}" for n, s in self.socket_servers.items()),
+                 ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoint.listeners),
+                 ", ".join(str(d) for d in self.config.log_dirs))
         self.started.set()
+
+    def _bind(self, ep: Endpoint) -> SocketServer:
+        """One listener's socket: TLS for SSL and SASL_SSL, an authenticator per connection for SASL_*."""
+        assert self.loop is not None
+        protocol = self.config.listener_security_protocol_map[ep.listener]
+        server = SocketServer(
+            self.loop, ep.host, ep.port, self.handle_frame,
+            max_request_bytes=self.config["socket.request.max.bytes"],
+            idle_timeout_ms=self.config["connections.max.idle.ms"],
+            send_buffer_bytes=self.config["socket.send.buffer.bytes"],
+            receive_buffer_bytes=self.config["socket.receive.buffer.bytes"],
+            listener_name=ep.listener,
+            ssl_context=tls.server_context(self.config, ep.listener) if protocol.endswith("SSL") else None)
+        if protocol.startswith("SASL_"):
+            mechanisms = sasl.listener_mechanisms(self.config, ep.listener, self._scram_credential)
+            delay_ms = self.config["connection.failed.authentication.delay.ms"]
+            server.handler = self._handle_sasl_frame
+            server.on_connect = lambda conn: setattr(conn, "auth", sasl.SaslAuthenticator(self, conn, mechanisms,
+                                                                                          delay_ms))
+        return server
+
+    def _advertised_endpoint(self) -> BrokerEndpoint:
+        protocols = self.config.listener_security_protocol_map
+        listeners = []
+        for adv in self.config.advertised_listeners:
+            bound = self.socket_servers[adv.listener]
+            host = adv.host or bound.host or "127.0.0.1"
+            if host in ("0.0.0.0", "::"):
+                host = "127.0.0.1"
+            listeners.append(ListenerEndpoint(adv.listener, host, adv.port or bound.port, protocols[adv.listener]))
+        inter = next(e for e in listeners if e.listener == self.config.inter_broker_listener_name)
+        return BrokerEndpoint(self.broker_id, inter.host, inter.port, self.config.get("broker.rack"), tuple(listeners))
+
+    async def _scram_credential(self, user: str, mechanism: str) -> Any:
+        assert self.controller is not None
+        return await self.controller.call(CredentialStore(self.controller.store).credential, user, mechanism)
+
+    def _handle_sasl_frame(self, conn: Connection, frame: bytearray) -> Any:
+        """A SASL listener's frames: the connection's authenticator's until the client is authenticated."""
+        auth = conn.auth
+        if auth is not None:
+            if not auth.complete:
+                return auth.handle(frame)
+            conn.auth = None
+        return self.handle_frame(conn, frame)
 
     async def _wait_for_metadata(self) -> None:
         """A broker that joins a cluster hears from the controller moments after it registers. Until the
@@ -218,12 +259,15 @@ class KafkaServer:
             except Exception:
                 log.exception("controlled shutdown failed; shutting down anyway")
         if self.socket_server is not None:
-            self.socket_server.stop_accepting()
+            for socket_server in self.socket_servers.values():
+                socket_server.stop_accepting()
             self.replica_manager.produce_purgatory.shutdown()
             self.replica_manager.fetch_purgatory.shutdown()
             self.replica_manager.delete_records_purgatory.shutdown()
-            await self.socket_server.drain(5.0)
-            await self.socket_server.close()
+            for socket_server in self.socket_servers.values():
+                await socket_server.drain(5.0)
+            for socket_server in self.socket_servers.values():
+                await socket_server.close()
         if self.transaction_coordinator is not None:
             try:
                 await self.transaction_coordinator.shutdown()

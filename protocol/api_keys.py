@@ -136,6 +136,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    # --- SCRAM credentials (issue 15) ---
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 

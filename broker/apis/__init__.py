@@ -20,6 +20,7 @@ from broker.apis import (
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_acls,
@@ -36,6 +37,7 @@ from broker.apis import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -56,6 +58,7 @@ from broker.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
@@ -117,6 +120,9 @@ HANDLER_MODULES: list[ModuleType] = [
     list_transactions,
     txn_offset_commit,
     describe_producers,
+    sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 ]
 
 

@@ -37,6 +37,11 @@ class RequestContext:
     client_id: str | None
 
     @property
+    def listener(self) -> str | None:
+        """The listener the request came in on (None for requests made inside the broker)."""
+        return self.connection.server.listener_name if self.connection is not None else None
+
+    @property
     def client_host(self) -> str:
         return self.connection.peer[0] if self.connection is not None else "127.0.0.1"
 
@@ -98,5 +103,5 @@ def current_leader(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int, B
     else:
         pm = server.metadata_cache.partition(tp.topic, tp.partition)
         leader_id, leader_epoch = (pm.leader, pm.leader_epoch) if pm is not None else (-1, -1)
-    endpoint = server.metadata_cache.listed_brokers().get(leader_id)
+    endpoint = server.metadata_cache.listed_brokers(ctx.listener).get(leader_id)
     return leader_id, leader_epoch, endpoint

@@ -32,7 +32,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
                       if ctx.authorize_cluster(AclOperation.DESCRIBE) else set())
     brokers = [Resp.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-               for b in sorted(cache.listed_brokers().values(), key=lambda b: b.broker_id)]
+               for b in sorted(cache.listed_brokers(ctx.listener).values(), key=lambda b: b.broker_id)]
     return response_for(request, throttle_time_ms=0, error_code=0, error_message=None, cluster_id=cache.cluster_id,
                         controller_id=cache.listed_controller_id(), brokers=brokers,
                         endpoint_type=1, authorized_operations=operations)

@@ -199,7 +199,7 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
             # that a client (kafka-python at v12) would route to a leader its metadata may not list yet.
             leader_id, leader_epoch = data.current_leader
             fields["current_leader"] = PartData.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
-            leader = cache.listed_brokers().get(leader_id)
+            leader = cache.listed_brokers(ctx.listener).get(leader_id)
             if leader is not None:
                 node_endpoints[leader_id] = Resp.NodeEndpoint(node_id=leader_id, host=leader.host,
                                                               port=leader.port, rack=leader.rack)

@@ -58,6 +58,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, in
     if pm is None or pm.leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     ep = server.metadata_cache.alive_broker(pm.leader)
+    ep = ep.on_listener(ctx.listener) if ep is not None else None
     if ep is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.NONE, ep.broker_id, ep.host, ep.port

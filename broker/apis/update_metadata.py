@@ -32,7 +32,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.server.is_broker_epoch_stale(request.broker_epoch):
         return response_for(request, error_code=ErrorCode.STALE_BROKER_EPOCH)
-    brokers, partitions = parse_update_metadata(request)
+    brokers, partitions = parse_update_metadata(request, ctx.server.config.inter_broker_listener_name)
     log.info("UpdateMetadata from controller %d (epoch %d): live brokers %s, %d partitions", request.controller_id,
              request.controller_epoch, sorted(b.broker_id for b in brokers), len(partitions))
     ok = ctx.server.apply_update_metadata(request.controller_id, request.controller_epoch, brokers, partitions)

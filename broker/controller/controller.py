@@ -44,7 +44,7 @@ from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerId
 from broker.controller.reassignment import PartitionReassignment
 from broker.controller.topic_deletion import TopicDeletionManager
 from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
-from broker.metadata_cache import BrokerEndpoint
+from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint
 from broker.metadata_version import request_versions
 from protocol.errors import ErrorCode
 from storage import TopicPartition
@@ -54,6 +54,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("broker.controller")
 
+
+
+def broker_listeners(info: Any) -> tuple[ListenerEndpoint, ...]:
+    """Every endpoint a broker registered, with its listener's security protocol."""
+    out = []
+    for endpoint in info.endpoints:
+        name, _, address = endpoint.partition("://")
+        host, _, port = address.rpartition(":")
+        out.append(ListenerEndpoint(name, host.strip("[]"), int(port),
+                                    info.listener_security_protocol_map.get(name, "PLAINTEXT")))
+    return tuple(out)
 
 class StaleBrokerEpoch(Exception):
     """A broker's request to the controller from an earlier registration (STALE_BROKER_EPOCH)."""
@@ -153,7 +164,9 @@ class Controller:
         # than fail the start (Kafka fails; a restarting supervisor would retry the same way).
         linger_s = self.server.config["zookeeper.session.timeout.ms"] / 1000 + 2 \
             if self.server.config.get("zookeeper.connect") else 0.0
-        await self.call(self.store.register_broker, self.broker_id, [f"PLAINTEXT://{ep.host}:{ep.port}"], ep.rack,
+        await self.call(self.store.register_broker, self.broker_id,
+                        [f"{e.listener}://{e.host}:{e.port}" for e in ep.listeners], ep.rack,
+                        {e.listener: e.security_protocol for e in ep.listeners},
                         wait_for_previous_session_s=linger_s)
         # Our own endpoint is not put into the metadata cache here: the controller may already have sent
         # its UpdateMetadata while we registered, and overwriting its broker list with ours alone left a
@@ -362,10 +375,11 @@ class Controller:
     async def _refresh_brokers(self) -> None:
         infos = await self.call(self.store.live_brokers)
         live = {}
+        inter_broker = self.server.config.inter_broker_listener_name
         for bid, info in infos.items():
-            hp = info.endpoint("PLAINTEXT") or info.endpoint()
+            hp = info.endpoint(inter_broker) or info.endpoint()
             if hp is not None:
-                live[bid] = BrokerEndpoint(bid, hp[0], hp[1], info.rack)
+                live[bid] = BrokerEndpoint(bid, hp[0], hp[1], info.rack, broker_listeners(info))
         self.ctx.live_brokers = live
         self.ctx.broker_epochs = {bid: info.epoch for bid, info in infos.items()}
 

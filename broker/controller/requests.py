@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.metadata_cache import SECURITY_PROTOCOL_IDS, BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 from broker.partition import PartitionState
 from protocol import ApiKey, request_class
 from storage import TopicPartition
@@ -90,8 +90,15 @@ def build_update_metadata(version: int, controller_id: int, controller_epoch: in
         if version == 0:
             live.append(B(id=b.broker_id, v0_host=b.host, v0_port=b.port))
         else:
-            live.append(B(id=b.broker_id, endpoints=[B.UpdateMetadataEndpoint(
-                port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=PLAINTEXT)], rack=b.rack))
+            listeners = b.listeners or (ListenerEndpoint("PLAINTEXT", b.host, b.port, "PLAINTEXT"),)
+            if version < 3:  # no listener names before v3: one endpoint per security protocol
+                first: dict[str, ListenerEndpoint] = {}
+                for ep in listeners:
+                    first.setdefault(ep.security_protocol, ep)
+                listeners = tuple(first.values())
+            live.append(B(id=b.broker_id, rack=b.rack, endpoints=[B.UpdateMetadataEndpoint(
+                port=ep.port, host=ep.host, listener=ep.listener,
+                security_protocol=SECURITY_PROTOCOL_IDS.get(ep.security_protocol, PLAINTEXT)) for ep in listeners]))
     fields: dict[str, Any] = dict(controller_id=controller_id, request_type=0,
                                   controller_epoch=controller_epoch, broker_epoch=broker_epoch, live_brokers=live)
     if version < 5:
@@ -105,16 +112,23 @@ def build_update_metadata(version: int, controller_id: int, controller_epoch: in
     return Req[version](**fields)
 
 
-def parse_update_metadata(request: Any) -> tuple[list[BrokerEndpoint],
-                                                 list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]]:
+def parse_update_metadata(request: Any, inter_broker_listener: str = "PLAINTEXT"
+                          ) -> tuple[list[BrokerEndpoint], list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]]:
+    """The live brokers (each with every endpoint it advertises; host/port those of `inter_broker_listener`,
+    this broker's, as Kafka's brokers share one) and the partition states of an UpdateMetadata request."""
     brokers = []
+    protocols = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
     for b in request.live_brokers:
         if request.API_VERSION == 0:
             brokers.append(BrokerEndpoint(b.id, b.v0_host, b.v0_port))
             continue
-        ep = next((e for e in b.endpoints if (e.listener or "PLAINTEXT") == "PLAINTEXT"), None)
+        listeners = tuple(ListenerEndpoint(
+            e.listener or protocols.get(e.security_protocol, "PLAINTEXT"), e.host, e.port,
+            protocols.get(e.security_protocol, "PLAINTEXT")) for e in b.endpoints)
+        ep = next((e for e in listeners if e.listener == inter_broker_listener), None)
         if ep is not None:
-            brokers.append(BrokerEndpoint(b.id, ep.host, ep.port, b.rack if request.API_VERSION >= 2 else None))
+            brokers.append(BrokerEndpoint(b.id, ep.host, ep.port, b.rack if request.API_VERSION >= 2 else None,
+                                          listeners))
     if request.API_VERSION < 5:
         entries = [(p.topic_name, ZERO_UUID, p) for p in request.ungrouped_partition_states]
     else:

@@ -1,0 +1,89 @@
+"""AlterUserScramCredentials (key 51), version 0: upsert and delete users' SCRAM credentials in the metadata
+store (`/config/users/<user>`, Kafka's format), as Kafka's ZkAdminManager does. Only the active controller
+alters them; any other broker answers NOT_CONTROLLER for every user (Kafka's KafkaApis in ZooKeeper mode).
+
+Per user, checked in Kafka's order, one result each:
+- an empty name: UNACCEPTABLE_CREDENTIAL "Username must not be empty"; a mechanism other than SCRAM-SHA-256 (1)
+  or SCRAM-SHA-512 (2): UNSUPPORTED_SASL_MECHANISM "Unknown SCRAM mechanism"; an upsertion with fewer than
+  4096 or more than 16384 iterations: UNACCEPTABLE_CREDENTIAL "Too few iterations" / "Too many iterations";
+- the same user and mechanism twice: DUPLICATE_RESOURCE "A user credential cannot be altered twice in the
+  same request";
+- deleting a credential that is not stored: RESOURCE_NOT_FOUND "Attempt to delete a user credential that does
+  not exist";
+- otherwise the user's deletions and upsertions are stored together (the client sends the salt and the
+  salted password; the stored and server keys are derived from them) and the result is NONE.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.credentials import CredentialStore
+from broker.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, credential_from_salted_password
+from protocol.errors import ErrorCode
+
+API_KEY = 51
+MIN_VERSION = 0
+MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.NOT_CONTROLLER, ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                                 ErrorCode.UNSUPPORTED_SASL_MECHANISM, ErrorCode.DUPLICATE_RESOURCE,
+                                 ErrorCode.RESOURCE_NOT_FOUND)
+
+_NAMES = {t: m for m, t in MECHANISM_TYPES.items()}
+
+
+def _invalid(upsertions: list, deletions: list) -> dict[str, tuple[int, str]]:
+    out: dict[str, tuple[int, str]] = {}
+    for d in deletions:
+        if not d.name:
+            out[d.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif d.mechanism not in _NAMES:
+            out[d.name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+    for u in upsertions:
+        if not u.name:
+            out[u.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif u.mechanism not in _NAMES:
+            out[u.name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        elif u.iterations < MIN_ITERATIONS or u.iterations > MAX_ITERATIONS:
+            out[u.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                           "Too many iterations" if u.iterations > MAX_ITERATIONS else "Too few iterations")
+    return out
+
+
+def _alter(store: CredentialStore, upsertions: list, deletions: list) -> list[tuple[str, int, str | None]]:
+    results: list[tuple[str, int, str | None]] = [(user, e, m) for user, (e, m) in _invalid(upsertions,
+                                                                                            deletions).items()]
+    invalid = {user for user, _, _ in results}
+    pairs = Counter((x.name, x.mechanism) for x in [*upsertions, *deletions] if x.name not in invalid)
+    duplicated = {user for (user, _), n in pairs.items() if n > 1}
+    results += [(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+                for user in sorted(duplicated)]
+    candidates = [user for user in dict.fromkeys(user for user, _ in pairs) if user not in duplicated]
+    for user in candidates:
+        stored = store.mechanisms(user)
+        gone = [_NAMES[d.mechanism] for d in deletions if d.name == user]
+        if any(m not in stored for m in gone):
+            results.append((user, ErrorCode.RESOURCE_NOT_FOUND,
+                            "Attempt to delete a user credential that does not exist"))
+            continue
+        upserts = {_NAMES[u.mechanism]: credential_from_salted_password(
+            _NAMES[u.mechanism], bytes(u.salted_password), bytes(u.salt), u.iterations)
+            for u in upsertions if u.name == user}
+        store.alter(user, upserts, gone)
+        results.append((user, ErrorCode.NONE, None))
+    return results
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    Result = response_type(request).AlterUserScramCredentialsResult
+    controller = ctx.server.controller
+    if controller is None or not controller.active:
+        users = dict.fromkeys(x.name for x in [*request.upsertions, *request.deletions])
+        return response_for(request, throttle_time_ms=0, results=[
+            Result(user=u, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for u in users])
+    results = await controller.call(_alter, CredentialStore(controller.store), list(request.upsertions),
+                                    list(request.deletions))
+    return response_for(request, throttle_time_ms=0, results=[
+        Result(user=user, error_code=error, error_message=message) for user, error, message in results])
