@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.metadata_version import request_versions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
@@ -56,8 +56,9 @@ class LeaderEndPoint(Protocol):
 
 class RemoteLeaderEndPoint:
     def __init__(self, host: str, port: int, client_id: str, timeout_s: float,
-                 version_caps: dict[int, int] | None = None) -> None:
-        self.conn = BrokerConnection(host, port, client_id, timeout_s=timeout_s, version_caps=version_caps)
+                 version_caps: dict[int, int] | None = None, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        self.conn = BrokerConnection(host, port, client_id, timeout_s=timeout_s, version_caps=version_caps,
+                                     security=security)
 
     async def fetch(self, build: Any) -> Any:
         return await self.conn.send(build, ApiKey.FETCH)
@@ -328,7 +329,8 @@ class ReplicaFetcherManager:
                 endpoint = RemoteLeaderEndPoint(
                     ep.host, ep.port, f"replica-fetcher-{self.server.broker_id}",
                     self.server.config["replica.socket.timeout.ms"] / 1000,
-                    request_versions(self.server.config.inter_broker_protocol_version))
+                    request_versions(self.server.config.inter_broker_protocol_version),
+                    self.server.inter_broker_security)
                 fetcher = ReplicaFetcher(self.server, leader, endpoint)
                 self.fetchers[leader] = fetcher
                 fetcher.start()

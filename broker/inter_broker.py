@@ -8,12 +8,17 @@ highest version both sides serve, so a broker of another version could answer, c
 `BrokerUnavailable` on connect/IO failures or `timeout` — the caller decides to retry or back off —, its
 subclass `UnsupportedApi` when the broker serves no common version of the API.
 Requests on one connection are sent one at a time (Kafka's inter-broker clients do the same).
+With a `ClientSecurity` for an SSL/SASL inter-broker listener it connects with TLS and, for SASL, authenticates
+right after ApiVersions (SaslHandshake v1, then SaslAuthenticate with PLAIN or SCRAM-SHA-256/512), as
+Kafka's brokers do; a failed authentication is `BrokerUnavailable` with the broker's message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import (
@@ -37,10 +42,25 @@ class UnsupportedApi(BrokerUnavailable):
     on the client side): some callers carry on without it."""
 
 
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How this broker connects to its inter-broker listener: TLS context (SSL, SASL_SSL) and SASL credentials."""
+
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    mechanism: str | None = None
+    username: str = ""
+    password: str = field(default="", repr=False)
+
+
+PLAINTEXT_CLIENT = ClientSecurity()
+
+
 class BrokerConnection:
     def __init__(self, host: str, port: int, client_id: str, *, timeout_s: float = 30.0,
-                 version_caps: dict[int, int] | None = None) -> None:
+                 version_caps: dict[int, int] | None = None, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.host = host
+        self.security = security
         # Highest versions to send whatever the peer serves (the controller's requests by
         # inter.broker.protocol.version, as Kafka's controller picks them).
         self.version_caps = version_caps or {}
@@ -59,8 +79,10 @@ class BrokerConnection:
     async def _connect(self) -> None:
         try:
             async with asyncio.timeout(self.timeout_s):
-                self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        except (OSError, TimeoutError) as e:
+                self._reader, self._writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self.security.ssl_context,
+                    server_hostname=self.host if self.security.ssl_context is not None else None)
+        except (OSError, TimeoutError, ssl.SSLError) as e:
             raise BrokerUnavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None
         self._versions = {}
         req = request_class(ApiKey.API_VERSIONS)[3](client_software_name="kafka-wire-broker",
@@ -69,6 +91,38 @@ class BrokerConnection:
         if resp.error_code != 0:
             raise BrokerUnavailable(f"ApiVersions to {self.host}:{self.port} failed: error {resp.error_code}")
         self._versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        if self.security.mechanism is not None:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        from broker.security.scram import ScramClient, ScramError
+
+        mechanism = self.security.mechanism
+        assert mechanism is not None
+        handshake = await self._roundtrip(request_class(ApiKey.SASL_HANDSHAKE)[1](mechanism=mechanism), 1)
+        if handshake.error_code != 0:
+            self.close()
+            raise BrokerUnavailable(f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
+                                    f"(error {handshake.error_code}; enabled: {handshake.mechanisms})")
+        Auth = request_class(ApiKey.SASL_AUTHENTICATE)[2]
+
+        async def step(token: bytes) -> bytes:
+            resp = await self._roundtrip(Auth(auth_bytes=token), 2)
+            if resp.error_code != 0:
+                self.close()
+                raise BrokerUnavailable(f"SASL authentication to {self.host}:{self.port} failed: "
+                                        f"{resp.error_message}")
+            return bytes(resp.auth_bytes)
+
+        if mechanism == "PLAIN":
+            await step(f"\0{self.security.username}\0{self.security.password}".encode())
+            return
+        client = ScramClient(mechanism, self.security.username, self.security.password)
+        try:
+            client.verify(await step(client.final(await step(client.first()))))
+        except (ScramError, KeyError, ValueError) as e:
+            self.close()
+            raise BrokerUnavailable(f"SCRAM exchange with {self.host}:{self.port} failed: {e}") from None
 
     def version_for(self, api_key: int) -> int:
         ours = SUPPORTED_VERSIONS[api_key]

@@ -41,6 +41,7 @@ from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
 from broker.security import sasl, tls
+from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
 from broker.security.authorizer import from_config as authorizer_from_config
 from broker.topics import TopicConfigs
@@ -81,6 +82,8 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        # How this broker reaches the others' inter-broker listener (TLS context, SASL credentials).
+        self.inter_broker_security = inter_broker_security(config)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.socket_server: SocketServer | None = None  # the first listener's
         self.socket_servers: dict[str, SocketServer] = {}
@@ -112,7 +115,7 @@ class KafkaServer:
         self.replica_manager.add_partitions_to_txn = AddPartitionsToTxnManager(
             self.broker_id, self.metadata_cache,
             self._transaction_state_partition_for,
-            request_timeout_ms=config["request.timeout.ms"])
+            request_timeout_ms=config["request.timeout.ms"], security=self.inter_broker_security)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import KafkaApiError
-from broker.inter_broker import BrokerConnection, BrokerUnavailable, UnsupportedApi
+from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity, UnsupportedApi
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, iter_batches
@@ -69,8 +69,9 @@ class _VersionMismatch(Exception):
 
 class AddPartitionsToTxnManager:
     def __init__(self, broker_id: int, metadata_cache: MetadataCache, partition_for: Callable[[str], int], *,
-                 request_timeout_ms: int = 30000) -> None:
+                 request_timeout_ms: int = 30000, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.broker_id = broker_id
+        self.security = security
         self.metadata_cache = metadata_cache
         self.partition_for = partition_for
         self.timeout_s = request_timeout_ms / 1000
@@ -128,7 +129,8 @@ class AddPartitionsToTxnManager:
             if conn is not None:
                 conn.close()
             conn = self._connections[node] = BrokerConnection(
-                endpoint.host, endpoint.port, f"broker-{self.broker_id}-txn-verification", timeout_s=self.timeout_s)
+                endpoint.host, endpoint.port, f"broker-{self.broker_id}-txn-verification", timeout_s=self.timeout_s,
+                security=self.security)
         try:
             response = await conn.send(lambda version: _verify_request(version, batch), ApiKey.ADD_PARTITIONS_TO_TXN)
         except (_VersionMismatch, UnsupportedApi):

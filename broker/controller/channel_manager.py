@@ -35,7 +35,7 @@ from broker.controller.requests import (
     build_stop_replica,
     build_update_metadata,
 )
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.metadata_version import request_versions
 from broker.partition import PartitionState
@@ -98,14 +98,16 @@ class LocalChannel:
 class RemoteChannel:
     """The controller's requests to one other broker; see the module docstring."""
 
-    def __init__(self, controller_id: int, endpoint: BrokerEndpoint, config: Any, broker_epoch: int = -1) -> None:
+    def __init__(self, controller_id: int, endpoint: BrokerEndpoint, config: Any, broker_epoch: int = -1,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.controller_id = controller_id
         self.endpoint = endpoint
         # The receiving broker's epoch, stamped on every request (a bounced broker gets a new channel).
         self.broker_epoch = broker_epoch
         self.conn = BrokerConnection(endpoint.host, endpoint.port, f"controller-{controller_id}",
                                      timeout_s=config["controller.socket.timeout.ms"] / 1000,
-                                     version_caps=request_versions(config.inter_broker_protocol_version))
+                                     version_caps=request_versions(config.inter_broker_protocol_version),
+                                     security=security)
         self._queue: asyncio.Queue[tuple[Callable[[int], Any], int, asyncio.Future]] = asyncio.Queue()
         self._last: asyncio.Future | None = None
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -201,7 +203,7 @@ class ControllerChannelManager:
                 ch = LocalChannel(self.server)
             else:
                 ch = RemoteChannel(self.broker_id, self.ctx.live_brokers[broker_id], self.server.config,
-                                   self.ctx.broker_epochs.get(broker_id, -1))
+                                   self.ctx.broker_epochs.get(broker_id, -1), self.server.inter_broker_security)
             self._channels[broker_id] = ch
         return ch
 

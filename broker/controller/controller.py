@@ -288,7 +288,8 @@ class Controller:
         from protocol import ApiKey, request_class
 
         conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10,
-                                version_caps=request_versions(self.server.config.inter_broker_protocol_version))
+                                version_caps=request_versions(self.server.config.inter_broker_protocol_version),
+                                security=self.server.inter_broker_security)
         try:
             resp = await conn.send(lambda v: request_class(ApiKey.CONTROLLED_SHUTDOWN)[v](
                 broker_id=self.broker_id, broker_epoch=self.store.broker_epoch), ApiKey.CONTROLLED_SHUTDOWN)

@@ -41,7 +41,8 @@ class ControllerClient:
             config = self.server.config
             self._conn = (cid, BrokerConnection(ep.host, ep.port, self.client_id,
                                                 timeout_s=config["request.timeout.ms"] / 1000,
-                                                version_caps=request_versions(config.inter_broker_protocol_version)))
+                                                version_caps=request_versions(config.inter_broker_protocol_version),
+                                                security=self.server.inter_broker_security))
         conn = self._conn[1]
         saved = conn.version_caps
         conn.version_caps = {**saved, **(version_caps or {})}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
 from broker.coordinator.transaction.state_manager import TransactionStateManager
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import TopicPartition
@@ -66,8 +66,9 @@ class _Stop(Exception):
 
 class TransactionMarkerChannelManager:
     def __init__(self, broker_id: int, metadata_cache: MetadataCache, state: TransactionStateManager,
-                 request_timeout_ms: int) -> None:
+                 request_timeout_ms: int, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.broker_id = broker_id
+        self.security = security
         self.metadata_cache = metadata_cache
         self.state = state
         self.request_timeout_ms = request_timeout_ms
@@ -238,5 +239,5 @@ class TransactionMarkerChannelManager:
         if conn is None:
             conn = self._connections[broker_id] = BrokerConnection(
                 ep.host, ep.port, f"broker-{self.broker_id}-txn-marker-sender",
-                timeout_s=self.request_timeout_ms / 1000)
+                timeout_s=self.request_timeout_ms / 1000, security=self.security)
         return conn

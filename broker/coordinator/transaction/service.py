@@ -52,7 +52,7 @@ class TransactionService:
         )
         self.state = TransactionStateManager(self.config, self._append, self._leader_epoch)
         self.markers = TransactionMarkerChannelManager(server.broker_id, server.metadata_cache, self.state,
-                                                       self.config.request_timeout_ms)
+                                                       self.config.request_timeout_ms, server.inter_broker_security)
         self.coordinator = TransactionCoordinator(self.state, self._generate_producer_id, self.markers)
         self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC, self.state, server.replica_manager,
                                           append_timeout_ms=self.config.request_timeout_ms)

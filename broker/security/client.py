@@ -1,0 +1,39 @@
+"""The broker's own client security for its inter-broker listener (replica fetchers, controller channel,
+transaction markers, controller requests), from Kafka's keys.
+
+`inter_broker_security(config)`: the inter-broker listener's protocol; for SSL/SASL_SSL a client TLS context
+(`broker.security.tls.client_context`); for SASL_* the mechanism `sasl.mechanism.inter.broker.protocol`
+(PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 here) with the `username`/`password` options of the listener's
+`listener.name.<l>.<mechanism>.sasl.jaas.config` (Kafka's place for them). Raises ConfigError otherwise.
+"""
+
+from __future__ import annotations
+
+from broker.config import ConfigError, KafkaConfig
+from broker.inter_broker import ClientSecurity
+from broker.security import tls
+from broker.security.sasl import SUPPORTED_MECHANISMS, parse_jaas
+
+
+def inter_broker_security(config: KafkaConfig) -> ClientSecurity:
+    listener = config.inter_broker_listener_name
+    protocol = config.listener_security_protocol_map.get(listener, "PLAINTEXT")
+    if protocol == "PLAINTEXT":
+        return ClientSecurity()
+    context = tls.client_context(config, listener) if protocol.endswith("SSL") else None
+    if not protocol.startswith("SASL_"):
+        return ClientSecurity(protocol, context)
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if mechanism not in SUPPORTED_MECHANISMS:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not supported "
+                          f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+    enabled = config.listener_value(listener, "sasl.enabled.mechanisms") or []
+    if mechanism not in enabled:
+        raise ConfigError("requirement failed: sasl.mechanism.inter.broker.protocol must be included in "
+                          "sasl.enabled.mechanisms when SASL is used for inter-broker communication")
+    jaas = config.listener_value(listener, "sasl.jaas.config", mechanism)
+    options = parse_jaas(getattr(jaas, "value", jaas))[1] if jaas else {}
+    if "username" not in options or "password" not in options:
+        raise ConfigError(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config needs the "
+                          "username and password this broker authenticates with to other brokers")
+    return ClientSecurity(protocol, context, mechanism, options["username"], options["password"])
