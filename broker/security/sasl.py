@@ -228,9 +228,7 @@ class SaslAuthenticator:
             return None
         if self.sasl.complete:
             self._completed()
-        if not challenge and self.mechanism == "PLAIN":
-            return None  # SASL/PLAIN over the v0 flow: the server sends nothing back
-        return Response(len(challenge), [challenge])
+        return Response(len(challenge), [challenge])  # PLAIN's is empty: a zero-size frame, as Kafka sends
 
     # ---- outcomes
     def _completed(self) -> None:
