@@ -57,6 +57,13 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "inter.broker.protocol.version",
     # authorization (broker/security/authorizer.py): Kafka's AclAuthorizer and the keys it reads
     "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
+    # listener security (docs/security.md); per-listener `listener.name.<l>.` forms count as their base key
+    "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+    "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
+    "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+    "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
+    "connection.failed.authentication.delay.ms",
 })
 
 # This broker's own keys (Kafka has no such key).
@@ -73,7 +80,8 @@ def is_plugin_key(name: str) -> bool:
     return name in PLUGIN_KEYS or name.startswith(_PLUGIN_PREFIXES)
 
 
-_TLS = "only PLAINTEXT listeners here: no TLS, SASL, or delegation tokens"
+_TLS = ("not applied (docs/security.md): PEM stores only, SASL PLAIN and SCRAM only, no re-authentication, "
+        "delegation tokens, principal mapping rules or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
 _QUOTAS = "quotas, throttles and connection limits are not enforced"
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
@@ -129,13 +137,14 @@ def no_effect_note(name: str) -> str:
 
 
 def has_effect(name: str) -> bool:
-    return name in IMPLEMENTED or name in OUR_KEYS
+    base = listener_base_name(name)
+    return name in IMPLEMENTED or name in OUR_KEYS or (base is not None and base in IMPLEMENTED)
 
 
 _DOCS: dict[str, str] = {
     "broker.id": "This broker's id in the cluster (synonym of node.id).",
     "node.id": "This broker's id in the cluster (synonym of broker.id).",
-    "listeners": "Where the broker listens, NAME://host:port (PLAINTEXT only).",
+    "listeners": "Where the broker listens, NAME://host:port,... (protocols from listener.security.protocol.map).",
     "advertised.listeners": "The addresses clients and other brokers are told to use; default: listeners.",
     "broker.rack": "The rack of this broker, registered in the cluster metadata.",
     "log.dir": "The log directory, used when log.dirs is not set.",

@@ -60,7 +60,7 @@ def _load_key_store(ctx: ssl.SSLContext, config: KafkaConfig, listener: str, req
     location = _value(config, listener, "ssl.keystore.location")
     chain = _value(config, listener, "ssl.keystore.certificate.chain")
     key = _value(config, listener, "ssl.keystore.key")
-    password = _value(config, listener, "ssl.key.password") or _value(config, listener, "ssl.keystore.password")
+    password = _value(config, listener, "ssl.key.password")
     if not location and not (chain and key):
         if required:
             raise ConfigError(f"listener {listener}: SSL needs a key store (ssl.keystore.location, or "
