@@ -63,7 +63,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
     "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
-    "connection.failed.authentication.delay.ms",
+    "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
 })
 
 # This broker's own keys (Kafka has no such key).

@@ -34,6 +34,19 @@ def entity_path(entity: str) -> str:
     return f"{CONFIG_BROKERS}/{entity}"
 
 
+def write_entity_config(tree: Any, entity_type: str, entity: str, props: Mapping[str, str]) -> None:
+    """Replace /config/<entity_type>/<entity> (``{"version":1,"config":{...}}``, as Kafka's AdminZkClient writes
+    it) and announce it with a /config/changes notification, so every broker sharing the store applies it."""
+    path = f"/config/{entity_type}/{entity}"
+    data = znodes.encode_topic_config(props)  # the same {"version":1,"config":{...}} as topic configs
+    try:
+        tree.set(path, data)
+    except NoNodeError:
+        tree.create(path, data, makepath=True)
+    tree.create(f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
+                znodes.encode_config_change(f"{entity_type}/{entity}"), sequential=True)
+
+
 class BrokerConfigStore:
     def __init__(self, store: Any, dispatch: Callable[[Callable[[], None]], None]) -> None:
         # The store's znode tree: both engines (ZooKeeper, local file) implement the same tree.
@@ -46,14 +59,7 @@ class BrokerConfigStore:
         return {} if node is None else znodes.decode_topic_config(entity_path(entity), node[0])
 
     def write(self, entity: str, props: Mapping[str, str]) -> None:
-        path = entity_path(entity)
-        data = znodes.encode_topic_config(props)  # the same {"version":1,"config":{...}} as topic configs
-        try:
-            self._tree.set(path, data)
-        except NoNodeError:
-            self._tree.create(path, data, makepath=True)
-        self._tree.create(f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-                          znodes.encode_config_change(f"brokers/{entity}"), sequential=True)
+        write_entity_config(self._tree, "brokers", entity, props)
 
     def watch(self, callback: Callable[[str], None]) -> None:
         def on_new(notifications: list[bytes]) -> None:

@@ -8,8 +8,9 @@ does), which also lets a response be written as a gather of buffers (`socket.sen
 of segment slices without ever joining them in memory.
 
 Contract:
-- A frame is read whole before it is handled; its size prefix is checked against `max_request_bytes`
-  (`socket.request.max.bytes`) before anything is allocated for it. A bad size closes that connection
+- A frame is read whole before it is handled; its size prefix is checked against the connection's
+  `max_frame_bytes` (`socket.request.max.bytes`; `sasl.server.max.receive.size` on a SASL connection until it
+  is authenticated) before anything is allocated for it. A bad size closes that connection
   with one log line.
 - Requests on one connection are handled one at a time, in arrival order (Kafka mutes a channel while a
   request is in flight), so responses leave in request order; other connections are unaffected.
@@ -72,6 +73,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
+        "max_frame_bytes",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -96,6 +98,7 @@ class Connection:
         # Who the client is: User:ANONYMOUS until TLS (client certificate) or SASL says otherwise.
         self.principal = "User:ANONYMOUS"
         self.auth: Any = None  # a SASL listener's authenticator, until the client is authenticated
+        self.max_frame_bytes = server.max_request_bytes
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -154,14 +157,16 @@ class Connection:
         if self._rbuf:
             self._rbuf += data
             data = memoryview(self._rbuf)
-        limit = self.server.max_request_bytes
+        limit = self.max_frame_bytes
         pos = 0
         end = len(data)
         try:
             while end - pos >= 4:
                 size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
                 if size <= 0 or size > limit:
-                    self.close(f"request size {size} is outside 1..{limit} (socket.request.max.bytes)")
+                    key = "socket.request.max.bytes" if limit == self.server.max_request_bytes \
+                        else "sasl.server.max.receive.size"
+                    self.close(f"request size {size} is outside 1..{limit} ({key})")
                     return False
                 if end - pos - 4 >= size:
                     self._frames.append(bytearray(data[pos + 4:pos + 4 + size]))
@@ -286,7 +291,11 @@ class Connection:
             else:
                 self.close(f"write failed: {e.strerror or e}")
                 return
-        if out:
+        self._after_flush()
+
+    def _after_flush(self) -> None:
+        """Wait for writability while output is left; once it is all written, read again if reading paused."""
+        if self._out:
             if not self._writing:
                 self.loop.add_writer(self.fd, self._on_writable)
                 self._writing = True

@@ -22,7 +22,7 @@ import ssl
 import time
 from typing import TYPE_CHECKING
 
-from broker.network import _MAX_QUEUED_FRAMES, Connection, SendfileChunk, log
+from broker.network import Connection, SendfileChunk, log
 from broker.security.tls import principal_name
 
 if TYPE_CHECKING:
@@ -145,17 +145,7 @@ class TlsConnection(Connection):
             if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
                 self.close(f"write failed: {e.strerror or e}")
                 return
-        if out:
-            if not self._writing:
-                self.loop.add_writer(self.fd, self._on_writable)
-                self._writing = True
-        else:
-            if self._writing:
-                self.loop.remove_writer(self.fd)
-                self._writing = False
-            self.last_active = time.monotonic()
-            if not self._reading and len(self._frames) < _MAX_QUEUED_FRAMES and not self.closed:
-                self._resume_reading()
+        self._after_flush()
 
 
 def wrap(server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int,

@@ -188,9 +188,14 @@ class KafkaServer:
         if protocol.startswith("SASL_"):
             mechanisms = sasl.listener_mechanisms(self.config, ep.listener, self._scram_credential)
             delay_ms = self.config["connection.failed.authentication.delay.ms"]
+            max_receive = self.config["sasl.server.max.receive.size"]
             server.handler = self._handle_sasl_frame
-            server.on_connect = lambda conn: setattr(conn, "auth", sasl.SaslAuthenticator(self, conn, mechanisms,
-                                                                                          delay_ms))
+
+            def on_connect(conn: Connection) -> None:
+                conn.auth = sasl.SaslAuthenticator(self, conn, mechanisms, delay_ms)
+                conn.max_frame_bytes = max_receive  # Kafka's bound on what an unauthenticated client may send
+
+            server.on_connect = on_connect
         return server
 
     def _advertised_endpoint(self) -> BrokerEndpoint:

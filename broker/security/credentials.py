@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
+from broker.dynamic_config_store import write_entity_config
 from broker.metadata import znodes
-from broker.metadata.types import MetadataError, NoNodeError
+from broker.metadata.types import MetadataError
 from broker.security.scram import MECHANISMS, ScramCredential
 
 CONFIG_USERS = "/config/users"
@@ -72,11 +73,4 @@ class CredentialStore:
             config.pop(mechanism, None)
         for mechanism, credential in upserts.items():
             config[mechanism] = credential.to_text()
-        path = f"{CONFIG_USERS}/{sanitize(user)}"
-        data = znodes.encode_topic_config(config)
-        try:
-            self._tree.set(path, data)
-        except NoNodeError:
-            self._tree.create(path, data, makepath=True)
-        self._tree.create(f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-                          znodes.encode_config_change(f"users/{sanitize(user)}"), sequential=True)
+        write_entity_config(self._tree, "users", sanitize(user), config)

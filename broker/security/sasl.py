@@ -17,7 +17,9 @@ Contract:
   password"; SCRAM: "Authentication failed during authentication due to invalid credentials with SASL mechanism
   SCRAM-SHA-256"), then the connection closes; one log line names the client address, the mechanism and the
   user name the client gave — never a password or a token. In the raw (v0) flow the connection just closes.
-- On success the connection's `principal` is `User:<name>`.
+- Until authenticated a frame may be at most `sasl.server.max.receive.size` (the socket layer closes the
+  connection otherwise); on success the bound is `socket.request.max.bytes` again and the connection's
+  `principal` is `User:<name>`.
 """
 
 from __future__ import annotations
@@ -234,6 +236,7 @@ class SaslAuthenticator:
     def _completed(self) -> None:
         self.state = _COMPLETE
         self.conn.principal = f"User:{self.sasl.username}"
+        self.conn.max_frame_bytes = self.conn.server.max_request_bytes  # no longer bounded as unauthenticated
         log.debug("%s: authenticated as %s with %s", self.conn, self.conn.principal, self.mechanism)
 
     def _failure(self, e: Exception) -> tuple[str, str | None]:

@@ -46,7 +46,7 @@ def answer(version: int, leader: int, listed: list[int]) -> Any:
     cache.update_partition("t", uuid.UUID(int=5), _partition_metadata(leader))
     server = SimpleNamespace(metadata_cache=cache)
     request = fetch_request(version)
-    ctx = SimpleNamespace(server=server)
+    ctx = SimpleNamespace(server=server, listener=None)  # a request from inside the broker: no listener
     data = FetchPartitionData(ErrorCode.NOT_LEADER_OR_FOLLOWER, current_leader=(leader, 4))
     response = fetch._response(ctx, request, None, False, {TP: CachedPartition(0, 1 << 20)},  # type: ignore[arg-type]
                                [(TP, data)], [])

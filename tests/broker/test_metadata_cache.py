@@ -151,3 +151,28 @@ def test_describe_cluster_lists_the_snapshot_and_names_only_a_listed_controller(
     assert ([b.broker_id for b in response.brokers], response.controller_id) == ([1, 2], -1)
     update_metadata(cache, controller_id=0, brokers=[0, 1, 2])
     assert call(cache, request).controller_id == 0
+
+
+def test_brokers_are_listed_with_the_endpoints_of_the_clients_listener() -> None:
+    """UpdateMetadata carries every listener of every broker; a client sees the endpoints of the listener it
+    came in on, and a broker without that listener is left out (Kafka's getAliveBrokerNodes(listenerName))."""
+    from broker.controller.requests import build_update_metadata, parse_update_metadata
+    from broker.metadata_cache import ListenerEndpoint
+
+    def broker(b: int, *names: str) -> BrokerEndpoint:
+        listeners = tuple(ListenerEndpoint(n, f"h{b}.{n.lower()}", 9000 + 10 * b + i, "SSL" if n == "SSL" else
+                                           "PLAINTEXT") for i, n in enumerate(names))
+        return BrokerEndpoint(b, listeners[0].host, listeners[0].port, None, listeners)
+
+    sent = [broker(1, "INTERNAL", "SSL"), broker(2, "INTERNAL")]
+    request = build_update_metadata(8, 1, 1, sent, [])
+    request.with_header(correlation_id=1, client_id="c")
+    brokers, _ = parse_update_metadata(decode_request(encode_request(request)), "INTERNAL")
+    assert brokers == sent
+    cache = MetadataCache(1, "cluster")
+    cache.controller_epoch = 1
+    cache.set_brokers(brokers)
+    assert {b: (e.host, e.port) for b, e in cache.listed_brokers("SSL").items()} == {1: ("h1.ssl", 9011)}
+    assert {b: (e.host, e.port) for b, e in cache.listed_brokers("INTERNAL").items()} == {
+        1: ("h1.internal", 9010), 2: ("h2.internal", 9020)}
+    assert cache.listed_brokers() == {1: sent[0], 2: sent[1]}

@@ -82,6 +82,13 @@ def test_garbage_frame_before_sasl(secured: Any) -> None:
         assert _closed(s)
 
 
+def test_oversized_frame_before_authentication(secured: Any) -> None:
+    # Over sasl.server.max.receive.size (512 KiB): refused from its size prefix, nothing allocated for it.
+    with _sasl_socket(secured) as s:
+        s.sendall(struct.pack(">i", 524289) + b"\x00" * 64)
+        assert _closed(s)
+
+
 @pytest.mark.parametrize("first_api_versions", [False, True])
 def test_request_before_authentication_closes(secured: Any, first_api_versions: bool) -> None:
     with _sasl_socket(secured) as s:

@@ -36,29 +36,24 @@ def _protocol(listener: str) -> str:
     return "SSL" if listener == "MTLS" else listener
 
 
-def confluent_conf(secured: Any, case: str) -> dict[str, Any]:
-    listener, mechanism, user, mutual = CASES[case]
-    conf: dict[str, Any] = {"bootstrap.servers": secured.bootstrap(listener), "security.protocol": _protocol(listener)}
-    if listener.endswith("SSL") or listener == "MTLS":
-        conf["ssl.ca.location"] = str(secured.pki.ca)
-    if mutual:
-        conf["ssl.certificate.location"] = str(secured.pki.client_cert)
-        conf["ssl.key.location"] = str(secured.pki.client_key)
-    if mechanism:
-        conf.update({"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": _password(user)})
-    return conf
+# Each client's names for: bootstrap, protocol, CA file, certificate, key, mechanism, user name, password.
+CONFLUENT_KEYS = ("bootstrap.servers", "security.protocol", "ssl.ca.location", "ssl.certificate.location",
+                  "ssl.key.location", "sasl.mechanism", "sasl.username", "sasl.password")
+KAFKA_PYTHON_KEYS = ("bootstrap_servers", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+                     "sasl_mechanism", "sasl_plain_username", "sasl_plain_password")
 
 
-def kafka_python_conf(secured: Any, case: str) -> dict[str, Any]:
+def client_conf(secured: Any, case: str, keys: tuple[str, ...]) -> dict[str, Any]:
     listener, mechanism, user, mutual = CASES[case]
-    conf: dict[str, Any] = {"bootstrap_servers": secured.bootstrap(listener), "security_protocol": _protocol(listener)}
+    bootstrap, protocol, ca, cert, key, mech, username, password = keys
+    conf: dict[str, Any] = {bootstrap: secured.bootstrap(listener), protocol: _protocol(listener)}
     if listener.endswith("SSL") or listener == "MTLS":
-        conf["ssl_cafile"] = str(secured.pki.ca)
+        conf[ca] = str(secured.pki.ca)
     if mutual:
-        conf["ssl_certfile"] = str(secured.pki.client_cert)
-        conf["ssl_keyfile"] = str(secured.pki.client_key)
+        conf[cert] = str(secured.pki.client_cert)
+        conf[key] = str(secured.pki.client_key)
     if mechanism:
-        conf.update({"sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": _password(user)})
+        conf.update({mech: mechanism, username: user, password: _password(user)})
     return conf
 
 
@@ -84,7 +79,7 @@ def _values(tag: str) -> list[bytes]:
 def test_confluent(secured: Any, case: str) -> None:
     from confluent_kafka import Consumer, Producer
 
-    conf = confluent_conf(secured, case)
+    conf = client_conf(secured, case, CONFLUENT_KEYS)
     topic = f"cf-{case}"
     sent = _values(topic)
     producer = Producer({**conf, "acks": "all"})
@@ -110,7 +105,7 @@ def test_confluent(secured: Any, case: str) -> None:
 def test_kafka_python(secured: Any, case: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer
 
-    conf = kafka_python_conf(secured, case)
+    conf = client_conf(secured, case, KAFKA_PYTHON_KEYS)
     topic = f"kp-{case}"
     sent = _values(topic)
     producer = KafkaProducer(acks="all", **conf)
