@@ -1,12 +1,14 @@
 """Stock clients on every security protocol: confluent-kafka (librdkafka), kafka-python and aiokafka produce and
-consume in a group over SSL (server-only and mutual TLS), SASL_PLAINTEXT and SASL_SSL with PLAIN,
-SCRAM-SHA-256 and SCRAM-SHA-512, each with its own client settings as it would use them against Kafka.
-The group's coordinator and the partition leaders are found through Metadata and FindCoordinator on the same
-listener, so these also prove both answer with that listener's endpoints."""
+consume in a group over SSL (server-only and mutual TLS), SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256
+and SCRAM-SHA-512, each with its own client settings as it would use them against Kafka; kcat produces and
+consumes on three of the cases. The group's coordinator and the partition leaders are found through Metadata
+and FindCoordinator on the same listener, so these also prove both answer with that listener's endpoints."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import time
 from typing import Any
 
@@ -158,3 +160,21 @@ def test_aiokafka(secured: Any, case: str) -> None:
         return got
 
     assert asyncio.run(run()) == sent
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="the kcat binary is not installed")
+@pytest.mark.parametrize("case", ["mtls", "sasl_ssl-scram512", "sasl_plaintext-plain"])
+def test_kcat(secured: Any, case: str) -> None:
+    settings = [x for k, v in client_conf(secured, case, CONFLUENT_KEYS).items() if k != "bootstrap.servers"
+                for x in ("-X", f"{k}={v}")]
+    bootstrap = ["-b", secured.bootstrap(CASES[case][0])]
+    topic = f"kcat-{case}"
+    sent = [f"{topic}-{i}" for i in range(N)]
+
+    def kcat(*args: str, stdin: bytes | None = None) -> bytes:
+        proc = subprocess.run(["kcat", *bootstrap, *settings, *args], input=stdin, capture_output=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        return proc.stdout
+
+    kcat("-P", "-t", topic, "-p", "0", stdin="\n".join(sent).encode() + b"\n")
+    assert kcat("-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q").decode().splitlines() == sent
