@@ -9,8 +9,8 @@ Contract (beyond broker.network's):
 - Output cannot use sendmsg or sendfile over TLS (Python's ssl has no kTLS sendfile): queued parts are
   coalesced into chunks of up to `_CHUNK` bytes, fetched file ranges read with os.pread, and each chunk is
   written with SSLSocket.send, retried with the same bytes after SSLWantWrite as OpenSSL requires.
-- Decrypted bytes OpenSSL holds beyond what one read took (`pending()`) are read before waiting for the
-  socket again.
+- One readiness callback reads up to `_READS_PER_CALLBACK` TLS records while reads make progress, and always
+  what OpenSSL already decrypted (`pending()`), before waiting for the socket again.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from broker.network import SocketServer
 
 _CHUNK = 256 * 1024
+_READS_PER_CALLBACK = 16
 
 
 class TlsConnection(Connection):
@@ -78,11 +79,14 @@ class TlsConnection(Connection):
         if not self._handshaken:
             self._do_handshake()
             return
-        super()._on_readable()
-        sock = self.sock
-        # OpenSSL may hold decrypted bytes the last read did not take; the socket will not signal them.
-        while not self.closed and self._reading and sock.pending():  # type: ignore[attr-defined]
+        # One SSL read returns at most one TLS record (16 KiB): keep reading while reads make progress (bounded),
+        # rather than wait for the loop's next readiness callback per record. OpenSSL may also hold decrypted
+        # bytes a read did not take, which the socket will never signal.
+        for _ in range(_READS_PER_CALLBACK):
+            before = self.last_active
             super()._on_readable()
+            if self.closed or not self._reading or (self.last_active == before and not self.sock.pending()):  # type: ignore[attr-defined]
+                break
 
     def _resume_reading(self) -> None:
         was_reading = self._reading
