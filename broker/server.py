@@ -41,9 +41,9 @@ from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
 from broker.security import sasl, tls
+from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
-from broker.security.authorizer import from_config as authorizer_from_config
 from broker.topics import TopicConfigs
 from broker.txn_verification import AddPartitionsToTxnManager
 from protocol import (

@@ -50,7 +50,7 @@ class RequestContext:
     def principal(self) -> str:
         """The principal the connection acts as ("User:<name>"); Kafka's User:ANONYMOUS for PLAINTEXT and
         unauthenticated connections."""
-        return getattr(self.connection, "principal", ANONYMOUS)
+        return self.connection.principal if self.connection is not None else ANONYMOUS
 
     def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         authorizer = self.server.authorizer
