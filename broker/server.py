@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import time
 import uuid
@@ -252,6 +253,8 @@ class KafkaServer:
         from broker.coordinator.transaction.service import start_transaction_coordinator
 
         self.transaction_coordinator = start_transaction_coordinator(self)
+        # The markers of partitions this broker leads are written in-process, by the WriteTxnMarkers handler's code.
+        self.transaction_coordinator.markers.write_local = functools.partial(apis.write_txn_markers.write_marker, self)
         self.transaction_coordinator.startup()
 
     async def shutdown(self) -> None:

@@ -14,6 +14,10 @@ within request.timeout.ms, 30 s, while the ISR shrinks after replica.lag.time.ma
 happen, every log here being magic 2.
 With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
 CLUSTER_AUTHORIZATION_FAILED, as Kafka.
+
+`write_marker` is that work for one marker, shared with this broker's own transaction coordinator, which
+writes the markers of partitions this broker leads in-process (the server hands it over) and sends only those of
+other leaders as WriteTxnMarkers. It answers at once when no append waits for followers.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
@@ -30,7 +35,12 @@ from protocol.errors import ErrorCode
 from protocol.records import ControlRecordType, build_control_batch
 from storage import AppendOrigin, TopicPartition
 
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
 log = logging.getLogger("broker.apis.write_txn_markers")
+
+MarkerErrors = dict[TopicPartition, ErrorCode]
 
 API_KEY = 27
 MIN_VERSION = 0
@@ -50,11 +60,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             name=t.name, partitions=[TopicResult.WritableTxnMarkerPartitionResult(
                 partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for p in t.partition_indexes])
             for t in m.topics]) for m in request.markers])
-    return _handle(ctx, request)
+    # Every marker is appended here, before anything waits; the answer is built at once when no append has to
+    # wait for followers (a single-replica partition), else once the last one is acknowledged.
+    written = [write_marker(ctx.server, m.producer_id, m.producer_epoch, bool(m.transaction_result),
+                            m.coordinator_epoch, [TopicPartition(t.name, p) for t in m.topics
+                                                  for p in t.partition_indexes])
+               for m in request.markers]
+    if all(isinstance(w, dict) for w in written):
+        return _response(request, written)  # type: ignore[arg-type]
+    return _respond_later(request, written)
 
 
-async def _handle(ctx: RequestContext, request: Any) -> Any:
-    results = await asyncio.gather(*(_write_marker(ctx, m) for m in request.markers))
+async def _respond_later(request: Any, written: list[MarkerErrors | Awaitable[MarkerErrors]]) -> Any:
+    return _response(request, [w if isinstance(w, dict) else await w for w in written])
+
+
+def _response(request: Any, results: list[MarkerErrors]) -> Any:
     errors: dict[int, dict[TopicPartition, ErrorCode]] = {}
     for marker, result in zip(request.markers, results, strict=True):
         errors.setdefault(marker.producer_id, {}).update(result)
@@ -71,37 +92,48 @@ async def _handle(ctx: RequestContext, request: Any) -> Any:
     return response_for(request, markers=out)
 
 
-async def _write_marker(ctx: RequestContext, marker: Any) -> dict[TopicPartition, ErrorCode]:
-    server = ctx.server
-    commit = bool(marker.transaction_result)
-    errors: dict[TopicPartition, ErrorCode] = {}
+def write_marker(server: KafkaServer, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                 partitions: list[TopicPartition]) -> MarkerErrors | Awaitable[MarkerErrors]:
+    """Append one marker to the partitions this broker leads, each partition's error as the handler answers
+    it: the errors at once when every append is acknowledged at once (acks=-1 on a partition whose ISR is
+    the leader alone), else an awaitable of them. The handler runs it for each marker of a request, and the
+    transaction coordinator of this broker for the partitions it leads itself, without a request."""
+    errors: MarkerErrors = {}
     entries: dict[TopicPartition, memoryview] = {}
     now = int(time.time() * 1000)
-    for topic in marker.topics:
-        for p in topic.partition_indexes:
-            tp = TopicPartition(topic.name, p)
-            partition = server.replica_manager.get_partition(tp)
-            if partition is None or partition.log is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            entries[tp] = memoryview(bytearray(build_control_batch(
-                ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, producer_id=marker.producer_id,
-                producer_epoch=marker.producer_epoch, coordinator_epoch=marker.coordinator_epoch, timestamp=now)))
+    for tp in partitions:
+        partition = server.replica_manager.get_partition(tp)
+        if partition is None or partition.log is None:
+            errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        entries[tp] = memoryview(bytearray(build_control_batch(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, producer_id=producer_id,
+            producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch, timestamp=now)))
     if not entries:
         return errors
     result: Any = server.replica_manager.append_records(server.config["request.timeout.ms"], -1, entries,
                                                         internal_topics_allowed=True, origin=AppendOrigin.COORDINATOR)
     if isinstance(result, asyncio.Future):
-        result = await result
+        return asyncio.ensure_future(_appended_later(server, producer_id, commit, errors, result))
+    return _appended(server, producer_id, commit, errors, result)
+
+
+async def _appended_later(server: KafkaServer, producer_id: int, commit: bool, errors: MarkerErrors,
+                          result: asyncio.Future) -> MarkerErrors:
+    return _appended(server, producer_id, commit, errors, await result)
+
+
+def _appended(server: KafkaServer, producer_id: int, commit: bool, errors: MarkerErrors,
+              result: dict[TopicPartition, Any]) -> MarkerErrors:
     for tp, r in result.items():
         errors[tp] = r.error
     offsets_partitions = [tp.partition for tp, e in errors.items()
                           if tp.topic == GROUP_METADATA_TOPIC and e == ErrorCode.NONE]
     if offsets_partitions:
         try:
-            server.group_coordinator.handle_txn_completion(marker.producer_id, offsets_partitions, commit)
+            server.group_coordinator.handle_txn_completion(producer_id, offsets_partitions, commit)
         except Exception:
-            log.exception("completing the transactional offsets of producer %d failed", marker.producer_id)
+            log.exception("completing the transactional offsets of producer %d failed", producer_id)
             for p in offsets_partitions:
                 errors[TopicPartition(GROUP_METADATA_TOPIC, p)] = ErrorCode.UNKNOWN_SERVER_ERROR
     return errors

@@ -6,12 +6,19 @@ Contract:
 - `add_txn_markers_to_send(coordinator_epoch, commit, metadata, complete)` is called once PrepareCommit /
   PrepareAbort is written (or found when loading) and `complete` (the Complete* target) is pending on the
   metadata. One task per transaction then, until every partition of the transaction has its marker:
-  groups the partitions by their leader in the metadata cache and queues them for that leader; one sender per
-  broker sends what its queue holds as one WriteTxnMarkers, one request in flight at a time (Kafka's marker
-  channel), over the wire, to this broker too — one path. It drops a partition whose topic is gone from the metadata,
-  waits and resends for a partition without a live leader or answering a retriable error (the leader moved,
-  not enough replicas, timed out, broker unreachable). Each written marker removes its partition from the
-  metadata. Once none is left it writes `complete`, retrying while the write answers COORDINATOR_NOT_AVAILABLE.
+  groups the partitions by their leader in the metadata cache. The partitions this broker leads are written
+  in-process by `write_local` (the WriteTxnMarkers handler's own work, which the server hands over; origin
+  COORDINATOR, acks=-1), those of other leaders are queued for that leader; one sender per broker sends what
+  its queue holds as one WriteTxnMarkers, one request in flight at a time (Kafka's marker channel). Without
+  `write_local` this broker is sent WriteTxnMarkers too. It drops a partition whose topic is gone from the
+  metadata, waits and resends for a partition without a live leader or answering a retriable error (the leader
+  moved, not enough replicas, timed out, broker unreachable). Each written marker removes its partition from
+  the metadata. Once none is left it writes `complete`, retrying while the write answers
+  COORDINATOR_NOT_AVAILABLE.
+- Timing: the task lets EndTxn's answer go out first (Kafka answers once Prepare* is written), then writes the
+  local markers and `complete` in one step of the event loop when nothing has to wait for another broker or
+  for followers, so a request the producer sends after that answer (its next AddPartitionsToTxn) is served
+  after the transaction completed, not with CONCURRENT_TRANSACTIONS.
 - The task stops without writing anything once this broker is no longer the coordinator of the transactional
   id at that coordinator epoch (unloaded, reloaded, another metadata object), or when a leader answers
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED (a newer producer or coordinator took over), as Kafka.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +54,11 @@ _RETRIABLE = frozenset({
 })
 _STOP = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 _DROP = frozenset({ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, ErrorCode.UNSUPPORTED_VERSION})
+
+MarkerErrors = dict[TopicPartition, ErrorCode]
+# (producer id, producer epoch, commit, coordinator epoch, partitions this broker leads) -> each partition's
+# error, at once or once the appends are acknowledged (`broker.apis.write_txn_markers.write_marker`).
+LocalMarkerWriter = Callable[[int, int, bool, int, list[TopicPartition]], MarkerErrors | Awaitable[MarkerErrors]]
 
 
 @dataclass(slots=True)
@@ -76,6 +89,7 @@ class TransactionMarkerChannelManager:
         self._queues: dict[int, list[_Marker]] = {}  # per broker: markers waiting for the next request
         self._senders: dict[int, asyncio.Task] = {}  # per broker: the task sending its queue
         self._tasks: set[asyncio.Task] = set()
+        self.write_local: LocalMarkerWriter | None = None  # set by the server
 
     def add_txn_markers_to_send(self, coordinator_epoch: int, commit: bool, md: TransactionMetadata,
                                 complete: TxnTransitMetadata) -> None:
@@ -112,6 +126,7 @@ class TransactionMarkerChannelManager:
                         complete: TxnTransitMetadata) -> None:
         txn_id = md.transactional_id
         try:
+            await asyncio.sleep(0)  # EndTxn's answer is sent first; from here on no hop unless something waits
             while True:
                 self._check_owner(md, coordinator_epoch)
                 if not md.topic_partitions:
@@ -125,9 +140,10 @@ class TransactionMarkerChannelManager:
                     elif pm.leader >= 0 and self.metadata_cache.alive_broker(pm.leader) is not None:
                         by_broker[pm.leader].append(tp)
                 if by_broker:
-                    results = await asyncio.gather(*(
-                        self._send(broker, coordinator_epoch, commit, md.producer_id, complete.producer_epoch, tps)
-                        for broker, tps in by_broker.items()))
+                    # Every leader is asked before any answer is awaited.
+                    sent = [self._send(broker, coordinator_epoch, commit, md.producer_id, complete.producer_epoch,
+                                       tps) for broker, tps in by_broker.items()]
+                    results = [await self._answer(broker, s) for broker, s in zip(by_broker, sent, strict=True)]
                     self._check_owner(md, coordinator_epoch)
                     for errors in results:
                         for tp, error in errors.items():
@@ -164,16 +180,33 @@ class TransactionMarkerChannelManager:
             log.warning("%s: unexpected %s writing the marker for %s; retrying", md.transactional_id, error.name,
                         tp)
 
-    async def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int,
-                    producer_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        """Queue one marker for `broker_id` and wait for its partitions' answers (none when the request failed)."""
+    def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int, producer_epoch: int,
+              tps: list[TopicPartition]) -> MarkerErrors | Awaitable[MarkerErrors]:
+        """Write the marker for `tps` on this broker, or queue it for `broker_id`: each partition's answer, at once
+        or to await (none when the request failed)."""
+        if broker_id == self.broker_id and self.write_local is not None:
+            try:
+                return self.write_local(producer_id, producer_epoch, commit, coordinator_epoch, tps)
+            except Exception:
+                log.exception("writing the markers of producer %d on this broker failed; retrying", producer_id)
+                return {}
         marker = _Marker(producer_id, producer_epoch, commit, coordinator_epoch, tps,
                          asyncio.get_running_loop().create_future())
         queue = self._queues.setdefault(broker_id, [])
         queue.append(marker)
         if broker_id not in self._senders:
             self._senders[broker_id] = asyncio.get_running_loop().create_task(self._drain(broker_id))
-        return await marker.answer
+        return marker.answer
+
+    @staticmethod
+    async def _answer(broker_id: int, sent: MarkerErrors | Awaitable[MarkerErrors]) -> MarkerErrors:
+        if isinstance(sent, dict):
+            return sent
+        try:
+            return await sent
+        except Exception:
+            log.exception("writing transaction markers on broker %d failed; retrying", broker_id)
+            return {}
 
     async def _drain(self, broker_id: int) -> None:
         """Send every queued marker for `broker_id`, all of them in one WriteTxnMarkers, one request at a time
