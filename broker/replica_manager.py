@@ -328,6 +328,8 @@ class ReplicaManager:
         assert self.add_partitions_to_txn is not None
         asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
                                                               split.producer_epoch, list(split.guards))
+        if asked.done():  # this broker's own coordinator answered in-process
+            return append(asked.result())
 
         async def after_verification() -> dict[TopicPartition, ProducePartitionResult]:
             result = append(await asked)

@@ -255,6 +255,9 @@ class KafkaServer:
         self.transaction_coordinator = start_transaction_coordinator(self)
         # The markers of partitions this broker leads are written in-process, by the WriteTxnMarkers handler's code.
         self.transaction_coordinator.markers.write_local = functools.partial(apis.write_txn_markers.write_marker, self)
+        # So are the KIP-890 verifications of transactions this broker coordinates, by the AddPartitionsToTxn handler's.
+        self.replica_manager.add_partitions_to_txn.verify_local = functools.partial(
+            apis.add_partitions_to_txn.verify_partitions, self)
         self.transaction_coordinator.startup()
 
     async def shutdown(self) -> None:

@@ -8,9 +8,11 @@ Contract:
   coordinator is the leader of `__transaction_state` partition `partition_for(transactional_id)`; no such
   topic, partition or live leader: COORDINATOR_NOT_AVAILABLE for all. Requests are AddPartitionsToTxn v4
   with `verify_only`, batched per coordinator broker: the transactions queued for a broker while a request
-  to it is in flight go out together in the next one, one request in flight per broker, over the wire (to
-  this broker too: one path). The same transactional id queued twice: the older epoch's caller hears
-  INVALID_PRODUCER_EPOCH, an equal epoch's earlier caller NETWORK_EXCEPTION (Kafka's rules).
+  to it is in flight go out together in the next one, one request in flight per broker, over the wire. When
+  the coordinator is this broker and `verify_local` is set (the server hands over the AddPartitionsToTxn
+  handler's own verify_only work), it is asked in-process and the future is resolved at once. The same
+  transactional id queued twice: the older epoch's caller hears INVALID_PRODUCER_EPOCH, an equal epoch's
+  earlier caller NETWORK_EXCEPTION (Kafka's rules).
 - Answers mapped as Kafka: a connection failure or timeout is NETWORK_EXCEPTION for all; a coordinator that
   does not serve v4 verifies nothing and everything passes ("verification not supported"); a top-level error
   applies to all (CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE); a partition's PRODUCER_FENCED
@@ -47,6 +49,9 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 VERIFY_VERSION = 4
 
 Errors = dict[TopicPartition, ErrorCode]
+# (transactional id, producer id, producer epoch, partitions) -> each partition's verify_only answer
+# (`broker.apis.add_partitions_to_txn.verify_partitions`).
+LocalVerifier = Callable[[str, int, int, set[TopicPartition]], Errors]
 
 
 @dataclass
@@ -77,6 +82,7 @@ class AddPartitionsToTxnManager:
         self.timeout_s = request_timeout_ms / 1000
         self._queues: dict[int, _NodeQueue] = {}
         self._connections: dict[int, BrokerConnection] = {}
+        self.verify_local: LocalVerifier | None = None  # set by the server
 
     # ---- the caller's side
     def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -85,6 +91,14 @@ class AddPartitionsToTxnManager:
         node = self._coordinator(transactional_id)
         if node is None:
             future.set_result(dict.fromkeys(tps, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return future
+        if node == self.broker_id and self.verify_local is not None:
+            try:
+                future.set_result(_unverified(self.verify_local(transactional_id, producer_id, producer_epoch,
+                                                                set(tps))))
+            except Exception:
+                log.exception("verifying %s with this broker's transaction coordinator failed", transactional_id)
+                future.set_result(dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION))
             return future
         queue = self._queues.setdefault(node, _NodeQueue())
         existing = queue.waiting.get(transactional_id)
@@ -176,17 +190,17 @@ def _results(response: Any, batch: dict[str, _Pending]) -> dict[str, Errors]:
             code = ErrorCode.INVALID_TXN_STATE
         log.error("AddPartitionsToTxn verification answered %s", code.name)
         return {t: dict.fromkeys(p.partitions, code) for t, p in batch.items()}
-    out: dict[str, Errors] = {}
-    for result in response.results_by_transaction or []:
-        unverified: Errors = {}
-        for topic in result.topic_results or []:
-            for p in topic.results_by_partition or []:
-                if p.partition_error_code != ErrorCode.NONE:
-                    code = ErrorCode(p.partition_error_code)
-                    unverified[TopicPartition(topic.name, p.partition_index)] = (
-                        ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code)
-        out[result.transactional_id] = unverified
-    return out
+    return {result.transactional_id: _unverified({
+        TopicPartition(topic.name, p.partition_index): ErrorCode(p.partition_error_code)
+        for topic in result.topic_results or [] for p in topic.results_by_partition or []})
+        for result in response.results_by_transaction or []}
+
+
+def _unverified(answers: Errors) -> Errors:
+    """The partitions a coordinator did not verify, with the error the produce hears (a fenced producer's
+    PRODUCER_FENCED is INVALID_PRODUCER_EPOCH there)."""
+    return {tp: ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+            for tp, code in answers.items() if code != ErrorCode.NONE}
 
 
 def _answer(pending: _Pending, errors: Errors) -> None:

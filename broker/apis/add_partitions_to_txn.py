@@ -17,12 +17,15 @@ WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on eac
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
 
 API_KEY = 24
 MIN_VERSION = 0
@@ -74,9 +77,9 @@ def _topic_results(Resp: Any, errors: dict[TopicPartition, ErrorCode]) -> list[A
 async def _one(ctx: RequestContext, version: int, transactional_id: str, producer_id: int, producer_epoch: int,
                verify_only: bool, topics: list[Any]) -> dict[TopicPartition, ErrorCode]:
     partitions = {TopicPartition(t.name, p) for t in topics for p in t.partitions}
-    cache = ctx.server.metadata_cache
-    failed = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions
-              if cache.partition(tp.topic, tp.partition) is None}
+    if verify_only:  # v4, from a partition leader (CLUSTER_ACTION checked above)
+        return verify_partitions(ctx.server, transactional_id, producer_id, producer_epoch, partitions)
+    failed = _unknown(ctx.server, partitions)
     if version < 4 and ctx.server.authorizer is not None:
         # Clients need WRITE on the transactional id, then on each topic (internal topics never pass: Kafka).
         if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
@@ -86,10 +89,26 @@ async def _one(ctx: RequestContext, version: int, transactional_id: str, produce
         failed.update((tp, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in partitions if tp.topic not in writable)
     if failed:
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
-    coordinator = ctx.server.transaction_coordinator.coordinator
-    if verify_only:
-        return coordinator.handle_verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
-    error = await coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    error = await ctx.server.transaction_coordinator.coordinator.handle_add_partitions(
+        transactional_id, producer_id, producer_epoch, partitions)
     if version < 2 and error == ErrorCode.PRODUCER_FENCED:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return dict.fromkeys(partitions, error)
+
+
+def verify_partitions(server: KafkaServer, transactional_id: str, producer_id: int, producer_epoch: int,
+                      partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    """What a verify_only transaction (v4, KIP-890) answers per partition. A partition leader whose
+    transaction coordinator is this broker asks it here, in-process, instead of sending the request."""
+    failed = _unknown(server, partitions)
+    if failed:
+        return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+    return server.transaction_coordinator.coordinator.handle_verify_partitions(
+        transactional_id, producer_id, producer_epoch, partitions)
+
+
+def _unknown(server: KafkaServer, partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    """UNKNOWN_TOPIC_OR_PARTITION for each partition this broker's metadata does not know."""
+    cache = server.metadata_cache
+    return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions
+            if cache.partition(tp.topic, tp.partition) is None}

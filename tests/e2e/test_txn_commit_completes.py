@@ -6,6 +6,9 @@ request. So the producer's next AddPartitionsToTxn, sent the moment EndTxn is an
 the same connection, which the broker serves after EndTxn's answer), finds the transaction complete and is
 accepted, where a marker sent over the wire to this same broker left it in PrepareCommit and answered
 CONCURRENT_TRANSACTIONS (the client then retried 20 ms later). The marker is in the partition's log.
+
+The leader verifies a transactional produce (KIP-890) with this same broker's coordinator in-process: the
+partition in the transaction takes the batch, the other one refuses it with INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.broker.wire import recv, roundtrip, send
 from tests.e2e.support import wait_until
+from tests.storage.txn_support import txn_batch
 
 FIND = request_class(ApiKey.FIND_COORDINATOR)
 INIT = request_class(ApiKey.INIT_PRODUCER_ID)
@@ -27,6 +31,7 @@ ADD = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
 END = request_class(ApiKey.END_TXN)
 LIST_OFFSETS = request_class(ApiKey.LIST_OFFSETS)
 DESCRIBE = request_class(ApiKey.DESCRIBE_TRANSACTIONS)
+PRODUCE = request_class(ApiKey.PRODUCE)
 TOPIC = "txn-complete"
 TXN_ID = "completes-at-once"
 TRANSACTIONS = 5
@@ -49,10 +54,17 @@ def _log_end_offset(sock: socket.socket) -> int:
     return int(resp.topics[0].partitions[0].offset)
 
 
+def _produce_error(sock: socket.socket, partition: int, records: bytearray) -> int:
+    T = PRODUCE.TopicProduceData
+    resp = roundtrip(sock, PRODUCE[9](transactional_id=TXN_ID, acks=-1, timeout_ms=10000, topic_data=[
+        T(name=TOPIC, partition_data=[T.PartitionProduceData(index=partition, records=bytes(records))])]), 97)
+    return int(resp.responses[0].partition_responses[0].error_code)
+
+
 def test_next_add_partitions_after_a_commit_is_accepted(broker_factory: Any) -> None:
     broker = broker_factory({"transaction.state.log.num.partitions": "3"})
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+    for f in admin.create_topics([NewTopic(TOPIC, 2, 1)]).values():
         f.result(30)
     with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
         init: list[Any] = []
@@ -76,3 +88,5 @@ def test_next_add_partitions_after_a_commit_is_accepted(broker_factory: Any) -> 
         assert _log_end_offset(sock) == TRANSACTIONS  # one COMMIT marker per transaction, nothing else
         described = roundtrip(sock, DESCRIBE[0](transactional_ids=[TXN_ID]), 98).transaction_states[0]
         assert described.transaction_state == "Ongoing"  # the last AddPartitionsToTxn opened a new one
+        assert _produce_error(sock, 1, txn_batch(pid, 0, epoch=epoch)) == ErrorCode.INVALID_TXN_STATE
+        assert _produce_error(sock, 0, txn_batch(pid, 0, epoch=epoch)) == ErrorCode.NONE
