@@ -61,11 +61,13 @@ def test_broker_killed_at_random_points(broker_factory: Any, tmp_path: Path) -> 
     port each time: the transaction coordinator reloads from __transaction_state, the group coordinator from
     __consumer_offsets, the partitions recover their transactions; the worker retries or aborts and
     rewinds, and finishes."""
-    n, kills, rng = 400, 3, random.Random(1202)
+    n, kills, rng = 800, 3, random.Random(1202)
     data_dir, port = tmp_path / "broker", free_port()
     broker = broker_factory(FAST, process=True, data_dir=data_dir, port=port)
     inputs = prepare(broker.bootstrap, n)
-    worker = Worker(broker.bootstrap, n, tmp_path)
+    # Enough transactions to outlast three kills: a commit takes ~10 ms, and the kills follow the worker's
+    # output, which they read behind it (400 inputs in 20 transactions were done before the third kill).
+    worker = Worker(broker.bootstrap, n, tmp_path, batch=5)
     try:
         worker.start()
         for _ in range(kills):
