@@ -155,7 +155,7 @@ def test_unknown_api_key_carries_the_header() -> None:
         decode_request(frame)
     assert caught.value.header.correlation_id == 3
     with pytest.raises(UnknownApiKey):
-        decode_request(struct.pack('>hhih', ApiKey.DESCRIBE_ACLS, 0, 3, -1))  # exists in Kafka, not here
+        decode_request(struct.pack('>hhih', ApiKey.DESCRIBE_DELEGATION_TOKEN, 0, 3, -1))  # Kafka's, not ours
 
 
 # --- malformed input ------------------------------------------------------------------------------------
