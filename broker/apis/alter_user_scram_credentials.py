@@ -1,6 +1,7 @@
 """AlterUserScramCredentials (key 51), version 0: upsert and delete users' SCRAM credentials in the metadata
 store (`/config/users/<user>`, Kafka's format), as Kafka's ZkAdminManager does. Only the active controller
-alters them; any other broker answers NOT_CONTROLLER for every user (Kafka's KafkaApis in ZooKeeper mode).
+alters them; any other broker answers NOT_CONTROLLER for every user (Kafka's KafkaApis in ZooKeeper mode). With
+an authorizer, ALTER on the cluster is needed, else CLUSTER_AUTHORIZATION_FAILED for every user.
 
 Per user, checked in Kafka's order, one result each:
 - an empty name: UNACCEPTABLE_CREDENTIAL "Username must not be empty"; a mechanism other than SCRAM-SHA-256 (1)
@@ -20,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation
 from broker.security.credentials import CredentialStore
 from broker.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, credential_from_salted_password
 from protocol.errors import ErrorCode
@@ -29,7 +31,7 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.NOT_CONTROLLER, ErrorCode.UNACCEPTABLE_CREDENTIAL,
                                  ErrorCode.UNSUPPORTED_SASL_MECHANISM, ErrorCode.DUPLICATE_RESOURCE,
-                                 ErrorCode.RESOURCE_NOT_FOUND)
+                                 ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 _NAMES = {t: m for m, t in MECHANISM_TYPES.items()}
 
@@ -79,10 +81,16 @@ def _alter(store: CredentialStore, upsertions: list, deletions: list) -> list[tu
 async def handle(ctx: RequestContext, request: Any) -> Any:
     Result = response_type(request).AlterUserScramCredentialsResult
     controller = ctx.server.controller
+    # Kafka's order: the controller check first, then ALTER on the cluster; either answers every user, sorted.
+    refused: tuple[ErrorCode, str | None] | None = None
     if controller is None or not controller.active:
-        users = dict.fromkeys(x.name for x in [*request.upsertions, *request.deletions])
+        refused = ErrorCode.NOT_CONTROLLER, None
+    elif not ctx.authorize_cluster(AclOperation.ALTER):
+        refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    if refused is not None:
+        users = sorted({x.name for x in [*request.upsertions, *request.deletions]})
         return response_for(request, throttle_time_ms=0, results=[
-            Result(user=u, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for u in users])
+            Result(user=u, error_code=refused[0], error_message=refused[1]) for u in users])
     results = await controller.call(_alter, CredentialStore(controller.store), list(request.upsertions),
                                     list(request.deletions))
     return response_for(request, throttle_time_ms=0, results=[

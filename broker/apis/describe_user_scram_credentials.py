@@ -6,7 +6,8 @@
   ("Cannot describe SCRAM credentials for the same user twice in a single request: <user>"); an empty name
   RESOURCE_NOT_FOUND ("Username must not be empty"); a user without a credential RESOURCE_NOT_FOUND
   ("Attempt to describe a user credential that does not exist: <user>").
-- No ACLs here yet, so CLUSTER_AUTHORIZATION_FAILED is never answered.
+- With an authorizer, DESCRIBE on the cluster is needed, else CLUSTER_AUTHORIZATION_FAILED at the top and for
+  each named user (Kafka's getErrorResponse).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.security.acl import AclOperation
 from broker.security.credentials import CredentialStore
 from broker.security.scram import MECHANISM_TYPES
 from protocol.errors import ErrorCode
@@ -21,7 +23,8 @@ from protocol.errors import ErrorCode
 API_KEY = 50
 MIN_VERSION = 0
 MAX_VERSION = 0
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.DUPLICATE_RESOURCE)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.DUPLICATE_RESOURCE,
+                                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
 def _describe(store: CredentialStore, users: list[str] | None) -> list[tuple[str, int, str | None, list]]:
@@ -51,10 +54,15 @@ def _describe(store: CredentialStore, users: list[str] | None) -> list[tuple[str
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    Result = response_type(request).DescribeUserScramCredentialsResult
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+        return response_for(request, throttle_time_ms=0, error_code=code, error_message=message, results=[
+            Result(user="", error_code=code, error_message=message, credential_infos=[])
+            for _ in request.users or []])
     controller = ctx.server.controller
     users = None if request.users is None else [u.name for u in request.users]
     results = await controller.call(_describe, CredentialStore(controller.store), users)
-    Result = response_type(request).DescribeUserScramCredentialsResult
     return response_for(request, throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=[
         Result(user=user, error_code=error, error_message=message, credential_infos=[
             Result.CredentialInfo(mechanism=m, iterations=i) for m, i in infos])

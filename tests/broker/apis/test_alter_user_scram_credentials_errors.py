@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis import alter_user_scram_credentials
+from broker.security.credentials import CredentialStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
+from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
@@ -36,6 +38,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNSUPPORTED_SASL_MECHANISM: lambda b: _alter(b, [_up("odd", mechanism=7)], []),
     ErrorCode.DUPLICATE_RESOURCE: lambda b: _alter(b, [_up("twice")], [_del("twice")]),
     ErrorCode.RESOURCE_NOT_FOUND: lambda b: _alter(b, [], [_del("never-stored")]),
+    # The authorizer on, nothing granted: ALTER on the cluster is refused, nothing is stored.
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: _alter(b, [_up("mallory")], [], denied(b)),
 }
 
 test_errors = error_path_test(alter_user_scram_credentials, PRODUCERS)
@@ -63,3 +67,15 @@ def test_upsert_describe_delete(brokers: Brokers) -> None:
     assert [(c.mechanism, c.iterations) for c in described.credential_infos] == [(SHA256, 4096)]
     everyone = brokers.call(Describe[0](users=None)).results
     assert "carol" in [r.user for r in everyone]
+
+
+def test_refused_without_alter_on_the_cluster_stores_nothing(brokers: Brokers) -> None:
+    port = denied(brokers)
+    results = _alter(brokers, [_up("zed"), _up("mallory")], [_del("mallory", SHA512)], port).results
+    assert [(r.user, r.error_code, r.error_message) for r in results] == [
+        ("mallory", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+        ("zed", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    ]
+    other = brokers.other(**{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    stored = other.call(lambda: CredentialStore(other.server.controller.store).users())
+    assert "mallory" not in stored and "zed" not in stored
