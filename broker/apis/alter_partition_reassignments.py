@@ -9,7 +9,7 @@ INVALID_REPLICA_ASSIGNMENT (empty target, a repeated or negative broker id, an a
 Kafka's message), NO_REASSIGNMENT_IN_PROGRESS (cancelling a partition not being reassigned),
 UNKNOWN_TOPIC_OR_PARTITION ("The partition does not exist."), UNKNOWN_SERVER_ERROR (a failed store write).
 `timeout_ms` is not needed: the controller answers once the reassignment is recorded, as Kafka's ZooKeeper
-controller does. Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster).
+controller does.
 With an authorizer (Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 

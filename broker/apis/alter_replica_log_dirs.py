@@ -12,8 +12,7 @@ Kafka's ReplicaManager.alterReplicaLogDirs:
   caught up, then swapped in); asking again for another dir replaces the move, for the replica's current dir
   cancels it; a replica already in that dir: NONE.
 With one log dir (the usual set-up) every case but a move can arise.
-Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED for every partition without ALTER on the
-cluster); a move cut short by a broker stop is not resumed (Kafka resumes it from the future log).
+Gaps: a move cut short by a broker stop is not resumed (Kafka resumes it from the future log).
 With an authorizer (Kafka): ALTER on the cluster, else every partition CLUSTER_AUTHORIZATION_FAILED.
 """
 

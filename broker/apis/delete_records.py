@@ -7,7 +7,7 @@ the answer waits until that low watermark reaches the offset asked for, i.e. unt
 their log start offset too (they learn the leader's from its fetch responses), or answers REQUEST_TIMED_OUT
 at `timeout_ms`. An offset above the high watermark is OFFSET_OUT_OF_RANGE; a partition not led here
 NOT_LEADER_OR_FOLLOWER (also when leadership moves while waiting); UNKNOWN_TOPIC_OR_PARTITION when no broker
-has it. Gaps: no authorization (Kafka: TOPIC_AUTHORIZATION_FAILED without DELETE on the topic).
+has it.
 With an authorizer (Kafka): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 

@@ -7,7 +7,6 @@ broker), each with its size in bytes (all segments), its offset lag (max(HW − 
 as a future log whose lag is the current log's end offset minus its own; topics without a matching
 partition left out; v4 adds the file system's total and usable bytes. A dir that cannot be read answers
 KAFKA_STORAGE_ERROR for that dir. The top-level error (v3+) is NONE.
-Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster).
 With an authorizer (Kafka): DESCRIBE on the cluster, else no log dirs and (v3+) CLUSTER_AUTHORIZATION_FAILED.
 """
 

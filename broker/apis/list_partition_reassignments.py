@@ -4,7 +4,6 @@ The partitions being reassigned (all of them when `topics` is null, else those n
 replicas (the union of original and target while it runs), adding and removing replicas, from the active
 controller. Partitions named but not being reassigned are left out, as Kafka does.
 Errors: NOT_CONTROLLER (top level) on a broker that is not the active controller.
-Gaps: no authorization (Kafka: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster).
 With an authorizer (Kafka): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
