@@ -72,7 +72,6 @@ class FetchPartitionData:
     log_start_offset: int = -1
     records: object | None = None  # storage FileSlice or None
     diverging_epoch: tuple[int, int] | None = None
-    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch) for NOT_LEADER/FENCED hints
     preferred_read_replica: int = -1
     fetch_offset_metadata: LogOffsetMetadata | None = None  # where the fetch offset sits (for DelayedFetch)
     aborted_transactions: list[AbortedTxn] | None = None  # read_committed: those overlapping the records

@@ -439,13 +439,9 @@ class ReplicaManager:
             ), result.high_watermark_moved
         except KafkaApiError as e:
             found = self.partitions.get(tp)
-            hint = None
-            if found is not None and found.leader_id is not None and e.code in (
-                    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                hint = (found.leader_id, found.leader_epoch)
             return FetchPartitionData(
                 e.code, found.high_watermark if found else -1, found.high_watermark if found else -1,
-                found.log_start_offset if found and found.log else -1, current_leader=hint), False
+                found.log_start_offset if found and found.log else -1), False
 
     def find_preferred_read_replica(self, partition: Partition, params: FetchParams, fetch_offset: int,
                                     now: int) -> int | None:

@@ -94,12 +94,13 @@ def response_type(request: Any) -> Any:
 
 def current_leader(ctx: RequestContext, tp: TopicPartition) -> tuple[int, int, BrokerEndpoint | None]:
     """Kafka's getCurrentLeader for KIP-951 hints: (leader id, leader epoch, the leader's endpoint if it is a
-    live broker), from this broker's partition state when it hosts the partition, else from the metadata cache,
-    else (-1, -1, None)."""
+    live broker), from this broker's partition state when it hosts the partition (leader -1 if it knows none),
+    else from the metadata cache, else (-1, -1, None). Produce (v10+) and Fetch (v16+) share it."""
     server = ctx.server
     partition = server.replica_manager.partitions.get(tp)
-    if partition is not None and partition.leader_id is not None:
-        leader_id, leader_epoch = partition.leader_id, partition.leader_epoch
+    if partition is not None:
+        leader_id = partition.leader_id if partition.leader_id is not None else -1
+        leader_epoch = partition.leader_epoch
     else:
         pm = server.metadata_cache.partition(tp.topic, tp.partition)
         leader_id, leader_epoch = (pm.leader, pm.leader_epoch) if pm is not None else (-1, -1)

@@ -29,7 +29,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.base import RequestContext, current_leader, response_for, response_type
 from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
 from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
@@ -194,12 +194,12 @@ def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool
         if data.diverging_epoch is not None:
             fields["diverging_epoch"] = PartData.EpochEndOffset(epoch=data.diverging_epoch[0],
                                                                 end_offset=data.diverging_epoch[1])
-        if data.current_leader is not None and v >= 16:
+        if v >= 16 and data.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
             # Kafka sends the hint only from v16, with the leader's endpoint when it is a live broker: below
             # that a client (kafka-python at v12) would route to a leader its metadata may not list yet.
-            leader_id, leader_epoch = data.current_leader
+            # Computed when the answer is built (after any wait in the purgatory), as Produce's hint is.
+            leader_id, leader_epoch, leader = current_leader(ctx, tp)
             fields["current_leader"] = PartData.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
-            leader = cache.listed_brokers(ctx.listener).get(leader_id)
             if leader is not None:
                 node_endpoints[leader_id] = Resp.NodeEndpoint(node_id=leader_id, host=leader.host,
                                                               port=leader.port, rack=leader.rack)

@@ -2,7 +2,9 @@
 
 Kafka fills `current_leader` on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH only from Fetch v16, and adds
 the leader's endpoint to `node_endpoints` when the leader is a live broker; below v16 the field (tagged,
-from v12) stays unset. kafka-python fetches at v12 and moves its cached leader to the hinted one: had we
+from v12) stays unset. The hint is Kafka's getCurrentLeader, as for Produce: this broker's partition state when
+it hosts the partition, else the metadata cache (a broker the partition has moved away from still points the
+consumer to the leader). kafka-python fetches at v12 and moves its cached leader to the hinted one: had we
 hinted there, it would route the next fetch to a broker its metadata may not list yet.
 """
 
@@ -39,15 +41,16 @@ def fetch_request(version: int) -> Any:
     return decode_request(encode_request(request))
 
 
-def answer(version: int, leader: int, listed: list[int]) -> Any:
+def answer(version: int, leader: int, listed: list[int], hosted: dict[TopicPartition, Any] | None = None,
+           error: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
     cache = MetadataCache(1, "cluster")
     cache.controller_epoch = 1
     cache.set_brokers([BrokerEndpoint(b, "127.0.0.1", 9000 + b, None) for b in listed])
     cache.update_partition("t", uuid.UUID(int=5), _partition_metadata(leader))
-    server = SimpleNamespace(metadata_cache=cache)
+    server = SimpleNamespace(metadata_cache=cache, replica_manager=SimpleNamespace(partitions=hosted or {}))
     request = fetch_request(version)
     ctx = SimpleNamespace(server=server, listener=None)  # a request from inside the broker: no listener
-    data = FetchPartitionData(ErrorCode.NOT_LEADER_OR_FOLLOWER, current_leader=(leader, 4))
+    data = FetchPartitionData(error)
     response = fetch._response(ctx, request, None, False, {TP: CachedPartition(0, 1 << 20)},  # type: ignore[arg-type]
                                [(TP, data)], [])
     response.with_header(correlation_id=1)
@@ -78,4 +81,26 @@ def test_a_leader_that_is_not_a_live_broker_is_hinted_without_an_endpoint() -> N
     response = answer(16, leader=3, listed=[1, 2])
     [partition] = response.responses[0].partitions
     assert partition.current_leader.leader_id == 3
+    assert response.node_endpoints == []
+
+
+def test_a_partition_this_broker_no_longer_hosts_is_hinted_from_the_metadata_cache() -> None:
+    response = answer(16, leader=2, listed=[1, 2], hosted={})
+    [partition] = response.responses[0].partitions
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (2, 4)
+
+
+def test_a_hosted_partition_is_hinted_from_its_own_state_before_the_cache() -> None:
+    # The controller's LeaderAndIsr reached this broker before UpdateMetadata refreshed its cache.
+    hosted = {TP: SimpleNamespace(leader_id=1, leader_epoch=7)}
+    response = answer(16, leader=2, listed=[1, 2], hosted=hosted, error=ErrorCode.FENCED_LEADER_EPOCH)
+    [partition] = response.responses[0].partitions
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (1, 7)
+    assert [n.node_id for n in response.node_endpoints] == [1]
+
+
+def test_other_errors_carry_no_hint() -> None:
+    response = answer(16, leader=2, listed=[1, 2], error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    [partition] = response.responses[0].partitions
+    assert partition.current_leader is None  # the tagged field is not sent
     assert response.node_endpoints == []
