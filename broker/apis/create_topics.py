@@ -10,6 +10,9 @@ sensitivity DescribeConfigs reports); v7 the topic id.
 Duplicate names in one request: INVALID_REQUEST for that name, as Kafka; a config with a null value:
 INVALID_CONFIG "Null value not supported for topic configs: a,b". `timeout_ms` <= 0: the topics are created
 and the answer, at once, is REQUEST_TIMED_OUT (Kafka's ZkAdminManager).
+As Kafka's ZooKeeper mode, only the active controller creates topics: any other broker answers NOT_CONTROLLER for
+every topic (admin clients send to Metadata's controller_id and retry there); auto-creation from Metadata is
+not this request and works on every broker.
 With an authorizer (Kafka): CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED;
 without DESCRIBE_CONFIGS on the topic, v5+ answers no configs and topic_config_error_code
 TOPIC_AUTHORIZATION_FAILED.
@@ -31,7 +34,7 @@ API_KEY = 19
 MIN_VERSION = 0
 MAX_VERSION = 7
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
+    ErrorCode.NOT_CONTROLLER, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
     ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR,
     ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
@@ -41,7 +44,10 @@ ZERO_UUID = uuid.UUID(int=0)
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
-    assert server.controller is not None
+    Resp = response_type(request)
+    if server.controller is None or not server.controller.active:
+        return response_for(request, throttle_time_ms=0, topics=[
+            Resp.CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER) for t in request.topics])
     counts = Counter(t.name for t in request.topics)
     specs = []
     results: dict[str, TopicResult] = {}
@@ -68,7 +74,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
     results.update(await server.controller.admin.create_topics(specs, validate_only=validate_only,
                                                                timeout_ms=request.timeout_ms))
-    Resp = response_type(request)
     out = []
     for name in dict.fromkeys(t.name for t in request.topics):
         r = results[name]

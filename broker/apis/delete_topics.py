@@ -5,7 +5,8 @@ stops and deletes the replicas and removes the topic. The answer waits up to `ti
 topic to leave this broker's metadata (else REQUEST_TIMED_OUT). Unknown topics:
 UNKNOWN_TOPIC_OR_PARTITION; v6 may name topics by id (UNKNOWN_TOPIC_ID when unknown);
 `delete.topic.enable=false`: TOPIC_DELETION_DISABLED. `timeout_ms` <= 0: marked for deletion and answered
-REQUEST_TIMED_OUT at once (Kafka's ZkAdminManager).
+REQUEST_TIMED_OUT at once (Kafka's ZkAdminManager). As Kafka's ZooKeeper mode, only the active controller
+deletes: any other broker answers NOT_CONTROLLER for every topic.
 With an authorizer (Kafka): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED (a topic named by id
 the principal may not DESCRIBE is answered without its name).
 """
@@ -23,8 +24,8 @@ API_KEY = 20
 MIN_VERSION = 0
 MAX_VERSION = 6
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_DELETION_DISABLED,
-    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.NOT_CONTROLLER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.TOPIC_DELETION_DISABLED, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -32,7 +33,13 @@ ZERO_UUID = uuid.UUID(int=0)
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     server = ctx.server
-    assert server.controller is not None
+    if server.controller is None or not server.controller.active:
+        Resp = response_type(request)
+        named = ([(t.name, t.topic_id) for t in request.topics] if request.API_VERSION >= 6
+                 else [(n, None) for n in request.topic_names])
+        return response_for(request, throttle_time_ms=0, responses=[
+            Resp.DeletableTopicResult(name=name, topic_id=tid or ZERO_UUID, error_code=ErrorCode.NOT_CONTROLLER,
+                                      error_message=None) for name, tid in named])
     cache = server.metadata_cache
     entries: list[tuple[str | None, uuid.UUID | None]] = []
     if request.API_VERSION >= 6:

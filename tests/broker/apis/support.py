@@ -106,15 +106,37 @@ class Brokers:
         T = Req.CreatableTopic
         assignments = [T.CreatableReplicaAssignment(partition_index=p, broker_ids=replicas)
                        for p in range(partitions)] if replicas else []
-        resp = self.call(Req[4](topics=[T(name=name, num_partitions=-1 if replicas else partitions,
-                                          replication_factor=-1 if replicas else 1,
-                                          assignments=assignments,
-                                          configs=[T.CreatableTopicConfig(name=k, value=v)
-                                                   for k, v in (configs or {}).items()])],
-                                timeout_ms=30000, validate_only=False), port)
+        request = Req[4](topics=[T(name=name, num_partitions=-1 if replicas else partitions,
+                                   replication_factor=-1 if replicas else 1, assignments=assignments,
+                                   configs=[T.CreatableTopicConfig(name=k, value=v)
+                                            for k, v in (configs or {}).items()])],
+                         timeout_ms=30000, validate_only=False)
+        answers: list[Any] = []
+
+        def created() -> bool:
+            # As an admin client: sent to the broker `port` names as the controller, again on NOT_CONTROLLER.
+            target = port
+            if port is not None:
+                controller = self.call(request_class(ApiKey.METADATA)[9](
+                    topics=[], allow_auto_topic_creation=False), port).controller_id
+                target = self.port_of(controller, port)
+            try:
+                answers.append(self.call(request, target))
+            except OSError:
+                return False  # the broker named is dead and the metadata does not know yet
+            return answers[-1].topics[0].error_code != ErrorCode.NOT_CONTROLLER
+
+        wait_until(created, 30, f"the controller to create {name}")
+        resp = answers[-1]
         assert resp.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS), resp
         self._topics.add(key)
         return name
+
+    def port_of(self, broker_id: int, port: int) -> int:
+        """The port of cluster broker `broker_id` when `port` is a cluster broker's, else `port` (a lone broker
+        is its own controller)."""
+        ports = self._cluster.ports if self._cluster is not None else []
+        return ports[broker_id] if port in ports and 0 <= broker_id < len(ports) else port
 
     def broker_2_killed(self) -> Any:
         """Once per session: create the `KILLED_2_TOPICS`, kill -9 broker 2 and, while broker 0 still counts it

@@ -27,6 +27,8 @@ def send(b: Brokers, *topics: Any, timeout_ms: int = 30000) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.NOT_CONTROLLER: lambda b: b.call(Req[7](topics=[topic("create-elsewhere")], timeout_ms=30000,
+                                                      validate_only=False), b.not_controller_port()),
     ErrorCode.INVALID_REQUEST: lambda b: send(b, topic("create-twice"), topic("create-twice")),
     ErrorCode.INVALID_CONFIG: lambda b: send(b, topic("create-bad-config", configs={"retention.ms": "soon"})),
     ErrorCode.INVALID_TOPIC_EXCEPTION: lambda b: send(b, topic("bad name!")),

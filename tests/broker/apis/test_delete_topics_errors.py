@@ -28,6 +28,7 @@ def deletion_disabled(b: Brokers) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.NOT_CONTROLLER: lambda b: send(b, "delete-elsewhere", port=b.not_controller_port()),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "delete-missing"),
     ErrorCode.UNKNOWN_TOPIC_ID: lambda b: send(b, None, topic_id=uuid.uuid4()),
     ErrorCode.TOPIC_DELETION_DISABLED: deletion_disabled,
