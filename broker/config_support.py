@@ -61,7 +61,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain",
     "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
-    "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+    "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
     "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
 })
@@ -81,7 +81,7 @@ def is_plugin_key(name: str) -> bool:
 
 
 _TLS = ("not applied (docs/security.md): PEM stores only, SASL PLAIN and SCRAM only, no re-authentication, "
-        "delegation tokens, principal mapping rules or custom principal builders")
+        "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
 _QUOTAS = "quotas, throttles and connection limits are not enforced"
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"

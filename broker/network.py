@@ -363,6 +363,8 @@ class SocketServer:
         # SASL_SSL listeners, the TLS context every accepted connection is wrapped in.
         self.listener_name = listener_name
         self.ssl_context = ssl_context
+        # The principal of a TLS client's certificate (peercert -> name), ssl.principal.mapping.rules applied.
+        self.ssl_principal: Callable[[dict[str, Any] | None], str] | None = None
         self.on_connect: Callable[[Connection], None] | None = None
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None

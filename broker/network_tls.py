@@ -5,7 +5,8 @@ Contract (beyond broker.network's):
   (wrong CA, no certificate where `ssl.client.auth=required`, garbage or a truncated hello) closes only its
   own connection, with one log line. A handshake that has not finished within `handshake_timeout_s` closes too.
 - Once the handshake is done the principal is the client certificate's subject DN (`User:CN=...`) when it sent
-  one, else User:ANONYMOUS; requests then flow as on a PLAINTEXT connection.
+  one, mapped by the listener's `ssl.principal.mapping.rules` (no rule applies: the connection closes), else
+  User:ANONYMOUS; requests then flow as on a PLAINTEXT connection.
 - Output cannot use sendmsg or sendfile over TLS (Python's ssl has no kTLS sendfile): queued parts are
   coalesced into chunks of up to `_CHUNK` bytes, fetched file ranges read with os.pread, and each chunk is
   written with SSLSocket.send, retried with the same bytes after SSLWantWrite as OpenSSL requires.
@@ -23,6 +24,7 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.network import Connection, SendfileChunk, log
+from broker.security.principal_mapping import NoMatchingRule
 from broker.security.tls import principal_name
 
 if TYPE_CHECKING:
@@ -70,7 +72,12 @@ class TlsConnection(Connection):
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
-        self.principal = "User:" + principal_name(sock.getpeercert())
+        principal = self.server.ssl_principal or principal_name
+        try:
+            self.principal = "User:" + principal(sock.getpeercert())
+        except NoMatchingRule as e:
+            self.close(f"TLS principal: {e} (ssl.principal.mapping.rules)")  # as Kafka: no principal, no session
+            return
         self.last_active = time.monotonic()
         if sock.pending():
             self._on_readable()

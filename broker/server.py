@@ -178,14 +178,16 @@ class KafkaServer:
         """One listener's socket: TLS for SSL and SASL_SSL, an authenticator per connection for SASL_*."""
         assert self.loop is not None
         protocol = self.config.listener_security_protocol_map[ep.listener]
+        tls_listener = protocol.endswith("SSL")
         server = SocketServer(
             self.loop, ep.host, ep.port, self.handle_frame,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_timeout_ms=self.config["connections.max.idle.ms"],
             send_buffer_bytes=self.config["socket.send.buffer.bytes"],
             receive_buffer_bytes=self.config["socket.receive.buffer.bytes"],
-            listener_name=ep.listener,
-            ssl_context=tls.server_context(self.config, ep.listener) if protocol.endswith("SSL") else None)
+            listener_name=ep.listener, ssl_context=tls.server_context(self.config, ep.listener) if tls_listener
+            else None)
+        server.ssl_principal = tls.principal_builder(self.config, ep.listener) if tls_listener else None
         if protocol.startswith("SASL_"):
             mechanisms = sasl.listener_mechanisms(self.config, ep.listener, self._scram_credential)
             delay_ms = self.config["connection.failed.authentication.delay.ms"]

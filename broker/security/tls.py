@@ -13,7 +13,9 @@ Contract:
 - `principal_name(peercert)` is Kafka's default principal of a client certificate: its subject
   distinguished name as Java's X500Principal.getName() writes it (RFC 2253: the last RDN first, short
   attribute names, special characters escaped), e.g. `CN=client,O=Example,C=US`; `ANONYMOUS` without one.
-  `ssl.principal.mapping.rules` other than DEFAULT are not applied (see docs/security.md).
+- `principal_builder(config, listener)` is the listener's principal of a TLS connection: that DN mapped by
+  `ssl.principal.mapping.rules` (broker.security.principal_mapping; rules that do not parse are a start-up
+  error), `ANONYMOUS` without a client certificate; it raises NoMatchingRule when no rule applies.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from broker.config import ConfigError, KafkaConfig
+from broker.security.principal_mapping import InvalidRule, SslPrincipalMapper
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
              "TLSv1.1": ssl.TLSVersion.TLSv1_1, "TLSv1": ssl.TLSVersion.TLSv1}
@@ -155,3 +159,16 @@ def principal_name(peercert: dict[str, Any] | None) -> str:
         return "ANONYMOUS"
     rdns = ["+".join(_attribute(name, value) for name, value in rdn) for rdn in peercert["subject"]]
     return ",".join(reversed(rdns))
+
+
+def principal_builder(config: KafkaConfig, listener: str) -> Callable[[dict[str, Any] | None], str]:
+    try:
+        mapper = SslPrincipalMapper(_value(config, listener, "ssl.principal.mapping.rules"))
+    except InvalidRule as e:
+        raise ConfigError(f"listener {listener}: ssl.principal.mapping.rules: {e}") from None
+
+    def principal(peercert: dict[str, Any] | None) -> str:
+        dn = principal_name(peercert)
+        return dn if dn == "ANONYMOUS" or mapper.is_default else mapper.name(dn)
+
+    return principal
