@@ -60,7 +60,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     # listener security (docs/security.md); per-listener `listener.name.<l>.` forms count as their base key
     "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-    "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
+    "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
     "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
     "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
@@ -80,7 +80,7 @@ def is_plugin_key(name: str) -> bool:
     return name in PLUGIN_KEYS or name.startswith(_PLUGIN_PREFIXES)
 
 
-_TLS = ("not applied (docs/security.md): PEM stores only, SASL PLAIN and SCRAM only, no re-authentication, "
+_TLS = ("not applied (docs/security.md): SASL PLAIN and SCRAM only, no re-authentication, "
         "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
 _QUOTAS = "quotas, throttles and connection limits are not enforced"

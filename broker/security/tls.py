@@ -1,12 +1,13 @@
-"""TLS for a listener, with Python's `ssl` module, configured by Kafka's `ssl.*` keys in PEM form.
+"""TLS for a listener, with Python's `ssl` module, configured by Kafka's `ssl.*` keys.
 
 Contract:
 - `server_context(config, listener)` builds the listener's `ssl.SSLContext`: key store from
   `ssl.keystore.location` (a PEM file holding the private key and the certificate chain) or from the inline
   `ssl.keystore.key` + `ssl.keystore.certificate.chain`, the key decrypted with `ssl.key.password`; trust store
   from `ssl.truststore.location` or the inline `ssl.truststore.certificates`; `ssl.client.auth`
-  none/requested/required; the TLS versions `ssl.enabled.protocols` names. Only `ssl.keystore.type=PEM` and
-  `ssl.truststore.type=PEM` are served (Kafka's JKS/PKCS12 stores raise `ConfigError`, saying so).
+  none/requested/required; the TLS versions `ssl.enabled.protocols` names. Stores of type PEM, PKCS12 or JKS
+  (`ssl.keystore.type`, `ssl.truststore.type`, Kafka's default JKS; broker.security.key_stores reads the Java
+  formats with `ssl.keystore.password`, `ssl.key.password`, `ssl.truststore.password`).
 - `client_context(config, listener)` is the same for the broker's own connections to that listener (the
   inter-broker listener): it trusts the trust store, presents the key store, and checks host names when
   `ssl.endpoint.identification.algorithm` is `https` (Kafka's default).
@@ -27,10 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.config import ConfigError, KafkaConfig
+from broker.security.key_stores import KeyStoreError, read_key_store, read_trust_store
 from broker.security.principal_mapping import InvalidRule, SslPrincipalMapper
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
              "TLSv1.1": ssl.TLSVersion.TLSv1_1, "TLSv1": ssl.TLSVersion.TLSv1}
+_STORE_TYPES = ("PEM", "PKCS12", "JKS")
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
 # RFC 2253 short names, as Java's X500Principal writes them; Python's ssl module reports the long names.
@@ -70,14 +73,20 @@ def _load_key_store(ctx: ssl.SSLContext, config: KafkaConfig, listener: str, req
             raise ConfigError(f"listener {listener}: SSL needs a key store (ssl.keystore.location, or "
                               "ssl.keystore.certificate.chain with ssl.keystore.key)")
         return
-    if store_type != "PEM":
-        raise ConfigError(f"ssl.keystore.type {store_type}: only PEM key stores are supported (set "
-                          "ssl.keystore.type=PEM)")
+    if store_type not in _STORE_TYPES:
+        raise ConfigError(f"ssl.keystore.type {store_type}: use PEM, PKCS12 or JKS")
     try:
-        if location:
+        if store_type != "PEM":
+            if not location:
+                raise ConfigError(f"listener {listener}: a {store_type} key store needs ssl.keystore.location")
+            key_pem, chain_pem = read_key_store(store_type, location, _value(config, listener, "ssl.keystore.password"),
+                                                password)
+            key, chain, password = key_pem.decode(), chain_pem.decode(), None
+        elif location:
             ctx.load_cert_chain(location, password=password)
             return
-        # load_cert_chain reads files only: the inline PEM goes through a private temporary file, removed at once.
+        # load_cert_chain reads files only: inline PEM and keys from Java stores go through a private temporary
+        # file, removed at once.
         fd, path = tempfile.mkstemp(prefix="keystore-", suffix=".pem")
         try:
             with os.fdopen(fd, "w") as f:
@@ -85,7 +94,7 @@ def _load_key_store(ctx: ssl.SSLContext, config: KafkaConfig, listener: str, req
             ctx.load_cert_chain(path, password=password)
         finally:
             os.unlink(path)
-    except (ssl.SSLError, OSError) as e:
+    except (ssl.SSLError, OSError, KeyStoreError) as e:
         raise ConfigError(f"listener {listener}: cannot load the key store: {e}") from None
 
 
@@ -95,15 +104,19 @@ def _load_trust_store(ctx: ssl.SSLContext, config: KafkaConfig, listener: str) -
     if not location and not certificates:
         return False
     store_type = (_value(config, listener, "ssl.truststore.type") or "").upper()
-    if store_type != "PEM":
-        raise ConfigError(f"ssl.truststore.type {store_type}: only PEM trust stores are supported (set "
-                          "ssl.truststore.type=PEM)")
+    if store_type not in _STORE_TYPES:
+        raise ConfigError(f"ssl.truststore.type {store_type}: use PEM, PKCS12 or JKS")
     try:
-        if location:
+        if store_type != "PEM":
+            if not location:
+                raise ConfigError(f"listener {listener}: a {store_type} trust store needs ssl.truststore.location")
+            ctx.load_verify_locations(cadata=read_trust_store(store_type, location,
+                                                              _value(config, listener, "ssl.truststore.password")))
+        elif location:
             ctx.load_verify_locations(cafile=location)
         else:
             ctx.load_verify_locations(cadata=certificates)
-    except (ssl.SSLError, OSError) as e:
+    except (ssl.SSLError, OSError, KeyStoreError) as e:
         raise ConfigError(f"listener {listener}: cannot load the trust store: {e}") from None
     return True
 
