@@ -60,8 +60,9 @@ IMPLEMENTED: frozenset[str] = frozenset({
     # listener security (docs/security.md); per-listener `listener.name.<l>.` forms count as their base key
     "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-    "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
-    "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
+    "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
+    "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
     "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
 })
