@@ -151,6 +151,14 @@ def check_persistable(props: Mapping[str, str], per_broker: bool) -> None:
             raise NotPersistable("Password encoder secret not configured")
 
 
+def loggable(props: Mapping[str, str]) -> dict[str, str]:
+    """`props` with the values of sensitive keys (passwords, keys of unknown type) replaced, as Kafka logs them."""
+    def sensitive(name: str) -> bool:
+        key = BROKER_KEYS.get(_base(name))
+        return key is None or key.type == PASSWORD
+    return {k: "(redacted)" if sensitive(k) else v for k, v in props.items()}
+
+
 def from_persistent(props: Mapping[str, str], per_broker: bool, what: str) -> dict[str, str]:
     """Kafka's fromPersistentProps: drop what cannot apply (bad values, read-only or per-broker keys at the
     wrong level, undecodable passwords), each with one error line."""
@@ -218,7 +226,7 @@ class DynamicBrokerConfig:
         assert self.store is not None
         store = self.store
         await asyncio.to_thread(store.write, entity, dict(props))
-        log.info("dynamic config of %s set to %s", _what(entity), dict(props))
+        log.info("dynamic config of %s set to %s", _what(entity), loggable(props))
         self.apply(entity, props)
 
     def _on_change(self, entity: str) -> None:

@@ -85,3 +85,22 @@ def test_broker_synonyms_and_the_cluster_default_resource() -> None:
     assert sorted(cluster) == ["log.cleaner.threads", "log.retention.ms"]
     assert synonyms(cluster["log.cleaner.threads"]) == [("log.cleaner.threads", "2", DYN_DEFAULT)]
     assert cluster["log.cleaner.threads"].value == "2"
+
+
+def test_secrets_in_every_form_are_answered_without_their_value() -> None:
+    # As Kafka: PASSWORD keys, their per-listener forms and any key whose type it cannot tell (a SASL JAAS
+    # config with its mechanism prefix) are sensitive: value and synonym values null.
+    secrets = {
+        "ssl.keystore.password": "ks-hush", "ssl.truststore.password": "ts-hush",
+        "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----x", "ssl.truststore.certificates": "pem",
+        "sasl.jaas.config": 'PlainLoginModule required user_a="a-hush";',
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": 'PlainLoginModule required user_b="b-hush";',
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": 'ScramLoginModule required password="c-hush";',
+        "listener.name.ssl.ssl.key.password": "d-hush",
+    }
+    entries = by_name(describe_broker(KafkaConfig({"broker.id": "0", **secrets})))
+    for name in secrets:
+        entry = entries[name]
+        assert entry.sensitive and entry.value is None, name
+        assert all(s.value is None for s in entry.synonyms), name
+    assert "hush" not in repr(list(entries.values()))

@@ -22,7 +22,7 @@ from broker.config_admin import (
     topic_list_default,
 )
 from broker.config_types import ConfigError
-from broker.dynamic_config import check_persistable, from_persistent, validate
+from broker.dynamic_config import check_persistable, from_persistent, loggable, validate
 from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore
 from broker.metadata import LocalMetadataStore
 from protocol.errors import ErrorCode
@@ -123,3 +123,10 @@ def test_store_layout_is_kafkas_and_changes_are_announced(tmp_path: Path) -> Non
     finally:
         configs.close()
         store.close()
+
+
+def test_a_logged_dynamic_config_never_shows_a_sensitive_value() -> None:
+    shown = loggable({"log.cleaner.threads": "2", "custom.token": "t0ken-hush",
+                      "listener.name.ssl.ssl.key.password": "k3y-hush"})
+    assert shown == {"log.cleaner.threads": "2", "custom.token": "(redacted)",
+                     "listener.name.ssl.ssl.key.password": "(redacted)"}
