@@ -81,7 +81,7 @@ def is_plugin_key(name: str) -> bool:
     return name in PLUGIN_KEYS or name.startswith(_PLUGIN_PREFIXES)
 
 
-_TLS = ("not applied (docs/security.md): SASL PLAIN and SCRAM only, no re-authentication, "
+_TLS = ("not applied (docs/security.md): no GSSAPI or OIDC validation, no re-authentication, "
         "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
 _QUOTAS = "quotas, throttles and connection limits are not enforced"

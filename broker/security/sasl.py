@@ -10,8 +10,9 @@ Contract:
 - After SaslHandshake v1 the client's tokens come in SaslAuthenticate v0-v2 requests and leave in their
   responses (session_lifetime_ms 0: no re-authentication is asked for); after v0 they come as raw
   size-prefixed tokens and leave the same way (the flow kafka-python and old clients use).
-- Mechanisms: PLAIN (users from the listener's JAAS config, Kafka's `user_<name>="<password>"` options) and
-  SCRAM-SHA-256/512 (credentials from the metadata store at each authentication).
+- Mechanisms: PLAIN (users from the listener's JAAS config, Kafka's `user_<name>="<password>"` options),
+  SCRAM-SHA-256/512 (credentials from the metadata store at each authentication) and OAUTHBEARER
+  (broker.security.oauthbearer: Kafka's unsecured validator, or a Python validator the listener names).
 - A failed authentication is answered, after `connection.failed.authentication.delay.ms`, with
   SASL_AUTHENTICATION_FAILED and Kafka's message (PLAIN: "Authentication failed: Invalid username or
   password"; SCRAM: "Authentication failed during authentication due to invalid credentials with SASL mechanism
@@ -35,6 +36,8 @@ from typing import Any
 from broker.apis.base import RequestContext
 from broker.config import ConfigError, KafkaConfig
 from broker.network import Connection, Response
+from broker.security.oauthbearer import OAuthBearerServer, listener_validator
+from broker.security.sasl_errors import AuthenticationFailed, InvalidSaslMessage
 from broker.security.scram import MECHANISMS, ScramCredential, ScramError, ScramServer
 from protocol import ApiKey, ProtocolError, decode_request, response_class
 from protocol.api_keys import api_name
@@ -42,7 +45,9 @@ from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.security")
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # ours as a client too (inter-broker)
+SERVER_MECHANISMS = (*SUPPORTED_MECHANISMS, "OAUTHBEARER")
+__all__ = ["AuthenticationFailed", "InvalidSaslMessage", "SERVER_MECHANISMS", "SUPPORTED_MECHANISMS"]
 
 _JAAS_RE = re.compile(r'\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)')
 
@@ -67,14 +72,6 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
     if not rest[pos:].strip().startswith(";") or rest[pos:].strip() != ";":
         raise ConfigError("sasl.jaas.config: the login module entry must end with ';'")
     return parts[0], options
-
-
-class AuthenticationFailed(Exception):
-    """`message` goes to the client (Kafka's text); `user` is for the log line only."""
-
-    def __init__(self, message: str, user: str | None) -> None:
-        super().__init__(message)
-        self.user = user
 
 
 class PlainServer:
@@ -111,10 +108,10 @@ CredentialLookup = Callable[[str, str], Awaitable[ScramCredential | None]]
 def listener_mechanisms(config: KafkaConfig, listener: str, lookup: CredentialLookup) -> dict[str, MechanismFactory]:
     """The listener's enabled mechanisms -> a factory of their server side (ConfigError for what we lack)."""
     enabled = [m.strip() for m in config.listener_value(listener, "sasl.enabled.mechanisms") or [] if m.strip()]
-    unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
+    unsupported = [m for m in enabled if m not in SERVER_MECHANISMS]
     if unsupported:
         raise ConfigError(f"listener {listener}: sasl.enabled.mechanisms {','.join(unsupported)} not supported "
-                          f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+                          f"(supported: {', '.join(SERVER_MECHANISMS)})")
     if not enabled:
         raise ConfigError(f"listener {listener}: sasl.enabled.mechanisms is empty")
     out: dict[str, MechanismFactory] = {}
@@ -127,6 +124,12 @@ def listener_mechanisms(config: KafkaConfig, listener: str, lookup: CredentialLo
             _, options = parse_jaas(getattr(jaas, "value", jaas))
             users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
             out[mechanism] = lambda users=users: PlainServer(users)
+        elif mechanism == "OAUTHBEARER":
+            jaas = config.listener_value(listener, "sasl.jaas.config", "oauthbearer")
+            _, options = parse_jaas(getattr(jaas, "value", jaas)) if jaas else ("", {})
+            handler = config.listener_value(listener, "sasl.server.callback.handler.class", "oauthbearer")
+            validator = listener_validator(options, getattr(handler, "value", handler))
+            out[mechanism] = lambda validator=validator: OAuthBearerServer(validator)
         else:
             out[mechanism] = lambda mechanism=mechanism: ScramServer(mechanism, lookup)
     return out
@@ -206,7 +209,7 @@ class SaslAuthenticator:
         request, ctx = decoded
         try:
             challenge = await self.sasl.evaluate(bytes(request.auth_bytes))
-        except (AuthenticationFailed, ScramError) as e:
+        except (AuthenticationFailed, ScramError, InvalidSaslMessage) as e:
             message, user = self._failure(e)
             response = _response(request, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message,
                                  auth_bytes=b"", session_lifetime_ms=0)
@@ -221,7 +224,7 @@ class SaslAuthenticator:
     async def _raw_token(self, token: bytes) -> Response | None:
         try:
             challenge = await self.sasl.evaluate(token)
-        except (AuthenticationFailed, ScramError) as e:
+        except (AuthenticationFailed, ScramError, InvalidSaslMessage) as e:
             message, user = self._failure(e)
             await asyncio.sleep(self.failure_delay_s)
             self._log_failure(message, user)
@@ -240,7 +243,7 @@ class SaslAuthenticator:
         log.debug("%s: authenticated as %s with %s", self.conn, self.conn.principal, self.mechanism)
 
     def _failure(self, e: Exception) -> tuple[str, str | None]:
-        if isinstance(e, ScramError):
+        if isinstance(e, (ScramError, InvalidSaslMessage)):
             return ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
                     f"{self.mechanism}", self.sasl.username)
         return str(e), getattr(e, "user", None)
