@@ -64,7 +64,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "ssl.truststore.location", "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
     "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
-    "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size",
+    "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size", "connections.max.reauth.ms",
 })
 
 # This broker's own keys (Kafka has no such key).
@@ -81,7 +81,7 @@ def is_plugin_key(name: str) -> bool:
     return name in PLUGIN_KEYS or name.startswith(_PLUGIN_PREFIXES)
 
 
-_TLS = ("not applied (docs/security.md): no GSSAPI or OIDC validation, no re-authentication, "
+_TLS = ("not applied (docs/security.md): no GSSAPI, OIDC validation, "
         "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
 _QUOTAS = "quotas, throttles and connection limits are not enforced"

@@ -218,13 +218,8 @@ class KafkaServer:
         return await self.controller.call(CredentialStore(self.controller.store).credential, user, mechanism)
 
     def _handle_sasl_frame(self, conn: Connection, frame: bytearray) -> Any:
-        """A SASL listener's frames: the connection's authenticator's until the client is authenticated."""
-        auth = conn.auth
-        if auth is not None:
-            if not auth.complete:
-                return auth.handle(frame)
-            conn.auth = None
-        return self.handle_frame(conn, frame)
+        """A SASL listener's frames: its connection's authenticator sees them first (broker.security.sasl.route)."""
+        return sasl.route(conn, frame, self.handle_frame)
 
     async def _wait_for_metadata(self) -> None:
         """A broker that joins a cluster hears from the controller moments after it registers. Until the

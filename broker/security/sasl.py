@@ -8,8 +8,15 @@ Contract:
   bytes that are not a Kafka request, close the connection with one log line ("Unexpected Kafka request of
   type ... during SASL handshake.").
 - After SaslHandshake v1 the client's tokens come in SaslAuthenticate v0-v2 requests and leave in their
-  responses (session_lifetime_ms 0: no re-authentication is asked for); after v0 they come as raw
-  size-prefixed tokens and leave the same way (the flow kafka-python and old clients use).
+  responses; after v0 they come as raw size-prefixed tokens and leave the same way (the flow kafka-python and
+  old clients use).
+- Re-authentication (KIP-368) as Kafka: a session ends after the lesser of the mechanism's
+  `connections.max.reauth.ms` (when > 0; per listener and mechanism as `listener.name.<l>.<mech>.`) and the
+  credential's remaining lifetime (an OAuth token's expiry); SaslAuthenticate v1+ tells the client
+  (`session_lifetime_ms`). A SaslHandshake on the authenticated connection starts a re-authentication (at most
+  one a second) with the same mechanism and principal (else it fails and the connection closes); any other
+  request after the session's end closes the connection. Without a session end, a SaslHandshake after
+  authentication is answered ILLEGAL_SASL_STATE by its handler, as KafkaApis does.
 - Mechanisms: PLAIN (users from the listener's JAAS config, Kafka's `user_<name>="<password>"` options),
   SCRAM-SHA-256/512 (credentials from the metadata store at each authentication) and OAUTHBEARER
   (broker.security.oauthbearer: Kafka's unsecured validator, or a Python validator the listener names).
@@ -29,6 +36,7 @@ import asyncio
 import hmac
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from struct import unpack_from
 from typing import Any
@@ -116,23 +124,37 @@ def listener_mechanisms(config: KafkaConfig, listener: str, lookup: CredentialLo
         raise ConfigError(f"listener {listener}: sasl.enabled.mechanisms is empty")
     out: dict[str, MechanismFactory] = {}
     for mechanism in enabled:
-        if mechanism == "PLAIN":
-            jaas = config.listener_value(listener, "sasl.jaas.config", "plain")
-            if not jaas:
-                raise ConfigError(f"listener {listener}: PLAIN needs listener.name.{listener.lower()}"
-                                  ".plain.sasl.jaas.config with user_<name>=\"<password>\" options")
-            _, options = parse_jaas(getattr(jaas, "value", jaas))
-            users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
-            out[mechanism] = lambda users=users: PlainServer(users)
-        elif mechanism == "OAUTHBEARER":
-            jaas = config.listener_value(listener, "sasl.jaas.config", "oauthbearer")
-            _, options = parse_jaas(getattr(jaas, "value", jaas)) if jaas else ("", {})
-            handler = config.listener_value(listener, "sasl.server.callback.handler.class", "oauthbearer")
-            validator = listener_validator(options, getattr(handler, "value", handler))
-            out[mechanism] = lambda validator=validator: OAuthBearerServer(validator)
-        else:
-            out[mechanism] = lambda mechanism=mechanism: ScramServer(mechanism, lookup)
+        reauth_ms = config.listener_value(listener, "connections.max.reauth.ms", mechanism) or 0
+        out[mechanism] = _with_reauth(_mechanism_factory(config, listener, mechanism, lookup), reauth_ms)
     return out
+
+
+def _with_reauth(factory: MechanismFactory, reauth_ms: int) -> MechanismFactory:
+    def make() -> Any:
+        server = factory()
+        server.max_reauth_ms = reauth_ms
+        return server
+    return make
+
+
+def _mechanism_factory(config: KafkaConfig, listener: str, mechanism: str,
+                       lookup: CredentialLookup) -> MechanismFactory:
+    """The server side of one mechanism, configured for the listener."""
+    if mechanism == "PLAIN":
+        jaas = config.listener_value(listener, "sasl.jaas.config", "plain")
+        if not jaas:
+            raise ConfigError(f"listener {listener}: PLAIN needs listener.name.{listener.lower()}"
+                              ".plain.sasl.jaas.config with user_<name>=\"<password>\" options")
+        _, options = parse_jaas(getattr(jaas, "value", jaas))
+        users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
+        return lambda: PlainServer(users)
+    if mechanism == "OAUTHBEARER":
+        jaas = config.listener_value(listener, "sasl.jaas.config", "oauthbearer")
+        _, options = parse_jaas(getattr(jaas, "value", jaas)) if jaas else ("", {})
+        handler = config.listener_value(listener, "sasl.server.callback.handler.class", "oauthbearer")
+        validator = listener_validator(options, getattr(handler, "value", handler))
+        return lambda: OAuthBearerServer(validator)
+    return lambda: ScramServer(mechanism, lookup)
 
 
 # States of one connection's authentication.
@@ -140,7 +162,8 @@ _HANDSHAKE_OR_VERSIONS, _HANDSHAKE, _AUTHENTICATE, _AUTHENTICATE_RAW, _COMPLETE,
 
 
 class SaslAuthenticator:
-    __slots__ = ("server", "conn", "mechanisms", "failure_delay_s", "state", "mechanism", "sasl")
+    __slots__ = ("server", "conn", "mechanisms", "failure_delay_s", "state", "mechanism", "sasl", "session_expiry",
+                 "_previous", "_reauth_started", "_bad_mechanism", "_max_receive")
 
     def __init__(self, server: Any, conn: Connection, mechanisms: dict[str, MechanismFactory],
                  failure_delay_ms: int) -> None:
@@ -151,10 +174,37 @@ class SaslAuthenticator:
         self.state = _HANDSHAKE_OR_VERSIONS
         self.mechanism: str | None = None
         self.sasl: Any = None
+        self.session_expiry: float | None = None  # monotonic time the session ends; None: it does not (no KIP-368)
+        self._previous: tuple[str | None, str] | None = None  # (mechanism, principal) while re-authenticating
+        self._reauth_started = -1.0
+        self._bad_mechanism: str | None = None
+        self._max_receive = 0
 
     @property
     def complete(self) -> bool:
         return self.state == _COMPLETE
+
+    def takes(self, frame: bytearray) -> bool:
+        """After authentication, whether `frame` is this authenticator's (`handle` it): a SaslHandshake that
+        starts a re-authentication (at most one a second, as Kafka), or any request once the session has expired
+        without one — the connection is then closed, as Kafka's SocketServer closes it."""
+        if self.session_expiry is None:
+            return False
+        now = time.monotonic()
+        if len(frame) >= 2 and unpack_from(">h", frame, 0)[0] == ApiKey.SASL_HANDSHAKE and \
+                now - self._reauth_started >= 1.0:
+            self._reauth_started = now
+            self._previous = (self.mechanism, self.conn.principal)
+            self.state = _HANDSHAKE
+            self.conn.max_frame_bytes = self._max_receive
+            return True
+        if now > self.session_expiry:
+            self.state = _FAILED
+            log.info("%s: closing: the SASL session of %s expired and was not re-authenticated", self.conn,
+                     self.conn.principal)
+            self.conn.close(None)
+            return True
+        return False
 
     def handle(self, frame: bytearray) -> Any:
         if self.state == _FAILED:
@@ -197,6 +247,10 @@ class SaslAuthenticator:
             response = _response(request, error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
             self._send_then_close(ctx, response, f"Unsupported SASL mechanism {mechanism}", None, delay=False)
             return None
+        if self._previous is not None and mechanism != self._previous[0]:
+            # Kafka answers this handshake and fails the authentication that follows.
+            self._bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                                   f"re-authentication of mechanism '{self._previous[0]}'")
         self.mechanism = mechanism
         self.sasl = self.mechanisms[mechanism]()
         self.state = _AUTHENTICATE if ctx.api_version >= 1 else _AUTHENTICATE_RAW
@@ -208,7 +262,7 @@ class SaslAuthenticator:
             return None
         request, ctx = decoded
         try:
-            challenge = await self.sasl.evaluate(bytes(request.auth_bytes))
+            challenge, lifetime_ms = await self._evaluate(bytes(request.auth_bytes))
         except (AuthenticationFailed, ScramError, InvalidSaslMessage) as e:
             message, user = self._failure(e)
             response = _response(request, error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message,
@@ -216,14 +270,19 @@ class SaslAuthenticator:
             await asyncio.sleep(self.failure_delay_s)
             self._send_then_close(ctx, response, message, user, delay=False)
             return None
-        if self.sasl.complete:
-            self._completed()
         return self.server._encode(ctx, _response(request, error_code=ErrorCode.NONE, error_message=None,
-                                                  auth_bytes=challenge, session_lifetime_ms=0))
+                                                  auth_bytes=challenge, session_lifetime_ms=lifetime_ms))
+
+    async def _evaluate(self, token: bytes) -> tuple[bytes, int]:
+        """The mechanism's answer to the client's token, and the session's lifetime once authenticated."""
+        if self._bad_mechanism is not None:
+            raise AuthenticationFailed(self._bad_mechanism, None)
+        challenge = await self.sasl.evaluate(token)
+        return challenge, self._completed() if self.sasl.complete else 0
 
     async def _raw_token(self, token: bytes) -> Response | None:
         try:
-            challenge = await self.sasl.evaluate(token)
+            challenge, _ = await self._evaluate(token)
         except (AuthenticationFailed, ScramError, InvalidSaslMessage) as e:
             message, user = self._failure(e)
             await asyncio.sleep(self.failure_delay_s)
@@ -231,16 +290,42 @@ class SaslAuthenticator:
             self.state = _FAILED
             self.conn.close(None)
             return None
-        if self.sasl.complete:
-            self._completed()
         return Response(len(challenge), [challenge])  # PLAIN's is empty: a zero-size frame, as Kafka sends
 
     # ---- outcomes
-    def _completed(self) -> None:
+    def _completed(self) -> int:
+        """The client is authenticated: its principal, and the session's lifetime in ms (0: no expiry)."""
+        principal = f"User:{self.sasl.username}"
+        if self._previous is not None and principal != self._previous[1]:
+            old = self._previous[1].replace(":", ".", 1)
+            raise AuthenticationFailed(f"Cannot change principals during re-authentication from {old}: "
+                                       f"{principal.replace(':', '.', 1)}", self.sasl.username)
+        lifetime_ms = self._session_lifetime_ms()
         self.state = _COMPLETE
-        self.conn.principal = f"User:{self.sasl.username}"
+        self.conn.principal = principal
+        if self._previous is None:
+            self._max_receive = self.conn.max_frame_bytes
         self.conn.max_frame_bytes = self.conn.server.max_request_bytes  # no longer bounded as unauthenticated
-        log.debug("%s: authenticated as %s with %s", self.conn, self.conn.principal, self.mechanism)
+        log.debug("%s: %s as %s with %s, session lifetime %d ms", self.conn,
+                  "authenticated" if self._previous is None else "re-authenticated", principal, self.mechanism,
+                  lifetime_ms)
+        self._previous = None
+        return lifetime_ms
+
+    def _session_lifetime_ms(self) -> int:
+        """Kafka's rule (KIP-368): the lesser of the mechanism's connections.max.reauth.ms (when > 0) and the
+        credential's remaining lifetime (an OAuth token's expiry); no session end when neither applies."""
+        max_reauth_ms = getattr(self.sasl, "max_reauth_ms", 0)
+        credential_expiry_ms = getattr(self.sasl, "session_expiry_ms", None)
+        if credential_expiry_ms is None and max_reauth_ms <= 0:
+            self.session_expiry = None
+            return 0
+        lifetimes = [max_reauth_ms] if max_reauth_ms > 0 else []
+        if credential_expiry_ms is not None:
+            lifetimes.append(credential_expiry_ms - int(time.time() * 1000))
+        lifetime_ms = max(0, min(lifetimes))
+        self.session_expiry = time.monotonic() + lifetime_ms / 1000
+        return lifetime_ms
 
     def _failure(self, e: Exception) -> tuple[str, str | None]:
         if isinstance(e, (ScramError, InvalidSaslMessage)):
@@ -264,6 +349,19 @@ class SaslAuthenticator:
         log.info("%s: closing during SASL authentication: %s", self.conn, reason)
         self.conn.close(None)
         return None
+
+
+def route(conn: Connection, frame: bytearray, handle_frame: Callable[[Connection, bytearray], Any]) -> Any:
+    """A SASL listener's frame: the connection's authenticator's until the client is authenticated, then those
+    it takes (KIP-368: a re-authentication, or any request once the session expired); the rest are served as on
+    any listener."""
+    auth = conn.auth
+    if auth is not None:
+        if not auth.complete or auth.takes(frame):
+            return auth.handle(frame)
+        if auth.session_expiry is None:
+            conn.auth = None  # no session end on this connection: the authenticator's work is done
+    return handle_frame(conn, frame)
 
 
 def _name(api_key: int) -> str:
