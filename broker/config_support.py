@@ -65,6 +65,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
     "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size", "connections.max.reauth.ms",
+    "quota.window.num", "quota.window.size.seconds",
 })
 
 # This broker's own keys (Kafka has no such key).
@@ -84,7 +85,8 @@ def is_plugin_key(name: str) -> bool:
 _TLS = ("not applied (docs/security.md): no GSSAPI, OIDC validation, "
         "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
-_QUOTAS = "quotas, throttles and connection limits are not enforced"
+_QUOTAS = ("byte-rate client quotas only: request and controller-mutation quotas, replication throttles and "
+           "connection limits are not enforced")
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"
 _GROUPS = "the classic group protocol only (no KIP-848 consumer groups, no share groups)"

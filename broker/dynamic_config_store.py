@@ -62,31 +62,38 @@ class BrokerConfigStore:
         write_entity_config(self._tree, "brokers", entity, props)
 
     def watch(self, callback: Callable[[str], None]) -> None:
-        def on_new(notifications: list[bytes]) -> None:
-            entities: list[str] = []
-            for data in notifications:
-                try:
-                    kind, _, entity = znodes.decode_config_change(data).partition("/")
-                except MetadataError:
-                    continue  # the store's own watcher logs unreadable notifications
-                if kind == "brokers" and entity and entity not in entities:
-                    entities.append(entity)
-            for entity in entities:
-                self._deliver(callback, entity)
-
-        self._notifications = SequentialNotifications(self._tree, znodes.CONFIG_CHANGES, znodes.CONFIG_CHANGE_PREFIX,
-                                                      on_new, "broker config changes")
-        self._notifications.start()
-
-    def _deliver(self, callback: Callable[[str], None], entity: str) -> None:
-        try:
-            self._dispatch(lambda: _logged(callback)(entity))
-        except RuntimeError:
-            pass  # the event loop is closed: the broker is shutting down
+        self._notifications = watch_config_changes(self._tree, "brokers", lambda path: callback(path[0]),
+                                                   self._dispatch)
 
     def close(self) -> None:
         if self._notifications is not None:
             self._notifications.close()
+
+
+def watch_config_changes(tree: Any, kind: str, callback: Callable[[list[str]], None],
+                         dispatch: Callable[[Callable[[], None]], None]) -> SequentialNotifications:
+    """Calls `callback(entity path)` through `dispatch` for each new /config/changes notification of `kind`
+    ("brokers", "users", "clients"), the path split at "/" without the kind (["alice", "clients", "app"]), each
+    path once per batch. Notifications present when watching starts are skipped."""
+    def on_new(notifications: list[bytes]) -> None:
+        paths: list[list[str]] = []
+        for data in notifications:
+            try:
+                parts = znodes.decode_config_change(data).split("/")
+            except MetadataError:
+                continue  # the store's own watcher logs unreadable notifications
+            if parts[0] == kind and len(parts) > 1 and parts[1] and parts[1:] not in paths:
+                paths.append(parts[1:])
+        for path in paths:
+            try:
+                dispatch(lambda path=path: _logged(callback)(path))
+            except RuntimeError:
+                pass  # the event loop is closed: the broker is shutting down
+
+    notifications = SequentialNotifications(tree, znodes.CONFIG_CHANGES, znodes.CONFIG_CHANGE_PREFIX, on_new,
+                                            f"{kind} config changes")
+    notifications.start()
+    return notifications
 
 
 def _logged(fn: Callable[..., Any]) -> Callable[..., None]:
@@ -94,6 +101,6 @@ def _logged(fn: Callable[..., Any]) -> Callable[..., None]:
         try:
             fn(*args)
         except Exception:
-            log.exception("broker config change handling failed")
+            log.exception("config change handling failed")
 
     return run

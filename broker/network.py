@@ -73,7 +73,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
-        "max_frame_bytes",
+        "max_frame_bytes", "_throttled",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -99,6 +99,7 @@ class Connection:
         self.principal = "User:ANONYMOUS"
         self.auth: Any = None  # a SASL listener's authenticator, until the client is authenticated
         self.max_frame_bytes = server.max_request_bytes
+        self._throttled = False
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -106,7 +107,7 @@ class Connection:
 
     # ---- reading
     def _resume_reading(self) -> None:
-        if not self._reading and not self.closed:
+        if not self._reading and not self.closed and not self._throttled:
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -187,8 +188,20 @@ class Connection:
         return True
 
     # ---- request processing (one at a time per connection)
+    def throttle(self, delay_s: float) -> None:
+        """Mute the connection for `delay_s` (a quota was exceeded, KIP-219): no reading and no processing of
+        queued requests; responses already made still go out."""
+        self._throttled = True
+        self._pause_reading()
+        self.loop.call_later(delay_s, self._unthrottle)
+
+    def _unthrottle(self) -> None:
+        self._throttled = False
+        if not self.closed:
+            self._process()
+
     def _process(self) -> None:
-        while self._frames and not self._busy and not self.closed:
+        while self._frames and not self._busy and not self.closed and not self._throttled:
             frame = self._frames.popleft()
             self.requests += 1
             try:

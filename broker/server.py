@@ -45,6 +45,7 @@ from broker.security import sasl, tls
 from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
+from broker.security.quotas import ClientQuotas
 from broker.topics import TopicConfigs
 from broker.txn_verification import AddPartitionsToTxnManager
 from protocol import (
@@ -96,6 +97,7 @@ class KafkaServer:
         self.io_executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-io")
         self.topic_configs = TopicConfigs(config)
         self.dynamic_config = DynamicBrokerConfig(self)
+        self.quotas = ClientQuotas(self.config["quota.window.num"], self.config["quota.window.size.seconds"])
         self.authorizer = authorizer_from_config(config)  # None: no authorization (authorizer.class.name empty)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
                                       topic_configs=self.topic_configs.overrides,
@@ -150,6 +152,7 @@ class KafkaServer:
         self.controller = Controller.create(self)
         # Dynamic broker configs (KIP-226) apply before anything serves: Kafka loads them at start-up too.
         await self.dynamic_config.startup(self.controller.store)
+        await self.quotas.startup(self.controller.store)
         if self.authorizer is not None:  # ACLs are loaded before anything serves, as Kafka's authorizer does
             await self.authorizer.startup(self.controller.store)
         self.fetcher_manager = ReplicaFetcherManager(self)
@@ -294,6 +297,7 @@ class KafkaServer:
         await self.replica_manager.stop_isr_updates()  # they write through the controller's store
         await self.log_dir_mover.shutdown()
         self.dynamic_config.shutdown()
+        self.quotas.shutdown()
         if self.authorizer is not None:
             self.authorizer.shutdown()
         if self.controller is not None:

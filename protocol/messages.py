@@ -113,6 +113,9 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: _pair_in(_OURS, "AllocateProducerIds"),
     ApiKey.ELECT_LEADERS: _pair_in(_KAFKA + "admin.topics", "ElectLeaders"),
+    # --- client quotas (issue 15) ---
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "DescribeClientQuotas"),
+    ApiKey.ALTER_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "AlterClientQuotas"),
     # --- SCRAM credentials (issue 15) ---
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _pair_in(_KAFKA + "admin.users", "DescribeUserScramCredentials"),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _pair_in(_KAFKA + "admin.users", "AlterUserScramCredentials"),

@@ -16,6 +16,7 @@ from broker.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     allocate_producer_ids,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -31,6 +32,7 @@ from broker.apis import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -123,6 +125,8 @@ HANDLER_MODULES: list[ModuleType] = [
     sasl_authenticate,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    describe_client_quotas,
+    alter_client_quotas,
 ]
 
 

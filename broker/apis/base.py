@@ -45,6 +45,22 @@ class RequestContext:
     def client_host(self) -> str:
         return self.connection.peer[0] if self.connection is not None else "127.0.0.1"
 
+    # ---------------------------------------------------------------- quotas (Kafka's ClientQuotaManager)
+    def record_quota(self, quota: str, value: float, *, unrecord_if_throttled: bool = False) -> int:
+        """Record `value` against this client's `quota` (broker.security.quotas) and return the throttle time
+        in ms; a throttled connection is muted that long (KIP-219). `unrecord_if_throttled`: the bytes will
+        not be sent after all (a throttled fetch answers empty, as Kafka)."""
+        quotas = self.server.quotas
+        if not quotas.quotas:
+            return 0
+        user, client_id = self.principal.partition(":")[2], self.client_id or ""
+        throttle_ms = quotas.record(quota, user, client_id, value)
+        if throttle_ms and unrecord_if_throttled:
+            quotas.record(quota, user, client_id, -value)
+        if throttle_ms and self.connection is not None:
+            self.connection.throttle(throttle_ms / 1000)
+        return throttle_ms
+
     # ---------------------------------------------------------------- authorization (Kafka's AuthHelper)
     @property
     def principal(self) -> str:

@@ -34,6 +34,7 @@ from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData
 from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
 from broker.security.acl import AclOperation, ResourceType
+from broker.security.quotas import CONSUMER_BYTE_RATE
 from protocol import RecordsRef
 from protocol.errors import ErrorCode
 from protocol.legacy import down_convert
@@ -138,6 +139,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     result = server.replica_manager.fetch_messages(params, infos)
 
     def build(results: list[tuple[TopicPartition, FetchPartitionData]]) -> Any:
+        if replica_id < 0 and (throttle_ms := ctx.record_quota(
+                CONSUMER_BYTE_RATE, sum(d.size for _, d in results), unrecord_if_throttled=True)):
+            # Over its quota: Kafka answers a consumer with no data (the session untouched) and mutes it.
+            return response_for(request, throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE,
+                                session_id=session.session_id if session is not None else 0, responses=[])
         return _response(ctx, request, session, incremental, dict(fetch_list), refused + results, unknown_ids)
 
     if isinstance(result, asyncio.Future):

@@ -39,6 +39,7 @@ from typing import Any
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
 from broker.delayed_produce import ProducePartitionResult
 from broker.security.acl import AclOperation, ResourceType
+from broker.security.quotas import PRODUCER_BYTE_RATE
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
 from protocol.records import CorruptRecordError, InvalidRecordError, read_magic
@@ -110,8 +111,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _answer(ctx: RequestContext, request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
     """The response, or for acks=0 none: then a failed partition closes the connection, as Kafka does, since
     closing is the only way to tell a client that hears no answers that it must refresh its metadata."""
+    # Kafka records a produce request's bytes against the client's quota once it is appended, acks=0 too.
+    throttle_ms = ctx.record_quota(PRODUCER_BYTE_RATE, sum(
+        len(pd.records) for topic in request.topic_data for pd in topic.partition_data if pd.records is not None))
     if request.acks != 0:
-        return _response(ctx, request, results)
+        return _response(ctx, request, results, throttle_ms)
     failed = {tp: r.error for tp, r in results.items() if r.error != ErrorCode.NONE}
     if failed and ctx.connection is not None:
         ctx.connection.close(
@@ -136,7 +140,8 @@ _ATTRIBUTES_LOW = 22
 _TRANSACTIONAL_BIT = 0x10
 
 
-def _response(ctx: RequestContext, request: Any, results: dict[TopicPartition, ProducePartitionResult]) -> Any:
+def _response(ctx: RequestContext, request: Any, results: dict[TopicPartition, ProducePartitionResult],
+              throttle_ms: int = 0) -> Any:
     Resp = response_type(request)
     TopicResp = Resp.TopicProduceResponse
     PartResp = TopicResp.PartitionProduceResponse
@@ -159,4 +164,4 @@ def _response(ctx: RequestContext, request: Any, results: dict[TopicPartition, P
                            for i, m in r.record_errors], **fields))
     extra = {"node_endpoints": [node_endpoints[n] for n in sorted(node_endpoints)]} if hints else {}
     return response_for(request, responses=[TopicResp(name=t, partition_responses=ps)
-                                            for t, ps in by_topic.items()], throttle_time_ms=0, **extra)
+                                            for t, ps in by_topic.items()], throttle_time_ms=throttle_ms, **extra)
