@@ -89,7 +89,8 @@ def _producer(bootstrap: str, **extra: Any) -> tuple[Any, list[str]]:
 def produce(spec: dict[str, Any]) -> dict[str, Any]:
     """tps [[topic, partition]...], count, size, acks, compression, linger_ms, batch_bytes, timeout_s.
 
-    Optional: "idempotent" (an idempotent producer, acks=all), and "commit_every_ms" or "commit_every_msgs" (a
+    Optional: "client_conf" (extra librdkafka settings, e.g. TLS and SASL), "idempotent" (an idempotent
+    producer, acks=all), and "commit_every_ms" or "commit_every_msgs" (a
     transactional producer committing at that interval, so idempotent and transactional runs differ only by the
     transactions; the clock starts after one warm-up message, and init_transactions)."""
     tps = [tuple(tp) for tp in spec["tps"]]
@@ -112,6 +113,7 @@ def produce(spec: dict[str, Any]) -> dict[str, Any]:
             "queue.buffering.max.messages": 500_000,
             "enable.idempotence": idempotent,
             **extra,
+            **spec.get("client_conf", {}),
         },
     )
     deadline = time.monotonic() + float(spec.get("timeout_s", 120))
@@ -239,11 +241,12 @@ def _drain(consumers: list[Any], partitions: int, deadline: float) -> tuple[int,
 
 
 def consume(spec: dict[str, Any]) -> dict[str, Any]:
-    """tps, expected (messages, echoed back), timeout_s: read from the earliest offset to the end."""
+    """tps, expected (messages, echoed back), timeout_s: read from the earliest offset to the end.
+    Optional "client_conf": extra consumer settings (security), as for produce."""
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     tps = [TopicPartition(t, p, OFFSET_BEGINNING) for t, p in spec["tps"]]
-    consumer = _consumer(spec["bootstrap"], **_THROUGHPUT_CONSUMER)
+    consumer = _consumer(spec["bootstrap"], **_THROUGHPUT_CONSUMER, **spec.get("client_conf", {}))
     deadline = time.monotonic() + float(spec.get("timeout_s", 120))
     cpu_start = _cpu_seconds()
     start_ns = time.monotonic_ns()
