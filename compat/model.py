@@ -122,3 +122,34 @@ class ProduceFailed(Exception):
     def __init__(self, error: str, detail: str = "") -> None:
         super().__init__(f"{error}: {detail}" if detail else error)
         self.error = error
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How a client reaches a secured target: Kafka's `security.protocol`, the CA to trust, and SASL."""
+    protocol: str  # SSL, SASL_SSL, SASL_PLAINTEXT
+    ca_file: str | None = None
+    mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    username: str | None = None
+    password: str | None = None
+
+    def librdkafka(self) -> dict[str, str]:
+        """The settings in librdkafka's (and Kafka's) vocabulary."""
+        conf = {"security.protocol": self.protocol}
+        if self.ca_file:
+            conf["ssl.ca.location"] = self.ca_file
+        if self.mechanism:
+            conf.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username or "",
+                         "sasl.password": self.password or ""})
+        return conf
+
+    def kafka_python(self) -> dict[str, object]:
+        """kafka-python's and aiokafka's keyword arguments (aiokafka wants an ssl_context: see its adapter)."""
+        conf: dict[str, object] = {"security_protocol": self.protocol}
+        if self.ca_file:
+            conf["ssl_cafile"] = self.ca_file
+        if self.mechanism:
+            conf.update({"sasl_mechanism": self.mechanism, "sasl_plain_username": self.username,
+                         "sasl_plain_password": self.password})
+        return conf
+

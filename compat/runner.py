@@ -23,6 +23,9 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
             setup_cls: type[ClientAdapter], timeout_s: float = 15.0, limit_s: float = 90.0) -> Result:
     """Run one scenario with one client; never raises."""
     reason = client_cls.unavailable_reason()
+    security = getattr(target, "security", None)
+    if reason is None and security is not None and not client_cls.supports_security:
+        reason = f"the {client_cls.name} adapter is not wired for secured targets yet"
     if reason is not None:
         return Result(target.name, client_cls.name, scenario_id, Verdict.SKIP, reason, environmental=True)
     fn = SCENARIOS[scenario_id].fn
@@ -34,8 +37,8 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
         ctx = None
         environmental = False
         try:
-            client = client_cls(target.bootstrap, timeout_s)
-            setup = setup_cls(target.bootstrap, timeout_s)
+            client = client_cls(target.bootstrap, timeout_s, security)
+            setup = setup_cls(target.bootstrap, timeout_s, security)
             ctx = Context(target, client, setup, timeout_s)
             fn(ctx)
             verdict, detail = Verdict.PASS, ""

@@ -5,6 +5,8 @@
   (broker.testing.start_broker_process) and stopped when the run ends.
 - ClusterTarget: N of our brokers on a ZooKeeper the harness starts; can move a partition's
   leadership (stop its leader, wait for a new one, restart the old) for the not_leader scenario.
+- SecuredTarget: our broker with clients on SASL_SSL (SCRAM-SHA-512) and ACLs on; adapters get its settings
+  (`security`) in their own vocabulary.
 - MockTarget: librdkafka's built-in mock cluster (development aid only; not Kafka-complete).
 
 Every target is a context manager; ``cluster_size`` is the number of brokers it should report.
@@ -75,6 +77,87 @@ class EmbeddedTarget:
         self._proc = start_broker_process(self._overrides, data_dir=self._dir)
         self.bootstrap = self._proc.bootstrap
         return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.stop()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SecuredTarget:
+    """One broker of ours whose clients come in over SASL_SSL with SCRAM-SHA-512 and an authorizer on: TLS with
+    certificates made for the run (trustme; nothing checked in), the client user created through
+    AlterUserScramCredentials and granted ALL on every topic, group and transactional id and on the cluster
+    through CreateAcls — so every request of every scenario passes TLS, SASL and an ACL check. A PLAINTEXT
+    listener, for the harness only, acts as the super user that sets this up. `denied` is a second user with
+    credentials and no ACL."""
+
+    USER, PASSWORD = "compat", "compat-secret"
+    DENIED_USER, DENIED_PASSWORD = "stranger", "stranger-secret"
+
+    def __init__(self, overrides: dict[str, str] | None = None, name: str = "ours-sasl-ssl") -> None:
+        self.name = name
+        self.cluster_size = 1
+        self._dir = Path(tempfile.mkdtemp(prefix="compat-secured-"))
+        self._overrides = {**HARNESS_OVERRIDES, **(overrides or {})}
+        self._proc: Any = None
+        self.bootstrap = ""
+        self.plaintext = ""
+        self.security: Any = None
+        self.denied: Any = None
+
+    def __enter__(self) -> SecuredTarget:
+        import trustme
+
+        from broker.testing import start_broker_process
+        from compat.model import ClientSecurity
+
+        ca = trustme.CA()
+        ca.cert_pem.write_to_path(str(self._dir / "ca.pem"))
+        ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
+            str(self._dir / "server.pem"))
+        plain, secured = free_port(), free_port()
+        self._proc = start_broker_process({
+            **self._overrides,
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(self._dir / "server.pem"),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self._dir / "ca.pem"),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS",
+        }, data_dir=self._dir / "data", port=plain)
+        self.plaintext = f"127.0.0.1:{plain}"
+        self.bootstrap = f"127.0.0.1:{secured}"
+        ca_file = str(self._dir / "ca.pem")
+        self.security = ClientSecurity("SASL_SSL", ca_file, "SCRAM-SHA-512", self.USER, self.PASSWORD)
+        self.denied = ClientSecurity("SASL_SSL", ca_file, "SCRAM-SHA-512", self.DENIED_USER, self.DENIED_PASSWORD)
+        self._grant()
+        return self
+
+    def _grant(self) -> None:
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            AdminClient,
+            ResourcePatternType,
+            ResourceType,
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.plaintext})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+        for future in admin.alter_user_scram_credentials([
+                UserScramCredentialUpsertion(self.USER, info, self.PASSWORD.encode()),
+                UserScramCredentialUpsertion(self.DENIED_USER, info, self.DENIED_PASSWORD.encode())]).values():
+            future.result(30)
+        grants = [AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{self.USER}", "*", AclOperation.ALL,
+                             AclPermissionType.ALLOW)
+                  for kind, name in ((ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
+                                     (ResourceType.TRANSACTIONAL_ID, "*"), (ResourceType.BROKER, "kafka-cluster"))]
+        for future in admin.create_acls(grants).values():
+            future.result(30)
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:

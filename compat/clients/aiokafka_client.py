@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
 from compat.clients.kafka_python import fenced_call, kafka_error_name
 from compat.model import (
+    ClientSecurity,
     ClusterView,
     GroupDescription,
     Message,
@@ -175,8 +176,8 @@ class AioTransactionalProducer(AioProducer, TransactionalProducerHandle):
 class AiokafkaAdapter(ClientAdapter):
     name = "aiokafka"
 
-    def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
-        super().__init__(bootstrap, timeout_s)
+    def __init__(self, bootstrap: str, timeout_s: float = 15.0, security: ClientSecurity | None = None) -> None:
+        super().__init__(bootstrap, timeout_s, security)
         self._loop = asyncio.new_event_loop()
         self._admin: Any = None
         self._ms = int(timeout_s * 1000)
@@ -194,13 +195,26 @@ class AiokafkaAdapter(ClientAdapter):
         asyncio.set_event_loop(self._loop)
         return self._loop.run_until_complete(asyncio.wait_for(coro, (timeout_s or self.timeout_s) + 5))
 
+    def _security(self) -> dict[str, Any]:
+        """aiokafka's security arguments: kafka-python's names, with the CA as an ssl_context."""
+        if self.security is None:
+            return {}
+        from aiokafka.helpers import create_ssl_context
+
+        conf = self.security.kafka_python()
+        ca = conf.pop("ssl_cafile", None)
+        if ca is not None:
+            conf["ssl_context"] = create_ssl_context(cafile=str(ca))
+        return conf
+
     @property
     def admin(self) -> Any:
         if self._admin is None:
             from aiokafka.admin import AIOKafkaAdminClient
 
             async def start() -> Any:
-                a = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=self._ms)
+                a = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=self._ms,
+                                        **self._security())
                 await a.start()
                 return a
             self._admin = self.run(start())
@@ -225,7 +239,7 @@ class AiokafkaAdapter(ClientAdapter):
                  max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap, "acks": "all" if acks == -1 else acks,
+            **self._security(), "bootstrap_servers": self.bootstrap, "acks": "all" if acks == -1 else acks,
             "compression_type": None if compression == "none" else compression,
             "enable_idempotence": idempotent, "linger_ms": 5, "request_timeout_ms": int(timeout * 1000),
         }
@@ -236,7 +250,8 @@ class AiokafkaAdapter(ClientAdapter):
     def transactional_producer(self, transactional_id: str, *, timeout_s: float | None = None
                                ) -> TransactionalProducerHandle:
         timeout = timeout_s or self.timeout_s
-        conf: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "transactional_id": transactional_id,
+        conf: dict[str, Any] = {**self._security(), "bootstrap_servers": self.bootstrap,
+                                "transactional_id": transactional_id,
                                 "linger_ms": 5, "request_timeout_ms": int(timeout * 1000)}
         return AioTransactionalProducer(self, conf, timeout)
 
@@ -245,7 +260,8 @@ class AiokafkaAdapter(ClientAdapter):
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
                  isolation_level: str | None = None) -> ConsumerHandle:
         conf: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap, "group_id": group_id, "auto_offset_reset": auto_offset_reset,
+            **self._security(), "bootstrap_servers": self.bootstrap, "group_id": group_id,
+            "auto_offset_reset": auto_offset_reset,
             "enable_auto_commit": False, "session_timeout_ms": 10000, "heartbeat_interval_ms": 500,
             "fetch_max_wait_ms": 100, "metadata_max_age_ms": 1000, "request_timeout_ms": self._ms + 5000,
         }
@@ -260,7 +276,7 @@ class AiokafkaAdapter(ClientAdapter):
         from aiokafka import AIOKafkaConsumer
 
         async def go() -> Offsets:
-            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=self._ms)
+            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=self._ms, **self._security())
             await c.start()
             try:
                 atps = [_atp(tp) for tp in tps]

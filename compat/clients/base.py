@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from compat.model import ClusterView, GroupDescription, Message, NotSupported, Record
+from compat.model import ClientSecurity, ClusterView, GroupDescription, Message, NotSupported, Record
 from storage.values import TopicPartition
 
 Offsets = dict[TopicPartition, int]
@@ -103,9 +103,13 @@ class ClientAdapter:
     # False for clients that print an empty key or value the same as a null one (kcat's %K/%S).
     distinguishes_empty_from_null = True
 
-    def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
+    # False for adapters that cannot be given a secured target's settings yet (reported as skip there).
+    supports_security = True
+
+    def __init__(self, bootstrap: str, timeout_s: float = 15.0, security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security  # None: PLAINTEXT
 
     @classmethod
     def unavailable_reason(cls) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
 from compat.model import (
+    ClientSecurity,
     ClusterView,
     GroupDescription,
     Message,
@@ -214,8 +215,8 @@ class ConfluentTransactionalProducer(ConfluentProducer, TransactionalProducerHan
 class ConfluentAdapter(ClientAdapter):
     name = "confluent-kafka"
 
-    def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
-        super().__init__(bootstrap, timeout_s)
+    def __init__(self, bootstrap: str, timeout_s: float = 15.0, security: ClientSecurity | None = None) -> None:
+        super().__init__(bootstrap, timeout_s, security)
         self._admin: Any = None
 
     @classmethod
@@ -226,11 +227,15 @@ class ConfluentAdapter(ClientAdapter):
             return f"confluent-kafka not installed ({e})"
         return None
 
+    def _security(self) -> dict[str, str]:
+        return self.security.librdkafka() if self.security is not None else {}
+
     @property
     def admin(self) -> Any:
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False})
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False,
+                                       **self._security()})
         return self._admin
 
     def _wait(self, future: Any) -> Any:
@@ -262,7 +267,7 @@ class ConfluentAdapter(ClientAdapter):
                  max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap, "acks": acks, "compression.type": compression,
+            **self._security(), "bootstrap.servers": self.bootstrap, "acks": acks, "compression.type": compression,
             "enable.idempotence": idempotent, "linger.ms": 5, "message.timeout.ms": int(timeout * 1000),
         }
         if max_request_size:
@@ -273,7 +278,8 @@ class ConfluentAdapter(ClientAdapter):
                                ) -> TransactionalProducerHandle:
         timeout = timeout_s or self.timeout_s
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap, "transactional.id": transactional_id, "linger.ms": 5,
+            **self._security(), "bootstrap.servers": self.bootstrap, "transactional.id": transactional_id,
+            "linger.ms": 5,
             "message.timeout.ms": int(timeout * 1000),
         }
         return ConfluentTransactionalProducer(conf, timeout)
@@ -283,7 +289,7 @@ class ConfluentAdapter(ClientAdapter):
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
                  isolation_level: str | None = None) -> ConsumerHandle:
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap,
+            **self._security(), "bootstrap.servers": self.bootstrap,
             # librdkafka wants a group id even for manual assignment; a private one is never joined.
             "group.id": group_id or f"compat-unused-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "auto.offset.reset": auto_offset_reset,

@@ -218,6 +218,7 @@ class JavaAssignedConsumer(PositionedConsumer):
 
 
 class JavaAdapter(ClientAdapter):
+    supports_security = False  # its secured settings are not wired yet: a secured target reports it skipped
     name = "java"
 
     @classmethod

@@ -12,6 +12,7 @@ from typing import Any
 
 from compat.clients.base import ClientAdapter, ConsumerHandle, Offsets, ProducerHandle, TransactionalProducerHandle
 from compat.model import (
+    ClientSecurity,
     ClusterView,
     GroupDescription,
     Message,
@@ -173,8 +174,8 @@ class KafkaPythonTransactionalProducer(KafkaPythonProducer, TransactionalProduce
 class KafkaPythonAdapter(ClientAdapter):
     name = "kafka-python"
 
-    def __init__(self, bootstrap: str, timeout_s: float = 15.0) -> None:
-        super().__init__(bootstrap, timeout_s)
+    def __init__(self, bootstrap: str, timeout_s: float = 15.0, security: ClientSecurity | None = None) -> None:
+        super().__init__(bootstrap, timeout_s, security)
         self._admin: Any = None
         self._ms = int(timeout_s * 1000)
 
@@ -187,7 +188,8 @@ class KafkaPythonAdapter(ClientAdapter):
         return None
 
     def _common(self) -> dict[str, Any]:
-        return {"bootstrap_servers": self.bootstrap.split(","), "request_timeout_ms": self._ms + 5000}
+        return {"bootstrap_servers": self.bootstrap.split(","), "request_timeout_ms": self._ms + 5000,
+                **(self.security.kafka_python() if self.security is not None else {})}
 
     @property
     def admin(self) -> Any:

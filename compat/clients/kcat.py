@@ -106,7 +106,7 @@ class KcatAssignedConsumer(PositionedConsumer):
         got: list[Message] = []
         for tp, pos in self._positions.items():
             start = str(pos) if pos is not None else ("beginning" if self._reset == "earliest" else "end")
-            _, out, _ = _run(["-b", self._a.bootstrap, "-C", "-t", tp.topic, "-p", str(tp.partition), "-o", start,
+            _, out, _ = _run([*self._a.broker_args(), "-C", "-t", tp.topic, "-p", str(tp.partition), "-o", start,
                               "-e", "-c", str(max(1, max_records - len(got))), "-f", _FORMAT, "-q",
                               *self._isolation],
                              max(timeout_s, 5.0))
@@ -133,7 +133,7 @@ class KcatGroupConsumer(ConsumerHandle):
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
         # Each poll is one kcat -G run: join, consume to the end (-e), commit on exit.
-        _, out, _ = _run(["-b", self._a.bootstrap, "-G", self._group, "-X", f"auto.offset.reset={self._reset}",
+        _, out, _ = _run([*self._a.broker_args(), "-G", self._group, "-X", f"auto.offset.reset={self._reset}",
                           "-e", "-c", str(max(1, max_records)), "-f", _FORMAT, "-q", *self._isolation,
                           *self._topics],
                          max(timeout_s, 10.0))
@@ -205,7 +205,7 @@ class KcatTransactionalProducer(TransactionalProducerHandle):
 
     def _start(self, target: tuple[str, int | None]) -> None:
         topic, partition = target
-        args = ["kcat", "-b", self._a.bootstrap, "-P", "-t", topic, "-K", "\t", "-X", f"transactional.id={self._id}",
+        args = ["kcat", *self._a.broker_args(), "-P", "-t", topic, "-K", "\t", "-X", f"transactional.id={self._id}",
                 "-m", str(max(1, int(self._timeout)))]
         if partition is not None:
             args += ["-p", str(partition)]
@@ -271,10 +271,17 @@ class KcatAdapter(ClientAdapter):
     def unavailable_reason(cls) -> str | None:
         return None if shutil.which("kcat") else "kcat binary not on PATH (apt-get install kcat)"
 
+    def broker_args(self) -> list[str]:
+        """`-b` and, for a secured target, its settings as `-X` properties (librdkafka's names)."""
+        args = ["-b", self.bootstrap]
+        for key, value in (self.security.librdkafka() if self.security is not None else {}).items():
+            args += ["-X", f"{key}={value}"]
+        return args
+
     def cluster(self, topics: Sequence[str] | None = None) -> ClusterView:
         view = ClusterView(topic_errors={})
         for topic in (topics or [None]):
-            args = ["-b", self.bootstrap, "-L", "-J", "-X", "allow.auto.create.topics=false",
+            args = [*self.broker_args(), "-L", "-J", "-X", "allow.auto.create.topics=false",
                     "-m", str(int(self.timeout_s))]
             if topic is not None:
                 args += ["-t", topic]
@@ -300,7 +307,7 @@ class KcatAdapter(ClientAdapter):
         if any(r.timestamp_ms is not None for r in records):
             raise NotSupported("kcat cannot set per-message timestamps")
         timeout = timeout_s or self.timeout_s
-        base = ["-b", self.bootstrap, "-P", "-t", topic, "-X", f"acks={acks}", "-z", compression,
+        base = [*self.broker_args(), "-P", "-t", topic, "-X", f"acks={acks}", "-z", compression,
                 "-X", f"message.timeout.ms={int(timeout * 1000)}"]
         if idempotent:
             base += ["-X", "enable.idempotence=true"]
@@ -376,7 +383,7 @@ class KcatAdapter(ClientAdapter):
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
         ts = {"earliest": -2, "latest": -1}.get(spec, spec) if isinstance(spec, str) else spec
-        args = ["-b", self.bootstrap, "-Q"]
+        args = [*self.broker_args(), "-Q"]
         for tp in tps:
             args += ["-t", f"{tp.topic}:{tp.partition}:{ts}"]
         rc, out, err = _run(args, self.timeout_s + 5)
