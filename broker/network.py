@@ -73,7 +73,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
-        "max_frame_bytes", "_throttled",
+        "max_frame_bytes", "_throttled", "_throttled_until",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -100,6 +100,7 @@ class Connection:
         self.auth: Any = None  # a SASL listener's authenticator, until the client is authenticated
         self.max_frame_bytes = server.max_request_bytes
         self._throttled = False
+        self._throttled_until = 0.0
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -191,11 +192,16 @@ class Connection:
     def throttle(self, delay_s: float) -> None:
         """Mute the connection for `delay_s` (a quota was exceeded, KIP-219): no reading and no processing of
         queued requests; responses already made still go out."""
-        self._throttled = True
+        until = time.monotonic() + delay_s
+        if self._throttled and until <= self._throttled_until:
+            return  # an earlier, longer throttle is still running
+        self._throttled, self._throttled_until = True, until
         self._pause_reading()
         self.loop.call_later(delay_s, self._unthrottle)
 
     def _unthrottle(self) -> None:
+        if time.monotonic() < self._throttled_until - 0.001:
+            return  # a later throttle extended this one: its own timer ends it
         self._throttled = False
         if not self.closed:
             self._process()
