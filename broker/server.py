@@ -11,8 +11,8 @@ Request dispatch lives here too (`handle_frame`): decode with the protocol codec
 module of the API (`broker.apis.HANDLERS`), encode the response, and hand the parts — bytes and file
 slices for sendfile — to the connection. A request for an API key or version no handler serves is
 refused before it is decoded, as Kafka does: ApiVersions gets Kafka's v0 fallback answer (UNSUPPORTED_VERSION
-and our ApiVersions range), anything else closes that one connection; malformed frames close it too. Each
-case logs one line naming the client's address (and for the former, the API and version).
+and our ApiVersions range), anything else closes that one connection; malformed frames close it too; one log
+line each, naming the client's address. With client quotas, the loop time of each request is measured too.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from struct import unpack_from
 from typing import Any, NamedTuple
 
 from broker import apis
-from broker.apis.base import RequestContext
+from broker.apis.base import RequestContext, timed_steps
 from broker.config import Endpoint, KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
@@ -150,8 +150,7 @@ class KafkaServer:
         self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         self.controller = Controller.create(self)
-        # Dynamic broker configs (KIP-226) apply before anything serves: Kafka loads them at start-up too.
-        await self.dynamic_config.startup(self.controller.store)
+        await self.dynamic_config.startup(self.controller.store)  # KIP-226 configs and quotas apply before serving
         await self.quotas.startup(self.controller.store)
         if self.authorizer is not None:  # ACLs are loaded before anything serves, as Kafka's authorizer does
             await self.authorizer.startup(self.controller.store)
@@ -225,11 +224,9 @@ class KafkaServer:
         return sasl.route(conn, frame, self.handle_frame)
 
     async def _wait_for_metadata(self) -> None:
-        """A broker that joins a cluster hears from the controller moments after it registers. Until the
-        first UpdateMetadata it knows no brokers and no controller, and a client bootstrapping there would
-        be told so: librdkafka's admin client then waited for a controller for its whole timeout. Kafka's
-        KRaft brokers serve clients only once they have caught up with the metadata; we do the same, bounded
-        so that a broker the controller cannot reach still starts (and says why)."""
+        """Until its first UpdateMetadata a joining broker knows no brokers and no controller (librdkafka's admin
+        client then waited out its timeout for a controller). Like Kafka's KRaft brokers, serve clients once caught
+        up with the metadata, bounded so that a broker the controller cannot reach still starts (and says why)."""
         timeout_s = self.config["zookeeper.session.timeout.ms"] / 1000
         try:
             async with asyncio.timeout(timeout_s):  # not wait_for: it can swallow a cancellation on 3.11
@@ -446,6 +443,7 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:
+        start = time.perf_counter_ns()
         if len(frame) >= 8:
             api_key, version = unpack_from(">hh", frame, 0)
             handler = apis.HANDLERS.get(api_key)
@@ -464,10 +462,11 @@ class KafkaServer:
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
         result = apis.HANDLERS[api_key].handle(ctx, request)
+        ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             return None
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            return self._finish_later(ctx, result)
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):  # with quotas, its loop time counts
+            return self._finish_later(ctx, timed_steps(result, ctx) if self.quotas.quotas else result)
         return self._encode(ctx, result)
 
     async def _after_metadata(self, conn: Connection, frame: bytearray) -> Response | None:
@@ -500,6 +499,7 @@ class KafkaServer:
         return self._encode(ctx, response)
 
     def _encode(self, ctx: RequestContext, response: Any) -> Response:
+        ctx.record_request_time(response)
         response.with_header(correlation_id=ctx.correlation_id)
         size, parts = encode_response_parts(response)
         out: list[Any] = []

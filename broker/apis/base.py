@@ -13,11 +13,14 @@ implemented.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+import types
+from collections.abc import Coroutine, Generator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.security.acl import ANONYMOUS, CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from broker.security.quotas import REQUEST_PERCENTAGE
 from protocol import response_class
 from storage import TopicPartition
 
@@ -25,6 +28,40 @@ if TYPE_CHECKING:
     from broker.metadata_cache import BrokerEndpoint
     from broker.network import Connection
     from broker.server import KafkaServer
+
+
+# Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.
+_CLUSTER_ACTIONS = frozenset({4, 5, 6, 7, 27, 56, 67})  # LeaderAndIsr, StopReplica, UpdateMetadata,
+# ControlledShutdown, WriteTxnMarkers, AlterPartition, AllocateProducerIds
+
+
+async def timed_steps(awaitable: Any, ctx: RequestContext) -> Any:
+    """Await `awaitable`, adding the time of each of its steps on the loop to `ctx.handler_ns` (not the waits
+    between them: a fetch parked in the purgatory uses no handler time, as in Kafka)."""
+    if not isinstance(awaitable, Coroutine):
+        return await awaitable  # a future: nothing of ours runs until it is done
+    return await _steps(awaitable, ctx)
+
+
+@types.coroutine
+def _steps(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> Generator[Any, Any, Any]:
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        start = time.perf_counter_ns()
+        try:
+            yielded = coro.send(value) if error is None else coro.throw(error)
+        except StopIteration as stop:
+            ctx.handler_ns += time.perf_counter_ns() - start
+            return stop.value
+        ctx.handler_ns += time.perf_counter_ns() - start
+        try:
+            value, error = (yield yielded), None
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as e:  # noqa: BLE001 - handed to the handler, as awaiting it directly would
+            value, error = None, e
 
 
 @dataclass(slots=True)
@@ -35,6 +72,8 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    handler_ns: int = 0  # event-loop time this request used so far (Kafka's request-handler time)
+    quota_exempt: bool = False  # a replica's fetch: outside client quotas, as in Kafka
 
     @property
     def listener(self) -> str | None:
@@ -60,6 +99,16 @@ class RequestContext:
         if throttle_ms and self.connection is not None:
             self.connection.throttle(throttle_ms / 1000)
         return throttle_ms
+
+    def record_request_time(self, response: Any) -> None:
+        """Kafka's request quota (`request_percentage`, of one thread): the loop time the request used, taken
+        as it is answered; a throttle goes into the response's throttle_time_ms and mutes the connection.
+        Inter-broker requests and replicas' fetches are exempt, as in Kafka."""
+        if not self.server.quotas.quotas or self.quota_exempt or self.api_key in _CLUSTER_ACTIONS:
+            return
+        throttle_ms = self.record_quota(REQUEST_PERCENTAGE, self.handler_ns * 100 / 1e9)
+        if throttle_ms and hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle_ms)
 
     # ---------------------------------------------------------------- authorization (Kafka's AuthHelper)
     @property

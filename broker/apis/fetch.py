@@ -138,6 +138,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                                      cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in to_read]
     result = server.replica_manager.fetch_messages(params, infos)
 
+    ctx.quota_exempt = replica_id >= 0
+
     def build(results: list[tuple[TopicPartition, FetchPartitionData]]) -> Any:
         if replica_id < 0 and (throttle_ms := ctx.record_quota(
                 CONSUMER_BYTE_RATE, sum(d.size for _, d in results), unrecord_if_throttled=True)):

@@ -4,7 +4,8 @@ kept in the metadata store in Kafka's ZooKeeper layout.
 Contract:
 - Entities: a user, a client id, or both; each may be `<default>` (the entity's name in the store; null in
   the APIs). Quotas `producer_byte_rate`, `consumer_byte_rate`, `request_percentage`,
-  `controller_mutation_rate` are stored; the two byte rates are enforced here (see docs/security.md).
+  `controller_mutation_rate` are stored; the byte rates and the request percentage are enforced
+  (broker.apis.base.RequestContext.record_quota / record_request_time; see docs/security.md).
 - Store (`QuotaStore`, blocking — call it off the event loop): `/config/users/<user>`,
   `/config/users/<user>/clients/<client>`, `/config/clients/<client>` hold ``{"version":1,"config":{...}}``
   with a ``/config/changes`` notification, as Kafka's AdminZkClient. A user's node also holds its SCRAM
@@ -37,7 +38,8 @@ log = logging.getLogger("broker.security")
 DEFAULT = "<default>"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, "request_percentage", "controller_mutation_rate")
+REQUEST_PERCENTAGE = "request_percentage"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, "controller_mutation_rate")
 USER, CLIENT_ID = "user", "client-id"
 
 # (user, client id) of a stored entity: a name, DEFAULT, or None when the entity has no such part.

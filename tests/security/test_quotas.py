@@ -4,6 +4,7 @@ in the answers, the connection muted), set and changed at run time through Alter
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.security.quotas import DEFAULT, QuotaManager
 from broker.testing import EmbeddedBroker
-from protocol import ApiKey, request_class
-from tests.broker.wire import roundtrip
+from protocol import ApiKey, encode_request, request_class
+from tests.broker.wire import recv, roundtrip
 from tests.e2e.support import wait_until
 from tests.security.support import add_scram_user
 
@@ -147,3 +148,56 @@ def test_quotas_and_scram_credentials_share_a_users_node(broker: EmbeddedBroker)
     alter_quotas(broker, [("user", "shared-user")], producer_byte_rate=6000)  # a quota write keeps the credential
     node = store.get("/config/users/shared-user")[0]
     assert b'"producer_byte_rate":"6000"' in node.replace(b" ", b"") and b"SCRAM-SHA-256" in node
+
+
+def test_a_client_over_its_request_percentage_is_throttled(broker: EmbeddedBroker) -> None:
+    import socket
+
+    # 0.01% of one thread: a handful of Metadata requests use more than that in a second.
+    alter_quotas(broker, [("client-id", "busy")], request_percentage=0.01)
+    Metadata = request_class(ApiKey.METADATA)
+    throttles = []
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+        for i in range(50):
+            request = Metadata[9](topics=None, allow_auto_topic_creation=False)
+            request.with_header(correlation_id=i, client_id="busy")
+            frame = encode_request(request)
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            throttles.append(recv(s, ApiKey.METADATA, 9).throttle_time_ms)
+            if throttles[-1] > 0:
+                break
+    assert throttles[-1] > 0, throttles  # answered with a throttle, and the connection was muted for it
+    # another client id on the same broker is not throttled
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+        assert roundtrip(s, Metadata[9](topics=None, allow_auto_topic_creation=False), 1).throttle_time_ms == 0
+    alter_quotas(broker, [("client-id", "busy")], request_percentage=None)
+
+
+def test_timed_steps_counts_the_steps_not_the_waits_and_passes_errors_through() -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from broker.apis.base import timed_steps
+
+    async def handler() -> str:
+        sum(range(200_000))  # a step that uses the loop
+        await asyncio.sleep(0.3)  # a wait that does not
+        return "answer"
+
+    async def failing() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("the handler's own error")
+
+    async def run() -> None:
+        ctx = SimpleNamespace(handler_ns=0)
+        assert await timed_steps(handler(), ctx) == "answer"
+        assert 0 < ctx.handler_ns < 0.25e9
+        with pytest.raises(ValueError, match="own error"):
+            await timed_steps(failing(), ctx)
+        task = asyncio.ensure_future(timed_steps(asyncio.sleep(10), ctx))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(run())
