@@ -85,7 +85,7 @@ def is_plugin_key(name: str) -> bool:
 _TLS = ("not applied (docs/security.md): no GSSAPI, OIDC validation, "
         "delegation tokens or custom principal builders")
 _THREADS = "one event loop and a small I/O pool do the work of Kafka's thread pools"
-_QUOTAS = ("client byte-rate and request quotas only: controller-mutation quotas, replication throttles and "
+_QUOTAS = ("client quotas only (byte rates, request percentage, controller mutations): replication throttles and "
            "connection limits are not enforced")
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.security.acl import ANONYMOUS, CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from broker.security.quotas import REQUEST_PERCENTAGE
+from broker.security.quotas import REQUEST_PERCENTAGE, MutationQuota
 from protocol import response_class
 from storage import TopicPartition
 
@@ -99,6 +99,19 @@ class RequestContext:
         if throttle_ms and self.connection is not None:
             self.connection.throttle(throttle_ms / 1000)
         return throttle_ms
+
+    def mutation_quota(self, strict_since: int) -> MutationQuota:
+        """This client's controller mutation quota for this request (strict from version `strict_since`)."""
+        return self.server.quotas.mutation_quota(self.principal.partition(":")[2], self.client_id or "",
+                                                 self.api_version >= strict_since)
+
+    def throttled(self, quota: MutationQuota, response: Any) -> Any:
+        """`response` with the mutation quota's throttle in throttle_time_ms, the connection muted that long."""
+        if quota.throttle_ms:
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, quota.throttle_ms)
+            if self.connection is not None:
+                self.connection.throttle(quota.throttle_ms / 1000)
+        return response
 
     def record_request_time(self, response: Any) -> None:
         """Kafka's request quota (`request_percentage`, of one thread): the loop time the request used, taken

@@ -10,6 +10,8 @@ INVALID_TOPIC_EXCEPTION; a topic with a partition reassignment in progress (addi
 assignment) REASSIGNMENT_IN_PROGRESS; an unknown topic UNKNOWN_TOPIC_OR_PARTITION; more replicas per partition
 than live brokers INVALID_REPLICATION_FACTOR. A topic being deleted is one only for the moment the controller
 takes to delete it, so no test holds it there: INVALID_TOPIC_EXCEPTION is not in `ERRORS`.
+A client's `controller_mutation_rate` (KIP-599) is taken per new partition: from v3 a topic met with the quota
+used up is refused THROTTLING_QUOTA_EXCEEDED, below v3 it grows and the answer is only throttled.
 With an authorizer (Kafka): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
@@ -19,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.create_topics import THROTTLED
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -26,7 +29,8 @@ API_KEY = 37
 MIN_VERSION = 0
 MAX_VERSION = 3
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.NOT_CONTROLLER, ErrorCode.INVALID_REQUEST, ErrorCode.REASSIGNMENT_IN_PROGRESS,
+    ErrorCode.NOT_CONTROLLER, ErrorCode.THROTTLING_QUOTA_EXCEEDED, ErrorCode.INVALID_REQUEST,
+    ErrorCode.REASSIGNMENT_IN_PROGRESS,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.REQUEST_TIMED_OUT,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED,
@@ -37,6 +41,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     controller = ctx.server.controller
     Resp = response_type(request)
     counts = Counter(t.name for t in request.topics)
+    quota = ctx.mutation_quota(strict_since=3)  # KIP-599: each new partition is a mutation
     out = []
     for t in request.topics:
         if counts[t.name] > 1 and any(r.name == t.name for r in out):
@@ -47,9 +52,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err, msg = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
         elif not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, t.name):
             err, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
+        elif not request.validate_only and not quota.admits():
+            err, msg = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
         else:
+            known = ctx.server.metadata_cache.topics.get(t.name)
+            before = len(known.partitions) if known is not None else 0
             assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             err, msg = await controller.admin.create_partitions(t.name, t.count, assignment, request.validate_only,
                                                                 request.timeout_ms)
+            if not request.validate_only and err in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                quota.record(max(0, t.count - before))
         out.append(Resp.CreatePartitionsTopicResult(name=t.name, error_code=err, error_message=msg))
-    return response_for(request, throttle_time_ms=0, results=out)
+    return ctx.throttled(quota, response_for(request, throttle_time_ms=0, results=out))

@@ -13,6 +13,8 @@ and the answer, at once, is REQUEST_TIMED_OUT (Kafka's ZkAdminManager).
 As Kafka's ZooKeeper mode, only the active controller creates topics: any other broker answers NOT_CONTROLLER for
 every topic (admin clients send to Metadata's controller_id and retry there); auto-creation from Metadata is
 not this request and works on every broker.
+A client's `controller_mutation_rate` (KIP-599) is taken per created partition; from v6 a topic met with the
+quota used up is refused THROTTLING_QUOTA_EXCEEDED, below v6 it is created and the answer only throttled.
 With an authorizer (Kafka): CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED;
 without DESCRIBE_CONFIGS on the topic, v5+ answers no configs and topic_config_error_code
 TOPIC_AUTHORIZATION_FAILED.
@@ -34,12 +36,14 @@ API_KEY = 19
 MIN_VERSION = 0
 MAX_VERSION = 7
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.NOT_CONTROLLER, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
+    ErrorCode.NOT_CONTROLLER, ErrorCode.THROTTLING_QUOTA_EXCEEDED, ErrorCode.INVALID_REQUEST,
+    ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
     ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR,
     ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
+THROTTLED = "The throttling quota has been exceeded."  # Kafka's THROTTLING_QUOTA_EXCEEDED text
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -72,8 +76,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])},
             {c.name: c.value for c in (t.configs or [])}))
     validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
-    results.update(await server.controller.admin.create_topics(specs, validate_only=validate_only,
-                                                               timeout_ms=request.timeout_ms))
+    quota = ctx.mutation_quota(strict_since=6)
+    admin = server.controller.admin
+    if quota.active and not validate_only:
+        # KIP-599: topic by topic, each creation's partitions taken from the client's mutation quota.
+        for spec in specs:
+            if not quota.admits():
+                results[spec.name] = TopicResult(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+                continue
+            created = await admin.create_topics([spec], validate_only=False, timeout_ms=request.timeout_ms)
+            results.update(created)
+            if created[spec.name].error in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                quota.record(len(spec.assignment) or (spec.num_partitions if spec.num_partitions > 0
+                                                      else server.config["num.partitions"]))
+    else:
+        results.update(await admin.create_topics(specs, validate_only=validate_only, timeout_ms=request.timeout_ms))
     out = []
     for name in dict.fromkeys(t.name for t in request.topics):
         r = results[name]
@@ -92,4 +109,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         is_sensitive=c.sensitive)
                     for c in describe_topic(server.config, r.configs)]
         out.append(Resp.CreatableTopicResult(**fields))
-    return response_for(request, throttle_time_ms=0, topics=out)
+    return ctx.throttled(quota, response_for(request, throttle_time_ms=0, topics=out))

@@ -6,7 +6,9 @@ topic to leave this broker's metadata (else REQUEST_TIMED_OUT). Unknown topics:
 UNKNOWN_TOPIC_OR_PARTITION; v6 may name topics by id (UNKNOWN_TOPIC_ID when unknown);
 `delete.topic.enable=false`: TOPIC_DELETION_DISABLED. `timeout_ms` <= 0: marked for deletion and answered
 REQUEST_TIMED_OUT at once (Kafka's ZkAdminManager). As Kafka's ZooKeeper mode, only the active controller
-deletes: any other broker answers NOT_CONTROLLER for every topic.
+deletes: any other broker answers NOT_CONTROLLER for every topic. A client's `controller_mutation_rate`
+(KIP-599) is taken per deleted partition: from v5 a topic met with the quota used up is refused
+THROTTLING_QUOTA_EXCEEDED, below v5 it is deleted and the answer only throttled.
 With an authorizer (Kafka): DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED (a topic named by id
 the principal may not DESCRIBE is answered without its name).
 """
@@ -17,6 +19,7 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.create_topics import THROTTLED
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -24,7 +27,8 @@ API_KEY = 20
 MIN_VERSION = 0
 MAX_VERSION = 6
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.NOT_CONTROLLER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.NOT_CONTROLLER, ErrorCode.THROTTLING_QUOTA_EXCEEDED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.TOPIC_DELETION_DISABLED, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
@@ -56,7 +60,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         deletable = ctx.filter_authorized(AclOperation.DELETE, ResourceType.TOPIC, names)
         refused = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names if n not in deletable}
         names = [n for n in names if n in deletable]
-    results = await server.controller.admin.delete_topics(names, request.timeout_ms) if names else {}
+    quota = ctx.mutation_quota(strict_since=5)
+    admin = server.controller.admin
+    if quota.active:
+        # KIP-599: topic by topic, each deletion's partitions taken from the client's mutation quota.
+        results = {}
+        for name in names:
+            if not quota.admits():
+                results[name] = (ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+                continue
+            known = cache.topics.get(name)
+            partitions = len(known.partitions) if known is not None else 0
+            results.update(await admin.delete_topics([name], request.timeout_ms))
+            if results[name][0] in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                quota.record(partitions)
+    else:
+        results = await admin.delete_topics(names, request.timeout_ms) if names else {}
     results.update((n, (code, None)) for n, code in refused.items())
     Resp = response_type(request)
     out = []
@@ -71,4 +90,4 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             name = None  # named by id and not describable: Kafka does not disclose the name
         out.append(Resp.DeletableTopicResult(name=name, topic_id=tid or ZERO_UUID, error_code=err,
                                              error_message=msg))
-    return response_for(request, throttle_time_ms=0, responses=out)
+    return ctx.throttled(quota, response_for(request, throttle_time_ms=0, responses=out))

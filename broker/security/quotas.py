@@ -4,8 +4,12 @@ kept in the metadata store in Kafka's ZooKeeper layout.
 Contract:
 - Entities: a user, a client id, or both; each may be `<default>` (the entity's name in the store; null in
   the APIs). Quotas `producer_byte_rate`, `consumer_byte_rate`, `request_percentage`,
-  `controller_mutation_rate` are stored; the byte rates and the request percentage are enforced
-  (broker.apis.base.RequestContext.record_quota / record_request_time; see docs/security.md).
+  `controller_mutation_rate`, all enforced (broker.apis.base.RequestContext.record_quota,
+  record_request_time, mutation_quota; see docs/security.md).
+- `controller_mutation_rate` (KIP-599) is a token bucket, as Kafka's: a burst of rate x quota.window.num x
+  quota.window.size.seconds partitions, refilled at the rate; `MutationQuota` is one request's view of it —
+  strict (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: a topic met with an empty bucket is
+  refused THROTTLING_QUOTA_EXCEEDED) or permissive (older versions: recorded, only throttled).
 - Store (`QuotaStore`, blocking — call it off the event loop): `/config/users/<user>`,
   `/config/users/<user>/clients/<client>`, `/config/clients/<client>` hold ``{"version":1,"config":{...}}``
   with a ``/config/changes`` notification, as Kafka's AdminZkClient. A user's node also holds its SCRAM
@@ -39,7 +43,8 @@ DEFAULT = "<default>"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, "controller_mutation_rate")
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
 USER, CLIENT_ID = "user", "client-id"
 
 # (user, client id) of a stored entity: a name, DEFAULT, or None when the entity has no such part.
@@ -127,6 +132,52 @@ class _Rate:
             del self.starts[0], self.totals[0]
 
 
+@dataclass
+class _TokenBucket:
+    rate: float  # tokens (partition mutations) per second
+    burst: float
+    tokens: float
+    last_ms: float
+
+    def refill(self, now_ms: float) -> None:
+        self.tokens = min(self.burst, self.tokens + self.rate * (now_ms - self.last_ms) / 1000)
+        self.last_ms = now_ms
+
+    def throttle_ms(self, now_ms: float) -> int:
+        self.refill(now_ms)
+        return max(0, round(-self.tokens / self.rate * 1000)) if self.rate > 0 else 0
+
+
+class MutationQuota:
+    """One request's controller mutation quota (Kafka's Strict/PermissiveControllerMutationQuota)."""
+
+    def __init__(self, bucket: _TokenBucket | None, strict: bool) -> None:
+        self._bucket = bucket
+        self.strict = strict
+        self.throttle_ms = 0
+
+    @property
+    def active(self) -> bool:
+        return self._bucket is not None
+
+    def admits(self) -> bool:
+        """Strict: False (and the throttle noted) while the bucket is empty."""
+        if self._bucket is None or not self.strict:
+            return True
+        throttle = self._bucket.throttle_ms(time.time() * 1000)
+        self.throttle_ms = max(self.throttle_ms, throttle)
+        return throttle == 0
+
+    def record(self, permits: float) -> None:
+        if self._bucket is None:
+            return
+        now = time.time() * 1000
+        self._bucket.refill(now)
+        self._bucket.tokens -= permits
+        if not self.strict:
+            self.throttle_ms = max(self.throttle_ms, self._bucket.throttle_ms(now))
+
+
 class QuotaManager:
     """The quotas in force and the measured rates; lives on the event loop."""
 
@@ -135,10 +186,23 @@ class QuotaManager:
         self.samples = window_num
         self.quotas: dict[Entity, dict[str, float]] = {}
         self._rates: dict[tuple[str, str, str], _Rate] = {}
+        self._buckets: dict[tuple[str, str], _TokenBucket] = {}
 
     def replace(self, quotas: dict[Entity, dict[str, float]]) -> None:
         self.quotas = quotas
         self._rates.clear()
+        self._buckets.clear()
+
+    def mutation_quota(self, user: str, client_id: str, strict: bool) -> MutationQuota:
+        found = self.quota_for(CONTROLLER_MUTATION_RATE, user, client_id)
+        if found is None:
+            return MutationQuota(None, strict)
+        rate, metric = found
+        bucket = self._buckets.get(metric)
+        if bucket is None or bucket.rate != rate:
+            burst = rate * self.samples * self.window_ms / 1000
+            bucket = self._buckets[metric] = _TokenBucket(rate, burst, burst, time.time() * 1000)
+        return MutationQuota(bucket, strict)
 
     def quota_for(self, quota: str, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
         """(bound, the metric entity whose rate it bounds) by Kafka's precedence, or None when unbounded."""

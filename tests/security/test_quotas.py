@@ -201,3 +201,31 @@ def test_timed_steps_counts_the_steps_not_the_waits_and_passes_errors_through() 
             await task
 
     asyncio.run(run())
+
+
+def test_controller_mutations_are_rate_limited_strictly_from_v6(broker: EmbeddedBroker) -> None:
+    import socket
+
+    # 1 partition a second, a burst of 2 (two 1 s windows): a 3-partition topic goes into debt.
+    alter_quotas(broker, [("client-id", "mutator")], controller_mutation_rate=1.0)
+    Create = request_class(ApiKey.CREATE_TOPICS)
+    T = Create.CreatableTopic
+
+    def create(version: int, name: str) -> Any:
+        request = Create[version](topics=[T(name=name, num_partitions=3, replication_factor=1, assignments=[],
+                                            configs=[])], timeout_ms=30000, validate_only=False)
+        request.with_header(correlation_id=1, client_id="mutator")
+        frame = encode_request(request)
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            return recv(s, ApiKey.CREATE_TOPICS, version)
+
+    first = create(7, "mutations-1")
+    assert first.topics[0].error_code == 0 and first.throttle_time_ms == 0
+    refused = create(7, "mutations-2")  # the bucket is empty: strict from v6
+    assert refused.topics[0].error_code == 89  # THROTTLING_QUOTA_EXCEEDED
+    assert refused.topics[0].error_message == "The throttling quota has been exceeded."
+    assert refused.throttle_time_ms > 0
+    permissive = create(5, "mutations-3")  # below v6: created, only throttled
+    assert permissive.topics[0].error_code == 0 and permissive.throttle_time_ms > 0
+    alter_quotas(broker, [("client-id", "mutator")], controller_mutation_rate=None)

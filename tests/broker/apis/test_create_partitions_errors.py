@@ -9,6 +9,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
+from .quota_support import mutation_quota_used_up
 from .support import REASSIGNING_OFF_2, THREE_REPLICAS, Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.CREATE_PARTITIONS)
@@ -38,7 +39,14 @@ def reassignment_in_progress(b: Brokers) -> Any:
     return send(b, topic(REASSIGNING_OFF_2, 2), port=port)
 
 
+def throttled(b: Brokers) -> Any:
+    port = mutation_quota_used_up(b)
+    b.topic("grow-throttled", port=port)  # CreateTopics v4: permissive, created all the same
+    return send(b, topic("grow-throttled", 2), validate_only=False, port=port)
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: throttled,
     ErrorCode.NOT_CONTROLLER: lambda b: send(b, topic(TOPIC, 2), port=b.not_controller_port()),
     ErrorCode.INVALID_REQUEST: lambda b: send(b, topic(b.topic(TOPIC), 2), topic(TOPIC, 3)),
     ErrorCode.REASSIGNMENT_IN_PROGRESS: reassignment_in_progress,

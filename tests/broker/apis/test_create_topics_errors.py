@@ -9,6 +9,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
+from .quota_support import mutation_quota_used_up
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.CREATE_TOPICS)
@@ -27,6 +28,8 @@ def send(b: Brokers, *topics: Any, timeout_ms: int = 30000) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: lambda b: b.call(Req[7](topics=[topic("create-throttled")], timeout_ms=30000,
+                                                                 validate_only=False), mutation_quota_used_up(b)),
     ErrorCode.NOT_CONTROLLER: lambda b: b.call(Req[7](topics=[topic("create-elsewhere")], timeout_ms=30000,
                                                       validate_only=False), b.not_controller_port()),
     ErrorCode.INVALID_REQUEST: lambda b: send(b, topic("create-twice"), topic("create-twice")),

@@ -10,6 +10,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
+from .quota_support import mutation_quota_used_up
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.DELETE_TOPICS)
@@ -27,7 +28,14 @@ def deletion_disabled(b: Brokers) -> Any:
     return send(b, "delete-kept", port=other.port)
 
 
+def throttled(b: Brokers) -> Any:
+    port = mutation_quota_used_up(b)
+    b.topic("delete-throttled", port=port)  # CreateTopics v4: permissive, created all the same
+    return send(b, "delete-throttled", port=port)
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: throttled,
     ErrorCode.NOT_CONTROLLER: lambda b: send(b, "delete-elsewhere", port=b.not_controller_port()),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "delete-missing"),
     ErrorCode.UNKNOWN_TOPIC_ID: lambda b: send(b, None, topic_id=uuid.uuid4()),
