@@ -163,7 +163,7 @@ def test_aiokafka(secured: Any, case: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="the kcat binary is not installed")
-@pytest.mark.parametrize("case", ["mtls", "sasl_ssl-scram512", "sasl_plaintext-plain"])
+@pytest.mark.parametrize("case", list(CASES))
 def test_kcat(secured: Any, case: str) -> None:
     settings = [x for k, v in client_conf(secured, case, CONFLUENT_KEYS).items() if k != "bootstrap.servers"
                 for x in ("-X", f"{k}={v}")]

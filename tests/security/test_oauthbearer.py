@@ -8,6 +8,8 @@ import asyncio
 import base64
 import json
 import logging
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -290,3 +292,21 @@ def test_aiokafka(oauth: OAuthBroker, listener: str) -> None:
             await producer.stop()
 
     assert asyncio.run(run()) >= 0
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="the kcat binary is not installed")
+@pytest.mark.parametrize(("listener", "scope", "works"), [
+    ("SASL_SSL", "kafka", True), ("SASL_PLAINTEXT", "kafka", True), ("SASL_PLAINTEXT", "other", False)])
+def test_kcat(oauth: OAuthBroker, listener: str, scope: str, works: bool) -> None:
+    settings = [x for k, v in confluent_conf(oauth, listener, scope=scope).items() if k != "bootstrap.servers"
+                for x in ("-X", f"{k}={str(v).lower() if isinstance(v, bool) else v}")]
+    line = f"kcat-{listener}-{scope}".encode()
+    produced = subprocess.run(["kcat", "-b", oauth.bootstrap(listener), *settings, "-P", "-t", "oauth-topic",
+                               "-X", "message.timeout.ms=5000"], input=line + b"\n", capture_output=True, timeout=60)
+    if not works:  # kcat reports the broker's insufficient_scope and fails, as against Kafka
+        assert produced.returncode != 0 and b"insufficient_scope" in produced.stderr, produced.stderr[-500:]
+        return
+    assert produced.returncode == 0, produced.stderr.decode()[-1000:]
+    consumed = subprocess.run(["kcat", "-b", oauth.bootstrap(listener), *settings, "-C", "-t", "oauth-topic",
+                               "-o", "beginning", "-e", "-q"], capture_output=True, timeout=60)
+    assert consumed.returncode == 0 and line in consumed.stdout.splitlines(), consumed.stderr.decode()[-1000:]
