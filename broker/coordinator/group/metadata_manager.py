@@ -264,11 +264,16 @@ class GroupMetadataManager:
         for group in self.groups.values():
             if group.partition not in self._owned or group.is_in(GroupState.DEAD):
                 continue
-            if states and group.state.value.lower() not in states:
+            if group.consumer is not None:
+                # A KIP-848 consumer group: Kafka lists it with protocol type "consumer" and its own state.
+                listed = ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.consumer.state.value, "consumer")
+            else:
+                listed = ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
+            if states and listed.group_state.lower() not in states:
                 continue
-            if types and "classic" not in types:
+            if types and listed.group_type not in types:
                 continue
-            groups.append(ListedGroup(group.group_id, group.protocol_type or "", group.state.value))
+            groups.append(listed)
         if self.shutting_down:
             return ListGroupsResult(E.COORDINATOR_NOT_AVAILABLE)
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self._loading else E.NONE
@@ -361,14 +366,16 @@ class GroupMetadataManager:
         records: Tombstones = [
             (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)), None)
             for tp in removable]
-        if group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets:
+        if (group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets
+                and not group.has_consumer_members):
             records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
             group.remove_pending_offsets(removable)
             for tp in removable:
                 group.offsets.pop(tp, None)
-            if group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members:
+            if (group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members
+                    and not group.has_consumer_members):
                 self.remove_dead_group(group)
         return error
 
@@ -401,7 +408,7 @@ class GroupMetadataManager:
             tps = [tp for tp in group.offsets if tp in gone]
             if tps:
                 doomed.append((group, tps, group.is_in(GroupState.EMPTY) and len(tps) == len(group.offsets)
-                               and not group.pending_txn_offsets))
+                               and not group.pending_txn_offsets and not group.has_consumer_members))
         return await self._remove_offsets(doomed)
 
     def _owned_live_groups(self) -> list[GroupMetadata]:
@@ -459,6 +466,10 @@ class GroupMetadataManager:
                 if o.expire_timestamp >= 0:
                     if now >= o.expire_timestamp:
                         expired.append(tp)
+                elif group.has_consumer_members:
+                    # A consumer group with members: only offsets of topics it no longer subscribes to expire.
+                    if not group.consumer.is_subscribed_to_topic(tp.topic) and now >= o.commit_timestamp + retention:
+                        expired.append(tp)
                 elif group.is_in(GroupState.EMPTY):
                     base = max(o.commit_timestamp, group.state_timestamp_ms)
                     if now >= base + retention:
@@ -468,7 +479,7 @@ class GroupMetadataManager:
                     expired.append(tp)
             # A group with transactional commits pending stays until its transactions end (Kafka's hasOffsets).
             dies = (group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
-                    and not group.pending_txn_offsets)
+                    and not group.pending_txn_offsets and not group.has_consumer_members)
             if expired or dies:
                 doomed.append((group, expired, dies))
         removed = await self._remove_offsets(doomed)
