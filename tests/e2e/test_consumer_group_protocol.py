@@ -1,0 +1,168 @@
+"""KIP-848 consumer groups with stock confluent-kafka 2.16 consumers (`group.protocol=consumer`) over real
+sockets: the broker assigns (uniform, and range when the members ask for it), members split a 6-partition
+topic with no partition owned twice at any poll, a leaving member's partitions go to the others, and
+committed offsets survive a consumer restart.
+
+The broker's heartbeat interval is lowered (`group.consumer.heartbeat.interval.ms`, with its minimum) so a
+rebalance takes a fraction of a second instead of Kafka's 5 s heartbeats.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PARTITIONS = 6
+FAST_HEARTBEATS = {"group.consumer.heartbeat.interval.ms": "300", "group.consumer.min.heartbeat.interval.ms": "300"}
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=10).values():
+        future.result(15)
+
+
+def produce(bootstrap: str, topic: str, values: list[tuple[int, bytes]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, value in values:
+        producer.produce(topic, value, partition=partition)
+    assert producer.flush(15) == 0
+
+
+def new_consumer(bootstrap: str, group: str, topic: str, **extra: Any) -> Consumer:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                         **extra})
+    consumer.subscribe([topic])
+    return consumer
+
+
+class Members:
+    """Consumers polled round-robin in this thread; every poll checks no partition is owned twice."""
+
+    def __init__(self) -> None:
+        self.consumers: dict[str, Consumer] = {}
+        self.consumed: Counter[tuple[int, bytes]] = Counter()
+
+    def poll_once(self) -> None:
+        for consumer in self.consumers.values():
+            for msg in consumer.consume(num_messages=100, timeout=0.05):
+                if msg.error() is not None:
+                    assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                    continue
+                self.consumed[(msg.partition(), msg.value())] += 1
+                consumer.commit(message=msg, asynchronous=False)
+        owned = [p for partitions in self.assignments().values() for p in partitions]
+        assert len(owned) == len(set(owned)), f"a partition owned twice: {self.assignments()}"
+
+    def assignments(self) -> dict[str, set[int]]:
+        return {name: {tp.partition for tp in c.assignment()} for name, c in self.consumers.items()}
+
+    def run_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll_once()
+            if condition():
+                return
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}: {self.assignments()}")
+
+    def split_evenly(self) -> bool:
+        parts = list(self.assignments().values())
+        return (set().union(*parts) == set(range(PARTITIONS)) and sum(map(len, parts)) == PARTITIONS
+                and all(len(p) == PARTITIONS // len(parts) for p in parts))
+
+    def close_all(self) -> None:
+        for consumer in self.consumers.values():
+            consumer.close()
+        self.consumers.clear()
+
+
+def test_one_consumer_gets_every_partition_and_consumes(broker_factory: Any) -> None:
+    broker = broker_factory(FAST_HEARTBEATS)
+    create_topic(broker.bootstrap, "kip848-one")
+    produce(broker.bootstrap, "kip848-one", [(2, b"hello")])
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, "kip848-one", "kip848-one")
+    try:
+        members.run_until(lambda: members.consumed[(2, b"hello")] == 1, 20, "the record")
+        assert members.assignments() == {"a": set(range(PARTITIONS))}
+        group = broker.server.group_coordinator.coordinator.group("kip848-one").consumer
+        assert (group.state.value, group.group_epoch, group.assignment_epoch) == ("Stable", 1, 1)
+    finally:
+        members.close_all()
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_members_split_the_partitions_and_take_over_a_leaver(broker_factory: Any, assignor: str) -> None:
+    broker = broker_factory(FAST_HEARTBEATS)
+    topic = group = f"kip848-split-{assignor}"
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [(p, f"before-{p}".encode()) for p in range(PARTITIONS)])
+    members = Members()
+    try:
+        for name in ("a", "b"):
+            members.consumers[name] = new_consumer(broker.bootstrap, group, topic, **{"group.remote.assignor": assignor})
+        members.run_until(members.split_evenly, 30, "two members with 3 partitions each")
+        members.consumers["c"] = new_consumer(broker.bootstrap, group, topic, **{"group.remote.assignor": assignor})
+        members.run_until(members.split_evenly, 30, "three members with 2 partitions each")
+        members.run_until(lambda: len(members.consumed) == PARTITIONS, 20, "the records produced before")
+
+        members.consumers.pop("b").close()
+        members.run_until(members.split_evenly, 30, "the two left with 3 partitions each")
+        produce(broker.bootstrap, topic, [(p, f"after-{p}".encode()) for p in range(PARTITIONS)])
+        members.run_until(lambda: len(members.consumed) == 2 * PARTITIONS, 20, "the records produced after")
+        assert set(members.consumed.values()) == {1}, "a record consumed twice with synchronous commits"
+        described = broker.server.group_coordinator.coordinator.group(group).consumer
+        assert described.preferred_server_assignor() == assignor
+    finally:
+        members.close_all()
+
+
+def test_committed_offsets_survive_a_consumer_restart(broker_factory: Any) -> None:
+    broker = broker_factory(FAST_HEARTBEATS)
+    topic = group = "kip848-restart"
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [(p, f"first-{p}".encode()) for p in range(PARTITIONS)])
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, group, topic)
+    try:
+        members.run_until(lambda: len(members.consumed) == PARTITIONS, 20, "the first records")
+        members.close_all()
+        produce(broker.bootstrap, topic, [(p, f"second-{p}".encode()) for p in range(PARTITIONS)])
+        members.consumers["a2"] = new_consumer(broker.bootstrap, group, topic)
+        members.run_until(lambda: len(members.consumed) == 2 * PARTITIONS, 20, "the second records")
+        assert set(members.consumed.values()) == {1}, "a committed record consumed again after the restart"
+        committed = members.consumers["a2"].committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
+        assert [tp.offset for tp in committed] == [2] * PARTITIONS
+    finally:
+        members.close_all()
+
+
+def test_listed_and_described_by_the_admin_client(broker_factory: Any) -> None:
+    """ListGroups shows the consumer group with its type and state; DescribeGroups (v0-5), as Kafka, does not
+    describe it (Dead, no members) -- librdkafka's describe_consumer_groups uses ConsumerGroupDescribe."""
+    broker = broker_factory(FAST_HEARTBEATS)
+    topic = group = f"kip848-admin-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic)
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, group, topic, **{"client.id": "admin-seen"})
+    try:
+        members.run_until(lambda: members.assignments()["a"] == set(range(PARTITIONS)), 20, "the assignment")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = admin.list_consumer_groups().result(10)
+        mine = [g for g in listed.valid if g.group_id == group]
+        assert len(mine) == 1 and str(mine[0].state).endswith("STABLE")
+        assert str(getattr(mine[0], "type", "CONSUMER")).endswith("CONSUMER")
+        described = admin.describe_consumer_groups([group]).get(group).result(10)
+        assert [m.client_id for m in described.members] == ["admin-seen"]
+        assignment = {tp.partition for tp in described.members[0].assignment.topic_partitions}
+        assert assignment == set(range(PARTITIONS))
+    finally:
+        members.close_all()
