@@ -106,11 +106,12 @@ def test_members_split_the_partitions_and_take_over_a_leaver(broker_factory: Any
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [(p, f"before-{p}".encode()) for p in range(PARTITIONS)])
     members = Members()
+    remote = {"group.remote.assignor": assignor}
     try:
         for name in ("a", "b"):
-            members.consumers[name] = new_consumer(broker.bootstrap, group, topic, **{"group.remote.assignor": assignor})
+            members.consumers[name] = new_consumer(broker.bootstrap, group, topic, **remote)
         members.run_until(members.split_evenly, 30, "two members with 3 partitions each")
-        members.consumers["c"] = new_consumer(broker.bootstrap, group, topic, **{"group.remote.assignor": assignor})
+        members.consumers["c"] = new_consumer(broker.bootstrap, group, topic, **remote)
         members.run_until(members.split_evenly, 30, "three members with 2 partitions each")
         members.run_until(lambda: len(members.consumed) == PARTITIONS, 20, "the records produced before")
 
