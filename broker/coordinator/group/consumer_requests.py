@@ -204,7 +204,11 @@ class ConsumerGroupRequests:
         else:
             target_all = None
         target_epoch = group_epoch if target_all is not None else group.assignment_epoch
-        target = (target_all if target_all is not None else group.target_assignment).get(updated.member_id, {})
+        if target_all is not None:
+            target = target_all.get(updated.member_id, {})
+        else:
+            # A static member's new incarnation inherits the target of the member it replaces.
+            target = group.target_assignment.get(replaced.member_id if replaced is not None else updated.member_id, {})
         reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, owned)
 
         # Apply: everything above could still refuse the request; from here on it is accepted.
@@ -213,6 +217,7 @@ class ConsumerGroupRequests:
         if replaced is not None:
             group.remove_member(replaced.member_id)
             group.cancel_timers(replaced.member_id)
+            group.target_assignment[updated.member_id] = target
         if bump:
             group.group_epoch = group_epoch
             group.subscription_metadata = metadata

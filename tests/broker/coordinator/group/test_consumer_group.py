@@ -1,0 +1,259 @@
+"""KIP-848 consumer groups, below the wire: the assignors (uniform, range), the reconciliation rules (revoke
+before assign, unreleased partitions, epochs) and the coordinator's heartbeat state machine with an
+in-memory topics image and `__consumer_offsets`."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from broker.coordinator.group import GroupCoordinatorConfig
+from broker.coordinator.group.assignors import AssignmentMember, assignor_name, range_assign, uniform_assign
+from broker.coordinator.group.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    reconcile,
+)
+from broker.coordinator.group.errors import GroupErrorCode as E
+
+from .harness import OffsetsLog, run
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def owners(assignment: dict[str, Any]) -> dict[tuple[uuid.UUID, int], list[str]]:
+    out: dict[tuple[uuid.UUID, int], list[str]] = {}
+    for member, a in assignment.items():
+        for topic_id, parts in a.items():
+            for p in parts:
+                out.setdefault((topic_id, p), []).append(member)
+    return out
+
+
+def count(a: Any) -> int:
+    return sum(len(ps) for ps in a.values())
+
+
+# ---------------------------------------------------------------- assignors
+def test_range_gives_contiguous_ranges_in_member_order_extra_partitions_first() -> None:
+    members = {m: AssignmentMember(None, frozenset({T1})) for m in ("b", "a", "c")}
+    out = range_assign(members, {T1: 7}, {})
+    assert out == {"a": {T1: frozenset({0, 1, 2})}, "b": {T1: frozenset({3, 4})}, "c": {T1: frozenset({5, 6})}}
+
+
+def test_range_puts_static_members_first_by_instance_id() -> None:
+    members = {"a": AssignmentMember(None, frozenset({T1})), "z": AssignmentMember("i1", frozenset({T1}))}
+    assert range_assign(members, {T1: 4}, {}) == {"z": {T1: frozenset({0, 1})}, "a": {T1: frozenset({2, 3})}}
+
+
+def test_range_per_topic_only_among_its_subscribers() -> None:
+    members = {"a": AssignmentMember(None, frozenset({T1})), "b": AssignmentMember(None, frozenset({T1, T2}))}
+    out = range_assign(members, {T1: 2, T2: 3}, {})
+    assert out == {"a": {T1: frozenset({0})}, "b": {T1: frozenset({1}), T2: frozenset({0, 1, 2})}}
+
+
+def test_uniform_homogeneous_is_balanced_and_sticky() -> None:
+    two = {m: AssignmentMember(None, frozenset({T1, T2})) for m in ("a", "b")}
+    first = uniform_assign(two, {T1: 4, T2: 2}, {})
+    assert sorted(map(count, first.values())) == [3, 3]
+    three = {**two, "c": AssignmentMember(None, frozenset({T1, T2}))}
+    second = uniform_assign(three, {T1: 4, T2: 2}, first)
+    assert sorted(map(count, second.values())) == [2, 2, 2]
+    for m in ("a", "b"):  # the old members only lose partitions, and just enough of them
+        assert owners({m: second[m]}).keys() <= owners({m: first[m]}).keys()
+    assert all(len(v) == 1 for v in owners(second).values()) and len(owners(second)) == 6
+
+
+def test_uniform_heterogeneous_respects_subscriptions_and_balances() -> None:
+    members = {"a": AssignmentMember(None, frozenset({T1})), "b": AssignmentMember(None, frozenset({T1, T2})),
+               "c": AssignmentMember(None, frozenset({T2}))}
+    out = uniform_assign(members, {T1: 4, T2: 4}, {})
+    assert all(len(v) == 1 for v in owners(out).values()) and len(owners(out)) == 8
+    assert T2 not in out["a"] and T1 not in out["c"]
+    assert sorted(map(count, out.values())) == [2, 3, 3]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("assign", [uniform_assign, range_assign], ids=["uniform", "range"])
+def test_every_partition_of_a_subscribed_topic_goes_to_exactly_one_subscriber(seed: int, assign: Any) -> None:
+    rnd = random.Random(seed)
+    topics = {uuid.UUID(int=i + 1): rnd.randint(1, 9) for i in range(rnd.randint(1, 4))}
+    members = {f"m{i}": AssignmentMember(rnd.choice([None, f"i{i}"]),
+                                         frozenset(rnd.sample(sorted(topics), rnd.randint(1, len(topics)))))
+               for i in range(rnd.randint(1, 6))}
+    previous = assign(members, topics, {})
+    members.pop(next(iter(members)))
+    if not members:
+        return
+    out = assign(members, topics, previous)
+    assert set(out) == set(members)
+    found = owners(out)
+    wanted = {(t, p) for t, n in topics.items() for p in range(n) if any(t in m.topics for m in members.values())}
+    assert set(found) == wanted and all(len(v) == 1 for v in found.values())
+    assert all(t in members[m].topics for (t, _), ms in found.items() for m in ms)
+
+
+def test_assignor_names_read_kafkas_class_names() -> None:
+    assert assignor_name("org.apache.kafka.coordinator.group.assignor.RangeAssignor") == "range"
+    assert assignor_name("uniform") == "uniform" and assignor_name("sticky") is None
+
+
+# ---------------------------------------------------------------- reconciliation
+def free(topic_id: uuid.UUID, partition: int) -> int:
+    return -1
+
+
+def test_a_new_member_gets_its_target_at_the_target_epoch() -> None:
+    member = reconcile(ConsumerGroupMember("m"), 3, {T1: frozenset({0, 1})}, free, [])
+    assert (member.member_epoch, member.previous_member_epoch, member.state) == (3, 0, MemberState.STABLE)
+    assert member.assigned == {T1: frozenset({0, 1})}
+
+
+def test_revoke_before_assign() -> None:
+    member = ConsumerGroupMember("m", member_epoch=1, assigned={T1: frozenset({0, 1, 2})})
+    target = {T1: frozenset({0, 1, 3})}
+    revoking = reconcile(member, 2, target, free, [(T1, [0, 1, 2])])
+    assert revoking.state is MemberState.UNREVOKED_PARTITIONS and revoking.member_epoch == 1
+    assert revoking.assigned == {T1: frozenset({0, 1})} and revoking.pending_revocation == {T1: frozenset({2})}
+    # Still reporting partition 2, or not reporting at all: no progress.
+    assert reconcile(revoking, 2, target, free, [(T1, [0, 1, 2])]) is revoking
+    assert reconcile(revoking, 2, target, free, None) is revoking
+    done = reconcile(revoking, 2, target, free, [(T1, [0, 1])])
+    assert (done.state, done.member_epoch, done.previous_member_epoch) == (MemberState.STABLE, 2, 1)
+    assert done.assigned == {T1: frozenset({0, 1, 3})} and not done.pending_revocation
+
+
+def test_a_partition_still_held_elsewhere_is_withheld_until_released() -> None:
+    member = ConsumerGroupMember("m", member_epoch=1, assigned={T1: frozenset({0})})
+    held = {(T1, 1): 1}
+    waiting = reconcile(member, 2, {T1: frozenset({0, 1})}, lambda t, p: held.get((t, p), -1), [(T1, [0])])
+    assert (waiting.state, waiting.member_epoch, waiting.assigned) == (
+        MemberState.UNRELEASED_PARTITIONS, 2, {T1: frozenset({0})})
+    held.clear()
+    done = reconcile(waiting, 2, {T1: frozenset({0, 1})}, lambda t, p: held.get((t, p), -1), [(T1, [0])])
+    assert (done.state, done.assigned) == (MemberState.STABLE, {T1: frozenset({0, 1})})
+
+
+def test_group_state_and_partition_epochs() -> None:
+    group = ConsumerGroup("g")
+    assert group.state.value == "Empty"
+    group.group_epoch = 1
+    group.update_member(ConsumerGroupMember("a", member_epoch=0))
+    assert group.state.value == "Assigning"
+    group.assignment_epoch = 1
+    assert group.state.value == "Reconciling"
+    group.update_member(ConsumerGroupMember("a", member_epoch=1, assigned={T1: frozenset({0})}))
+    assert group.state.value == "Stable" and group.partition_epoch(T1, 0) == 1
+    group.remove_member("a")
+    assert group.partition_epoch(T1, 0) == -1 and group.state.value == "Empty"
+
+
+# ---------------------------------------------------------------- the coordinator's heartbeat
+@dataclasses.dataclass
+class Topics:
+    topics: dict[str, tuple[uuid.UUID, int]]
+
+    def topic(self, name: str) -> tuple[uuid.UUID, int] | None:
+        return self.topics.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.topics)
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        return next((n for n, (t, _) in self.topics.items() if t == topic_id), None)
+
+
+def coordinator(topics: Topics, **config: Any) -> Any:
+    log = OffsetsLog()
+    c = log.new_coordinator(GroupCoordinatorConfig(offsets_topic_num_partitions=1, **config))
+    c.topics_image = topics
+    return c
+
+
+def join(c: Any, member: str, topics: list[str], **kw: Any) -> Any:
+    return c.consumer_group_heartbeat("g", member, 0, rebalance_timeout_ms=1000, subscribed_topic_names=topics,
+                                      owned=[], **kw)
+
+
+def test_heartbeats_rebalance_two_members_revoke_first() -> None:
+    topics = Topics({"t": (T1, 4)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        a = await join(c, "a", ["t"])
+        assert (a.error_code, a.member_epoch, a.assignment) == (E.NONE, 1, {T1: frozenset(range(4))})
+        b = await join(c, "b", ["t"])
+        # b's partitions are still a's: it waits at epoch 2 with nothing.
+        assert (b.member_epoch, b.assignment) == (2, {})
+        a2 = await c.consumer_group_heartbeat("g", "a", 1, owned=[(T1, [0, 1, 2, 3])])
+        assert a2.member_epoch == 1 and count(a2.assignment) == 2  # revoke two, keep the epoch
+        a3 = await c.consumer_group_heartbeat("g", "a", 1, owned=[(T1, sorted(a2.assignment[T1]))])
+        assert a3.member_epoch == 2 and a3.assignment is None
+        b2 = await c.consumer_group_heartbeat("g", "b", 2, owned=[])
+        assert count(b2.assignment) == 2 and not b2.assignment[T1] & a2.assignment[T1]
+        assert c.group("g").consumer.state.value == "Stable"
+        # Fenced epochs: ahead, or behind without being the previous epoch with a subset.
+        assert (await c.consumer_group_heartbeat("g", "b", 3, owned=[])).error_code == E.FENCED_MEMBER_EPOCH
+        assert (await c.consumer_group_heartbeat("g", "a", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+                                                 owned=[])).error_code == E.FENCED_MEMBER_EPOCH
+        # The previous epoch with a subset of the partitions: a lost response, accepted.
+        again = await c.consumer_group_heartbeat("g", "a", 1, owned=[(T1, sorted(a2.assignment[T1]))])
+        assert again.error_code == E.NONE and again.member_epoch == 2
+        left = await c.consumer_group_heartbeat("g", "b", -1)
+        assert (left.error_code, left.member_epoch) == (E.NONE, -1)
+        assert c.group("g").consumer.group_epoch == 3
+        a4 = await c.consumer_group_heartbeat("g", "a", 2, owned=[(T1, sorted(a2.assignment[T1]))])
+        assert a4.member_epoch == 3 and a4.assignment == {T1: frozenset(range(4))}
+    run(scenario)
+
+
+def test_more_partitions_bump_the_group_epoch_and_reassign() -> None:
+    topics = Topics({"t": (T1, 2)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        await join(c, "a", ["t"])
+        topics.topics["t"] = (T1, 3)
+        hb = await c.consumer_group_heartbeat("g", "a", 1, owned=[(T1, [0, 1])])
+        assert (hb.member_epoch, hb.assignment) == (2, {T1: frozenset({0, 1, 2})})
+        topics.topics["u"] = (T2, 1)
+        regex = await c.consumer_group_heartbeat("g", "b", 0, rebalance_timeout_ms=1000, subscribed_topic_regex="u|v",
+                                                 owned=[])
+        assert regex.assignment == {T2: frozenset({0})}
+    run(scenario)
+
+
+def test_static_member_leaves_temporarily_and_its_instance_rejoins() -> None:
+    topics = Topics({"t": (T1, 2)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        await join(c, "a1", ["t"], instance_id="i")
+        assert (await join(c, "a2", ["t"], instance_id="i")).error_code == E.UNRELEASED_INSTANCE_ID
+        left = await c.consumer_group_heartbeat("g", "a1", -2, instance_id="i")
+        assert (left.error_code, left.member_epoch) == (E.NONE, -2)
+        back = await join(c, "a2", ["t"], instance_id="i")
+        assert back.error_code == E.NONE and back.assignment == {T1: frozenset({0, 1})}
+        assert set(c.group("g").consumer.members) == {"a2"}
+        fenced = await c.consumer_group_heartbeat("g", "a1", 1, instance_id="i", owned=[])
+        assert fenced.error_code == E.FENCED_INSTANCE_ID
+    run(scenario)
+
+
+def test_session_timeout_fences_a_silent_member() -> None:
+    topics = Topics({"t": (T1, 2)})
+
+    async def scenario() -> None:
+        c = coordinator(topics, consumer_group_session_timeout_ms=100)
+        await join(c, "a", ["t"])
+        await asyncio.sleep(0.3)
+        group = c.group("g").consumer
+        assert group.members == {} and group.group_epoch == 2
+        assert (await c.consumer_group_heartbeat("g", "a", 1, owned=[])).error_code == E.UNKNOWN_MEMBER_ID
+    run(scenario)
