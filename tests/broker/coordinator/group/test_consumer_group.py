@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from broker.coordinator.group import GroupCoordinatorConfig
+from broker.coordinator.group import GroupCoordinatorConfig, OffsetCommitEntry
 from broker.coordinator.group.assignors import AssignmentMember, assignor_name, range_assign, uniform_assign
 from broker.coordinator.group.consumer_group import (
     ConsumerGroup,
@@ -21,6 +21,7 @@ from broker.coordinator.group.consumer_group import (
     reconcile,
 )
 from broker.coordinator.group.errors import GroupErrorCode as E
+from storage.values import TopicPartition
 
 from .harness import OffsetsLog, run
 
@@ -171,7 +172,8 @@ class Topics:
 
 def coordinator(topics: Topics, **config: Any) -> Any:
     log = OffsetsLog()
-    c = log.new_coordinator(GroupCoordinatorConfig(offsets_topic_num_partitions=1, **config))
+    c = log.new_coordinator(GroupCoordinatorConfig(offsets_topic_num_partitions=1, group_initial_rebalance_delay_ms=0,
+                                                   **config))
     c.topics_image = topics
     return c
 
@@ -256,4 +258,63 @@ def test_session_timeout_fences_a_silent_member() -> None:
         group = c.group("g").consumer
         assert group.members == {} and group.group_epoch == 2
         assert (await c.consumer_group_heartbeat("g", "a", 1, owned=[])).error_code == E.UNKNOWN_MEMBER_ID
+    run(scenario)
+
+
+# ---------------------------------------------------------------- next to the classic APIs
+def test_offsets_and_classic_apis_for_a_consumer_group() -> None:
+    topics = Topics({"t": (T1, 2), "other": (T2, 1)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        a = await join(c, "a", ["t"])
+        entry = [OffsetCommitEntry("t", 0, 5)]
+        tp = TopicPartition("t", 0)
+        assert await c.commit_offsets("g", "a", None, a.member_epoch, entry) == {tp: E.NONE}
+        assert await c.commit_offsets("g", "a", None, a.member_epoch + 1, entry) == {tp: E.STALE_MEMBER_EPOCH}
+        assert await c.commit_offsets("g", "a", None, a.member_epoch, entry, api_version=8) == {
+            tp: E.UNSUPPORTED_VERSION}
+        assert await c.commit_offsets("g", "", None, -1, entry) == {tp: E.UNKNOWN_MEMBER_ID}
+        fetched = await c.fetch_offsets("g", [("t", 0)], member_id="a", member_epoch=a.member_epoch)
+        assert (fetched.error_code, fetched.partitions[0].offset) == (E.NONE, 5)
+        assert (await c.fetch_offsets("g", None, member_id="a", member_epoch=0)).error_code == E.STALE_MEMBER_EPOCH
+        assert (await c.fetch_offsets("g", None)).error_code == E.NONE  # the admin client: no member
+        # Classic APIs: no classic member joins, DescribeGroups answers Dead, ListGroups shows the type.
+        joined = await c.join_group("g", "", None, "classic", "/h", 1000, 10000, "consumer", [("range", b"")],
+                                    api_version=5)
+        assert joined.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        described = (await c.describe_groups(["g"]))[0]
+        assert (described.error_code, described.group_state, described.members) == (E.NONE, "Dead", [])
+        listed = (await c.list_groups(None, ["consumer"])).groups
+        assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+            ("g", "consumer", "Stable", "consumer")]
+        assert (await c.list_groups(None, ["classic"])).groups == []
+        assert await c.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}
+        deleted = await c.delete_offsets("g", [("t", 0), ("other", 0)])
+        assert deleted.partitions == {tp: E.GROUP_SUBSCRIBED_TO_TOPIC, TopicPartition("other", 0): E.NONE}
+        # Once the last member left: an Empty consumer group, commits with epoch -1 pass, and it can go.
+        await c.consumer_group_heartbeat("g", "a", -1)
+        assert (await c.list_groups(["empty"], None)).groups[0].group_type == "consumer"
+        assert await c.commit_offsets("g", "", None, -1, entry) == {tp: E.NONE}
+        assert await c.delete_groups(["g"]) == {"g": E.NONE}
+        assert c.group("g") is None
+    run(scenario)
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_and_back() -> None:
+    topics = Topics({"t": (T1, 1)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        tp = TopicPartition("t", 0)
+        assert await c.commit_offsets("g", "", None, -1, [OffsetCommitEntry("t", 0, 7)]) == {tp: E.NONE}
+        a = await join(c, "a", ["t"])
+        assert a.error_code == E.NONE and c.group("g").consumer is not None
+        assert (await c.fetch_offsets("g", [("t", 0)])).partitions[0].offset == 7  # its offsets kept
+        await c.consumer_group_heartbeat("g", "a", -1)
+        joined = await c.join_group("g", "", None, "classic", "/h", 1000, 10000, "consumer", [("range", b"")],
+                                    api_version=3)
+        assert joined.error_code == E.NONE and c.group("g").consumer is None
+        refused = await join(c, "b", ["t"])
+        assert refused.error_code == E.GROUP_ID_NOT_FOUND  # a classic group with members
     run(scenario)
