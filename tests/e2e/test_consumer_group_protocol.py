@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 PARTITIONS = 6
 FAST_HEARTBEATS = {"group.consumer.heartbeat.interval.ms": "300", "group.consumer.min.heartbeat.interval.ms": "300"}
@@ -167,3 +167,35 @@ def test_listed_and_described_by_the_admin_client(broker_factory: Any) -> None:
         assert assignment == set(range(PARTITIONS))
     finally:
         members.close_all()
+
+
+def test_new_partitions_and_a_regex_matched_topic_are_assigned(broker_factory: Any) -> None:
+    """The target assignment follows the subscribed topics: partitions added by CreatePartitions, and a topic
+    created after a regex subscription (ConsumerGroupHeartbeat v1's SubscribedTopicRegex) that matches it."""
+    broker = broker_factory(FAST_HEARTBEATS)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create_topic(broker.bootstrap, "kip848-grow", 2)
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, "kip848-grow", "kip848-grow")
+    regex = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "kip848-regex", "group.protocol": "consumer",
+                      "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
+    regex.subscribe(["^kip848-rx-.*"])
+    try:
+        members.run_until(lambda: members.assignments()["a"] == {0, 1}, 20, "the first two partitions")
+        for future in admin.create_partitions([NewPartitions("kip848-grow", 4)]).values():
+            future.result(15)
+        members.run_until(lambda: members.assignments()["a"] == {0, 1, 2, 3}, 20, "the new partitions")
+
+        create_topic(broker.bootstrap, "kip848-rx-late", 3)
+        produce(broker.bootstrap, "kip848-rx-late", [(1, b"late")])
+        deadline = time.monotonic() + 20
+        got = None
+        while got is None and time.monotonic() < deadline:
+            msg = regex.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got = msg
+        assert got is not None and got.value() == b"late"
+        assert {(tp.topic, tp.partition) for tp in regex.assignment()} == {("kip848-rx-late", p) for p in range(3)}
+    finally:
+        members.close_all()
+        regex.close()
