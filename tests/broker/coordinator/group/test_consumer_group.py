@@ -318,3 +318,19 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_back() -> None:
         refused = await join(c, "b", ["t"])
         assert refused.error_code == E.GROUP_ID_NOT_FOUND  # a classic group with members
     run(scenario)
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
+    topics = Topics({"t": (T1, 2)})
+
+    async def scenario() -> None:
+        c = coordinator(topics)
+        await c.consumer_group_heartbeat("g", "a", 0, rebalance_timeout_ms=100, subscribed_topic_names=["t"], owned=[])
+        await join(c, "b", ["t"])
+        revoking = await c.consumer_group_heartbeat("g", "a", 1, owned=[(T1, [0, 1])])
+        assert revoking.member_epoch == 1 and count(revoking.assignment) == 1
+        await asyncio.sleep(0.3)  # a never confirms the revocation
+        assert set(c.group("g").consumer.members) == {"b"}
+        b = await c.consumer_group_heartbeat("g", "b", 2, owned=[])
+        assert b.assignment == {T1: frozenset({0, 1})}
+    run(scenario)
