@@ -15,8 +15,8 @@ API; GROUP_ID_NOT_FOUND (no such consumer group, or a classic group with members
 instance still held by a member that did not leave), FENCED_INSTANCE_ID.
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
 name, else TOPIC_AUTHORIZATION_FAILED (Kafka 4.0).
-Gaps: the group is not persisted in `__consumer_offsets` (members rejoin after a coordinator move); no
-classic/consumer migration of groups with members.
+The group is stored in `__consumer_offsets` with Kafka's ConsumerGroup* records and survives a restart.
+Gaps: no classic/consumer migration of groups with members.
 """
 
 from __future__ import annotations

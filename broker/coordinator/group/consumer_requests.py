@@ -23,8 +23,11 @@ Contract:
   member waiting to revoke has its rebalance timeout; either expiring fences the member. Fencing or leaving
   (epoch -1) removes the member and bumps the group epoch; a static member's leave (-2) keeps its
   partitions and its place until its session times out or its instance rejoins.
-- Gaps: no persistence (the group lives in memory only: after a coordinator move members rejoin); no
-  migration between classic and consumer groups with members; regexes are Python's `re`, not RE2.
+- Persistence (consumer_records.py): every accepted change is appended to the group's `__consumer_offsets`
+  partition as Kafka's ConsumerGroup* records before the member hears of it, so the group survives a restart
+  or a coordinator move (loaded groups' sessions start again). A failed append answers its error (the
+  in-memory change is not rolled back, unlike Kafka's timeline).
+- Gaps: no migration between classic and consumer groups with members; regexes are Python's `re`, not RE2.
 """
 
 from __future__ import annotations
@@ -49,9 +52,21 @@ from broker.coordinator.group.consumer_group import (
     is_subset,
     reconcile,
 )
+from broker.coordinator.group.consumer_records import (
+    Record,
+    assignment_changes,
+    current_assignment_record,
+    group_epoch_record,
+    member_tombstones,
+    partition_metadata_record,
+    subscription_changes,
+    target_member_record,
+    target_records,
+)
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.metadata import GroupMetadata, GroupState
 from broker.coordinator.group.metadata_manager import GroupMetadataManager
+from broker.coordinator.group.schema import GroupMetadataKey, encode_group_metadata_key
 
 log = logging.getLogger(__name__)
 
@@ -118,13 +133,19 @@ class ConsumerGroupRequests:
             error = self.manager.partition_error(group_id)
             if error is not None:
                 raise _Refused(error)
+            records: list[Record] = []
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._consumer_group_leave(group_id, member_id, member_epoch, instance_id)
-            return self._consumer_group_heartbeat(
-                group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
-                subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host)
+                result = self._consumer_group_leave(group_id, member_id, member_epoch, instance_id, records)
+            else:
+                result = self._consumer_group_heartbeat(
+                    group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                    subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
+                    records)
         except _Refused as refused:
             return ConsumerGroupHeartbeatResult(refused.code, refused.message)
+        # The change is applied; the member hears of it once it is stored (Kafka answers after the write).
+        error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
+        return result if error == E.NONE else ConsumerGroupHeartbeatResult(error)
 
     def _check_heartbeat(self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None,
                          rack_id: str | None, rebalance_timeout_ms: int, names: list[str] | None,
@@ -166,8 +187,8 @@ class ConsumerGroupRequests:
                                   instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                                   names: list[str] | None, regex: str | None, server_assignor: str | None,
                                   owned: OwnedPartitions | None, client_id: str,
-                                  client_host: str) -> ConsumerGroupHeartbeatResult:
-        entry, group = self._get_or_maybe_create(group_id, member_epoch == 0)
+                                  client_host: str, records: list[Record]) -> ConsumerGroupHeartbeatResult:
+        entry, group = self._get_or_maybe_create(group_id, member_epoch == 0, records)
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
             raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
                            f"{self.config.consumer_group_max_size} members.")
@@ -211,20 +232,30 @@ class ConsumerGroupRequests:
             target = group.target_assignment.get(replaced.member_id if replaced is not None else updated.member_id, {})
         reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, owned)
 
-        # Apply: everything above could still refuse the request; from here on it is accepted.
+        # Apply: everything above could still refuse the request; from here on it is accepted. The records
+        # follow Kafka's order: subscription, subscribed topics, group epoch, target assignment, current one.
         if entry is not None:
             self.manager.groups[group_id] = entry
+        previous = group.members.get(updated.member_id)
         if replaced is not None:
+            records.extend(member_tombstones(group_id, replaced.member_id))
             group.remove_member(replaced.member_id)
             group.cancel_timers(replaced.member_id)
             group.target_assignment[updated.member_id] = target
-        if bump:
+            records.append(target_member_record(group_id, updated.member_id, target))
+        records.extend(subscription_changes(group_id, previous, updated))
+        if metadata != group.subscription_metadata:
+            records.append(partition_metadata_record(group_id, metadata))
+        if bump or entry is not None:
             group.group_epoch = group_epoch
             group.subscription_metadata = metadata
+            records.append(group_epoch_record(group_id, group_epoch))
             log.info("consumer group %s: epoch %d", group_id, group_epoch)
         if target_all is not None:
+            records.extend(target_records(group_id, group_epoch, group.target_assignment, target_all))
             group.target_assignment = dict(target_all)
             group.assignment_epoch = group_epoch
+        records.extend(assignment_changes(group_id, previous, reconciled))
         group.update_member(reconciled)
         if reconciled != updated:
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
@@ -241,7 +272,8 @@ class ConsumerGroupRequests:
             self.config.consumer_group_heartbeat_interval_ms,
             reconciled.assigned if full or assignment_changed else None)
 
-    def _get_or_maybe_create(self, group_id: str, create: bool) -> tuple[GroupMetadata | None, ConsumerGroup]:
+    def _get_or_maybe_create(self, group_id: str, create: bool,
+                             records: list[Record]) -> tuple[GroupMetadata | None, ConsumerGroup]:
         """(a new cache entry to install once the request is accepted, or None; the consumer group)."""
         entry = self.manager.groups.get(group_id)
         if entry is not None and entry.consumer is not None and not entry.is_in(GroupState.DEAD):
@@ -257,6 +289,7 @@ class ConsumerGroupRequests:
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         # An Empty classic group (offsets only, or all its members gone) becomes a consumer group; Kafka
         # converts it the same way, keeping its offsets. The cache entry stays, so install nothing new.
+        records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
         entry.consumer = ConsumerGroup(group_id)
         entry.protocol_type = entry.protocol_name = entry.leader_id = None
         return None, entry.consumer
@@ -362,7 +395,7 @@ class ConsumerGroupRequests:
 
     # ---------------------------------------------------------------- leaving and fencing
     def _consumer_group_leave(self, group_id: str, member_id: str, member_epoch: int,
-                              instance_id: str | None) -> ConsumerGroupHeartbeatResult:
+                              instance_id: str | None, records: list[Record]) -> ConsumerGroupHeartbeatResult:
         entry = self.manager.groups.get(group_id)
         group = entry.consumer if entry is not None and not entry.is_in(GroupState.DEAD) else None
         if group is None:
@@ -382,20 +415,26 @@ class ConsumerGroupRequests:
                 # A static member leaving temporarily keeps its partitions (no one else gets them) until its
                 # session times out or its instance rejoins.
                 log.info("consumer group %s: static member %s leaves temporarily", group_id, member_id)
-                group.update_member(replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                            pending_revocation={}))
+                leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+                records.append(current_assignment_record(group_id, leaving))
+                group.update_member(leaving)
                 _cancel(group.rebalance_timers, member_id)
                 return ConsumerGroupHeartbeatResult(E.NONE, None, member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         log.info("consumer group %s: member %s leaves", group_id, member.member_id)
-        self._fence(group, member.member_id)
+        records.extend(self._fence(group, member.member_id))
         return ConsumerGroupHeartbeatResult(E.NONE, None, member_id, member_epoch)
 
-    def _fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Remove a member; the group epoch moves so the others get its partitions."""
+    def _fence(self, group: ConsumerGroup, member_id: str) -> list[Record]:
+        """Remove a member; the group epoch moves so the others get its partitions. Returns the records."""
+        records = member_tombstones(group.group_id, member_id)
         group.remove_member(member_id)
         group.cancel_timers(member_id)
-        group.subscription_metadata = self._subscription_metadata(group.members.values())
+        metadata = self._subscription_metadata(group.members.values())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            records.append(partition_metadata_record(group.group_id, metadata))
         group.group_epoch += 1
+        return [*records, group_epoch_record(group.group_id, group.group_epoch)]
 
     def _fence_if(self, group: ConsumerGroup, member_id: str, reason: str,
                   still: Callable[[ConsumerGroupMember], bool] = lambda m: True) -> None:
@@ -404,7 +443,8 @@ class ConsumerGroupRequests:
         if entry is None or entry.consumer is not group or member is None or not still(member):
             return
         log.info("consumer group %s: member %s fenced: %s", group.group_id, member_id, reason)
-        self._fence(group, member_id)
+        records = self._fence(group, member_id)
+        self.manager.spawn(self.manager.append_group_records(entry.partition, records), "fence a member")
 
     def _schedule_session_timeout(self, group: ConsumerGroup, member_id: str) -> None:
         _cancel(group.session_timers, member_id)
@@ -419,6 +459,14 @@ class ConsumerGroupRequests:
             max(member.rebalance_timeout_ms, 0) / 1000,
             lambda: self._fence_if(group, member.member_id, f"it did not leave epoch {epoch} in time",
                                    lambda m: m.member_epoch == epoch))
+
+    def on_consumer_group_loaded(self, group: ConsumerGroup) -> None:
+        """A group loaded from `__consumer_offsets`: its members' sessions start now (Kafka), and those
+        waiting to revoke get their rebalance timeout again."""
+        for member in group.members.values():
+            self._schedule_session_timeout(group, member.member_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group, member)
 
     # ---------------------------------------------------------------- ConsumerGroupDescribe
     async def consumer_group_describe(self, group_ids: list[str]) -> list[tuple[str, int, ConsumerGroup | None]]:

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
+from broker.coordinator.group.consumer_records import group_tombstones
 from broker.coordinator.group.consumer_requests import ConsumerGroupRequests, NoTopics, TopicsImage
 from broker.coordinator.group.errors import GroupErrorCode
 from broker.coordinator.group.metadata import (
@@ -88,6 +89,8 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
         self.manager.shutdown()
 
     def _on_group_loaded(self, group: GroupMetadata) -> None:
+        if group.consumer is not None:
+            self.on_consumer_group_loaded(group.consumer)
         for member in group.members.values():
             self.rebalance.schedule_heartbeat(group, member)
         if group.size > self.config.group_max_size:
@@ -143,7 +146,11 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
             if group.has_consumer_members:
                 # Kafka 3.9 with group.consumer.migration.policy=disabled: no classic member in a consumer group.
                 return JoinGroupResult.failed(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
-            group.consumer = None  # an Empty consumer group becomes a classic group, as in Kafka
+            # An Empty consumer group becomes a classic group, as in Kafka: its records go first.
+            error = await self.manager.append_group_records(group.partition, group_tombstones(group.consumer))
+            if error != E.NONE:
+                return JoinGroupResult.failed(error, member_id)
+            group.consumer = None
         if group is None:
             if not is_unknown_member:
                 return JoinGroupResult.failed(E.UNKNOWN_MEMBER_ID, member_id)

@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
+from broker.coordinator.group.consumer_records import group_tombstones
 from broker.coordinator.group.errors import (
     GroupErrorCode,
     error_code_of,
@@ -160,13 +161,17 @@ class GroupMetadataManager:
         now = self.clock_ms()
         offsets_by_group = state.committed_by_group()
         pending_by_group = state.pending_by_group()
+        consumer_groups = state.consumer.build()
         loaded = 0
         # Groups that only ever committed offsets (no group management) have no metadata record.
-        offsets_only = [g for g in {**offsets_by_group, **pending_by_group} if g not in state.groups]
+        offsets_only = [g for g in {**offsets_by_group, **pending_by_group, **consumer_groups} if g not in state.groups]
         for group_id in [*state.groups, *offsets_only]:
             value = state.groups.get(group_id)
-            group = (self._group_from_record(group_id, partition, value, now) if value is not None
+            # A KIP-848 consumer group's own records win over a classic record left by a conversion.
+            group = (self._group_from_record(group_id, partition, value, now)
+                     if value is not None and group_id not in consumer_groups
                      else GroupMetadata(group_id, partition, state_timestamp_ms=now))
+            group.consumer = consumer_groups.get(group_id)
             group.offsets = offsets_by_group.pop(group_id, {})
             group.pending_txn_offsets = pending_by_group.pop(group_id, {})
             for producer_id in group.pending_txn_offsets:
@@ -368,7 +373,7 @@ class GroupMetadataManager:
             for tp in removable]
         if (group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets
                 and not group.has_consumer_members):
-            records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+            records.extend(_group_tombstones(group))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
             group.remove_pending_offsets(removable)
@@ -392,7 +397,7 @@ class GroupMetadataManager:
                 for topic, tp_partition in group.offsets:
                     records.append((encode_offset_commit_key(
                         OffsetCommitKey(group.group_id, topic, tp_partition)), None))
-                records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+                records.extend(_group_tombstones(group))
             code = await self._append(partition, records, map_offset_append_error)
             for group in members:
                 results[group.group_id] = code
@@ -427,7 +432,7 @@ class GroupMetadataManager:
                 records.extend((encode_offset_commit_key(OffsetCommitKey(group.group_id, t, p)), None)
                                for t, p in tps)
                 if dies:
-                    records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+                    records.extend(_group_tombstones(group))
             if await self._append(partition, records, map_offset_append_error) != E.NONE:
                 continue
             for group, tps, dies in entries:
@@ -507,6 +512,10 @@ class GroupMetadataManager:
                   encode_group_metadata_value(value))
         return await self._append(group.partition, [record], map_group_append_error)
 
+    async def append_group_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
+        """Append group records (KIP-848 consumer groups' changes); the error code as for group metadata."""
+        return await self._append(partition, records, map_group_append_error) if records else E.NONE
+
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]],
                       map_error: Callable[[int], int]) -> int:
         return (await self._append_batch(partition, records, map_error))[0]
@@ -551,6 +560,12 @@ def _offset_records(group: GroupMetadata, offsets: dict[TopicPartition, OffsetAn
              encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
                                                           o.expire_timestamp)))
             for tp, o in offsets.items()]
+
+
+def _group_tombstones(group: GroupMetadata) -> list[tuple[bytes, bytes | None]]:
+    """A dying group's records: its classic metadata and, for a consumer group, every consumer group record."""
+    records: list[tuple[bytes, bytes | None]] = [(encode_group_metadata_key(GroupMetadataKey(group.group_id)), None)]
+    return records + (group_tombstones(group.consumer) if group.consumer is not None else [])
 
 
 def _error_name(code: int) -> str:

@@ -334,3 +334,46 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
         b = await c.consumer_group_heartbeat("g", "b", 2, owned=[])
         assert b.assignment == {T1: frozenset({0, 1})}
     run(scenario)
+
+
+# ---------------------------------------------------------------- persistence in __consumer_offsets
+def test_a_consumer_group_is_stored_and_loaded_back() -> None:
+    topics = Topics({"t": (T1, 4)})
+    log = OffsetsLog()
+    config = GroupCoordinatorConfig(offsets_topic_num_partitions=1)
+
+    async def scenario() -> None:
+        c = log.new_coordinator(config)
+        c.topics_image = topics
+        await c.consumer_group_heartbeat("g", "a", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+                                         owned=[], server_assignor="range", rack_id="r1", instance_id="i-a")
+        b = await join(c, "b", ["t"])
+        a = await c.consumer_group_heartbeat("g", "a", 1, instance_id="i-a", owned=[(T1, [0, 1, 2, 3])])
+        assert a.member_epoch == 1 and count(a.assignment) == 2  # revoking two
+        before = c.group("g").consumer
+        c.shutdown()
+
+        again = log.new_coordinator(config)
+        again.topics_image = topics
+        loaded = again.group("g").consumer
+        assert (loaded.group_epoch, loaded.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+        assert loaded.members == before.members and loaded.target_assignment == before.target_assignment
+        assert loaded.subscription_metadata == before.subscription_metadata
+        assert loaded.static_members == {"i-a": "a"} and loaded.preferred_server_assignor() == "range"
+        assert loaded.partition_epochs == before.partition_epochs
+        # The members carry on where they were.
+        kept = [(T1, sorted(a.assignment[T1]))]
+        done = await again.consumer_group_heartbeat("g", "a", 1, instance_id="i-a", owned=kept)
+        assert done.member_epoch == 2
+        b2 = await again.consumer_group_heartbeat("g", "b", b.member_epoch, owned=[])
+        assert b2.error_code == E.NONE and count(b2.assignment) == 2
+        # A member that left is gone after a reload too; a deleted group leaves nothing behind.
+        await again.consumer_group_heartbeat("g", "b", b2.member_epoch, owned=[])
+        await again.consumer_group_heartbeat("g", "b", -1)
+        await again.consumer_group_heartbeat("g", "a", -1, instance_id="i-a")
+        assert await again.delete_groups(["g"]) == {"g": E.NONE}
+        again.shutdown()
+        third = log.new_coordinator(config)
+        assert third.group("g") is None
+        third.shutdown()
+    run(scenario)
