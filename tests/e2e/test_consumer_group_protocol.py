@@ -199,3 +199,36 @@ def test_new_partitions_and_a_regex_matched_topic_are_assigned(broker_factory: A
     finally:
         members.close_all()
         regex.close()
+
+
+def test_the_group_survives_a_broker_restart(broker_factory: Any, tmp_path: Any) -> None:
+    """The group is stored in __consumer_offsets (Kafka's ConsumerGroup* records): after a restart the
+    coordinator loads it with its epochs and assignment, and the running consumer carries on in it."""
+    broker = broker_factory(FAST_HEARTBEATS, data_dir=tmp_path / "restarted")
+    topic = group = "kip848-restarted"
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [(p, f"first-{p}".encode()) for p in range(PARTITIONS)])
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, group, topic)
+    try:
+        members.run_until(lambda: len(members.consumed) == PARTITIONS, 20, "the first records")
+        before = broker.server.group_coordinator.coordinator.group(group).consumer
+        epochs = (before.group_epoch, before.assignment_epoch, {m.member_id: m.member_epoch
+                                                                for m in before.members.values()})
+        port = broker.port
+        broker.stop()
+        broker = broker_factory(FAST_HEARTBEATS, data_dir=tmp_path / "restarted", port=port)
+        coordinator = broker.server.group_coordinator.coordinator
+        deadline = time.monotonic() + 20
+        while (coordinator.group(group) is None or coordinator.group(group).consumer is None) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        loaded = coordinator.group(group).consumer
+        assert (loaded.group_epoch, loaded.assignment_epoch,
+                {m.member_id: m.member_epoch for m in loaded.members.values()}) == epochs
+        produce(broker.bootstrap, topic, [(p, f"second-{p}".encode()) for p in range(PARTITIONS)])
+        members.run_until(lambda: len(members.consumed) == 2 * PARTITIONS, 30, "the records after the restart")
+        assert set(members.consumed.values()) == {1}
+        assert loaded.group_epoch == epochs[0], "the member had to rejoin"
+    finally:
+        members.close_all()
