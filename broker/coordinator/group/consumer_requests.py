@@ -33,6 +33,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import re
 import uuid
@@ -189,6 +190,9 @@ class ConsumerGroupRequests:
                                   owned: OwnedPartitions | None, client_id: str,
                                   client_host: str, records: list[Record]) -> ConsumerGroupHeartbeatResult:
         entry, group = self._get_or_maybe_create(group_id, member_epoch == 0, records)
+        if not member_id:
+            # v0 lets the coordinator name a joining member (v1 members bring their own id): Kafka's Uuid string.
+            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
             raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
                            f"{self.config.consumer_group_max_size} members.")

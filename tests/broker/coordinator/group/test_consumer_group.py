@@ -377,3 +377,16 @@ def test_a_consumer_group_is_stored_and_loaded_back() -> None:
         assert third.group("g") is None
         third.shutdown()
     run(scenario)
+
+
+def test_version_0_members_get_an_id_from_the_coordinator() -> None:
+    async def scenario() -> None:
+        c = coordinator(Topics({"t": (T1, 1)}))
+        joined = await c.consumer_group_heartbeat("g", "", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+                                                  owned=[], api_version=0)
+        assert joined.error_code == E.NONE and len(joined.member_id) == 22
+        assert joined.assignment == {T1: frozenset({0})}
+        refused = await c.consumer_group_heartbeat("g", "", 0, rebalance_timeout_ms=1000,
+                                                   subscribed_topic_names=["t"], owned=[], api_version=1)
+        assert refused.error_code == E.INVALID_REQUEST  # v1: the member names itself
+    run(scenario)
