@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 PARTITIONS = 6
@@ -44,6 +44,21 @@ def new_consumer(bootstrap: str, group: str, topic: str, **extra: Any) -> Consum
     return consumer
 
 
+def commit(consumer: Consumer, msg: Any) -> None:
+    """A synchronous commit, retried on STALE_MEMBER_EPOCH: the broker moved the member to a new epoch
+    whose heartbeat answer the client had not applied yet (Kafka answers the same; its Java consumer retries
+    with the new epoch too)."""
+    for _ in range(50):
+        try:
+            consumer.commit(message=msg, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                raise
+            time.sleep(0.02)
+    raise AssertionError("the commit stayed stale")
+
+
 class Members:
     """Consumers polled round-robin in this thread; every poll checks no partition is owned twice."""
 
@@ -58,7 +73,7 @@ class Members:
                     assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                     continue
                 self.consumed[(msg.partition(), msg.value())] += 1
-                consumer.commit(message=msg, asynchronous=False)
+                commit(consumer, msg)
         owned = [p for partitions in self.assignments().values() for p in partitions]
         assert len(owned) == len(set(owned)), f"a partition owned twice: {self.assignments()}"
 
@@ -230,5 +245,72 @@ def test_the_group_survives_a_broker_restart(broker_factory: Any, tmp_path: Any)
         members.run_until(lambda: len(members.consumed) == 2 * PARTITIONS, 30, "the records after the restart")
         assert set(members.consumed.values()) == {1}
         assert loaded.group_epoch == epochs[0], "the member had to rejoin"
+    finally:
+        members.close_all()
+
+
+def test_rebalances_while_producing_lose_and_repeat_nothing(broker_factory: Any) -> None:
+    """Three consumers of a 12-partition topic while a producer keeps writing; one leaves and another joins:
+    no partition owned twice at any poll, every record consumed exactly once (synchronous commits)."""
+    broker = broker_factory(FAST_HEARTBEATS)
+    topic = group = "kip848-busy"
+    create_topic(broker.bootstrap, topic, 12)
+    members = Members()
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    sent: list[bytes] = []
+    producing = [True]
+
+    def produce_some(n: int = 24) -> None:
+        for _ in range(n if producing[0] else 0):
+            value = f"r{len(sent)}".encode()
+            producer.produce(topic, value, partition=len(sent) % 12)
+            sent.append(value)
+        producer.poll(0)
+
+    def polled_with_production() -> None:
+        produce_some()
+        Members.poll_once(members)
+
+    members.poll_once = polled_with_production  # type: ignore[method-assign]
+    try:
+        for name in ("a", "b", "c"):
+            members.consumers[name] = new_consumer(broker.bootstrap, group, topic)
+        twelve = {p for p in range(12)}
+
+        def split(n: int) -> bool:
+            parts = list(members.assignments().values())
+            return (len(parts) == n and set().union(*parts) == twelve and sum(map(len, parts)) == 12
+                    and all(len(p) == 12 // n for p in parts))
+
+        members.run_until(lambda: split(3), 30, "three members with 4 partitions each")
+        members.consumers.pop("b").close()
+        members.run_until(lambda: split(2), 30, "two members with 6 partitions each")
+        members.consumers["d"] = new_consumer(broker.bootstrap, group, topic)
+        members.run_until(lambda: split(3), 30, "three members again")
+        producing[0] = False
+        assert producer.flush(15) == 0
+        members.run_until(lambda: {v for _, v in members.consumed} == set(sent), 30, "every record")
+        assert set(members.consumed.values()) == {1}, "a record consumed twice"
+    finally:
+        members.close_all()
+
+
+def test_a_static_member_restarting_keeps_its_partitions(broker_factory: Any) -> None:
+    """A consumer with group.instance.id leaves temporarily when closed (epoch -2); its successor with the same
+    instance id, within the session timeout, gets the same partitions and no other member moves."""
+    broker = broker_factory(FAST_HEARTBEATS)
+    topic = group = "kip848-static"
+    create_topic(broker.bootstrap, topic)
+    members = Members()
+    try:
+        for name in ("a", "b"):
+            members.consumers[name] = new_consumer(broker.bootstrap, group, topic, **{"group.instance.id": name})
+        members.run_until(members.split_evenly, 30, "two members with 3 partitions each")
+        before = members.assignments()
+        members.consumers.pop("a").close()
+        epoch = broker.server.group_coordinator.coordinator.group(group).consumer.group_epoch
+        members.consumers["a"] = new_consumer(broker.bootstrap, group, topic, **{"group.instance.id": "a"})
+        members.run_until(lambda: members.assignments() == before, 30, "the same assignment again")
+        assert broker.server.group_coordinator.coordinator.group(group).consumer.group_epoch == epoch
     finally:
         members.close_all()
