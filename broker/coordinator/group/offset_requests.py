@@ -102,8 +102,13 @@ class OffsetRequests:
             error, verification_guard = await verify(group.partition)
             if error != E.NONE:
                 return dict.fromkeys(tps, error)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                             is_transactional=True)
+        if group.consumer is not None and not group.is_in(GroupState.DEAD):
+            # A KIP-848 consumer group's member (Kafka 3.9): a stale member epoch is ILLEGAL_GENERATION here.
+            error = group.consumer.validate_offset_commit(member_id, generation_id, 9, True)
+            error = E.ILLEGAL_GENERATION if error == E.STALE_MEMBER_EPOCH else error
+        else:
+            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                                 is_transactional=True)
         if error is not None:
             return dict.fromkeys(tps, error)
         results, to_store = self._offsets_to_store(offsets, tps, -1)

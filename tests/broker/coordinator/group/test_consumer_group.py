@@ -390,3 +390,15 @@ def test_version_0_members_get_an_id_from_the_coordinator() -> None:
                                                    subscribed_topic_names=["t"], owned=[], api_version=1)
         assert refused.error_code == E.INVALID_REQUEST  # v1: the member names itself
     run(scenario)
+
+
+def test_transactional_commits_of_a_consumer_group_member() -> None:
+    async def scenario() -> None:
+        c = coordinator(Topics({"t": (T1, 1)}))
+        a = await join(c, "a", ["t"])
+        entry = [OffsetCommitEntry("t", 0, 3)]
+        tp = TopicPartition("t", 0)
+        stale = await c.commit_txn_offsets("g", 1, 0, "a", None, a.member_epoch + 1, entry)
+        assert stale == {tp: E.ILLEGAL_GENERATION}
+        assert await c.commit_txn_offsets("g", 1, 0, "nobody", None, a.member_epoch, entry) == {tp: E.UNKNOWN_MEMBER_ID}
+    run(scenario)
