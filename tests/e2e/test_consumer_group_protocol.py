@@ -314,3 +314,31 @@ def test_a_static_member_restarting_keeps_its_partitions(broker_factory: Any) ->
         assert broker.server.group_coordinator.coordinator.group(group).consumer.group_epoch == epoch
     finally:
         members.close_all()
+
+
+def test_transactional_offsets_of_a_consumer_protocol_member(broker_factory: Any) -> None:
+    """Consume-transform-produce with a consumer-protocol member: send_offsets_to_transaction carries its
+    member id and epoch (TxnOffsetCommit v3), and the offsets are committed with the transaction."""
+    broker = broker_factory(FAST_HEARTBEATS)
+    create_topic(broker.bootstrap, "kip848-eos-in", 1)
+    create_topic(broker.bootstrap, "kip848-eos-out", 1)
+    produce(broker.bootstrap, "kip848-eos-in", [(0, b"x"), (0, b"y")])
+    consumer = new_consumer(broker.bootstrap, "kip848-eos", "kip848-eos-in", **{"isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "kip848-eos"})
+    producer.init_transactions(15)
+    try:
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += [m for m in consumer.consume(10, 0.2) if m.error() is None]
+        assert [m.value() for m in got] == [b"x", b"y"]
+        producer.begin_transaction()
+        for m in got:
+            producer.produce("kip848-eos-out", m.value().upper())
+        producer.send_offsets_to_transaction([TopicPartition("kip848-eos-in", 0, got[-1].offset() + 1)],
+                                             consumer.consumer_group_metadata(), 15)
+        producer.commit_transaction(15)
+        committed = consumer.committed([TopicPartition("kip848-eos-in", 0)], 10)
+        assert committed[0].offset == 2
+    finally:
+        consumer.close()
