@@ -16,7 +16,9 @@ instance still held by a member that did not leave), FENCED_INSTANCE_ID.
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
 name, else TOPIC_AUTHORIZATION_FAILED (Kafka 4.0).
 The group is stored in `__consumer_offsets` with Kafka's ConsumerGroup* records and survives a restart.
-Gaps: no classic/consumer migration of groups with members.
+Gaps: no classic/consumer migration of groups with members; served whatever
+`group.coordinator.rebalance.protocols` says (Kafka 4.0 enables "consumer" by default); an invalid regex
+matches nothing (Kafka 4.0: INVALID_REGULAR_EXPRESSION) and regex-matched topics are not authorized one by one.
 """
 
 from __future__ import annotations
