@@ -398,8 +398,12 @@ async def consumer_group_describe(coordinator: GroupCoordinator, request: Any, v
     for group_id in ids:
         code, group = (refusals[group_id], None) if group_id in refusals else described[group_id]
         if group is None:
-            groups.append(group_cls(error_code=code, group_id=group_id, group_state="", group_epoch=0,
-                                    assignment_epoch=0, assignor_name="", members=[]))
+            message = None
+            if code == E.GROUP_ID_NOT_FOUND:  # Kafka's messages
+                known = coordinator.group(group_id) is not None
+                message = f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
+            groups.append(group_cls(error_code=code, error_message=message, group_id=group_id, group_state="",
+                                    group_epoch=0, assignment_epoch=0, assignor_name="", members=[]))
             continue
         members = [member_cls(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
