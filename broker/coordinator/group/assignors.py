@@ -19,6 +19,7 @@ subscribed to it. `ASSIGNORS` maps Kafka's names to them; `assignor_name` reads 
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -95,10 +96,9 @@ def _uniform_homogeneous(members: Mapping[str, AssignmentMember], topics: Mappin
         mine = [tp for tp in kept[m] if tp not in taken][:quotas[m]]
         taken.update(mine)
         out[m] = mine
-    free = [tp for tp in partitions if tp not in taken]
+    free = iter([tp for tp in partitions if tp not in taken])
     for m in order:
-        while len(out[m]) < quotas[m] and free:
-            out[m].append(free.pop(0))
+        out[m].extend(itertools.islice(free, quotas[m] - len(out[m])))
     return _to_assignment(out)
 
 
