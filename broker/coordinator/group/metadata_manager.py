@@ -28,6 +28,9 @@ Contract:
 - Offsets: `store_offsets`, `fetch_offsets`, `delete_offsets`, `delete_groups`, `delete_offsets_of_partitions`
   (Kafka's handleDeletedPartitions), and retention (KIP-211): every offsets.retention.check.interval.ms
   `expire_offsets` drops offsets past retention; Empty groups left without offsets die, with a tombstone.
+- KIP-848 consumer groups live on their entry's `consumer` (consumer_requests.py changes them and appends their
+  records through `append_group_records`); loading rebuilds them from the partition's ConsumerGroup* records,
+  and a dying group is tombstoned with them. ListGroups lists them with their own type and state.
 - Background writes (`spawn`: retention, the empty group of a finished generation) are kept; `shutdown()`
   cancels them and `wait_background()` waits for them.
 """
