@@ -402,3 +402,71 @@ def test_transactional_commits_of_a_consumer_group_member() -> None:
         assert stale == {tp: E.ILLEGAL_GENERATION}
         assert await c.commit_txn_offsets("g", 1, 0, "nobody", None, a.member_epoch, entry) == {tp: E.UNKNOWN_MEMBER_ID}
     run(scenario)
+
+
+# ---------------------------------------------------------------- random membership changes
+@pytest.mark.parametrize("seed", range(12))
+def test_random_joins_leaves_and_heartbeats_never_assign_a_partition_twice(seed: int) -> None:
+    """Simulated members heartbeat as a KIP-848 client does (reporting what they own, applying each assignment
+    they receive); whatever joins, leaves, fencing and topic growth happen, no partition is ever owned by two
+    members, and once everyone heartbeats a few times the group is Stable with every partition owned."""
+    rnd = random.Random(seed)
+    topics = Topics({"t": (T1, 6), "u": (T2, 3)})
+
+    async def scenario() -> None:
+        c = coordinator(topics, consumer_group_session_timeout_ms=60000)
+        owned: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+        epochs: dict[str, int] = {}
+        serial = 0
+
+        async def beat(m: str) -> None:
+            report = [(t, sorted(ps)) for t, ps in owned[m].items() if ps]
+            hb = await c.consumer_group_heartbeat("g", m, epochs[m], owned=report)
+            if hb.error_code != E.NONE:  # fenced: the client drops everything and rejoins
+                assert hb.error_code in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID), hb
+                del owned[m], epochs[m]
+                return
+            epochs[m] = hb.member_epoch
+            if hb.assignment is not None:
+                owned[m] = dict(hb.assignment)
+
+        def check_disjoint() -> None:
+            seen: set[tuple[uuid.UUID, int]] = set()
+            for parts in owned.values():
+                for t, ps in parts.items():
+                    for p in ps:
+                        assert (t, p) not in seen, f"{(t, p)} owned twice: {owned}"
+                        seen.add((t, p))
+
+        for _ in range(150):
+            action = rnd.random()
+            if action < 0.15 or not owned:
+                serial += 1
+                m = f"m{serial}"
+                hb = await c.consumer_group_heartbeat("g", m, 0, rebalance_timeout_ms=60000,
+                                                      subscribed_topic_names=rnd.choice([["t"], ["t", "u"]]), owned=[])
+                assert hb.error_code == E.NONE, hb
+                owned[m], epochs[m] = dict(hb.assignment or {}), hb.member_epoch
+            elif action < 0.25:
+                m = rnd.choice(sorted(owned))
+                assert (await c.consumer_group_heartbeat("g", m, -1)).error_code == E.NONE
+                del owned[m], epochs[m]
+            elif action < 0.28:
+                name = rnd.choice(["t", "u"])
+                topic_id, n = topics.topics[name]
+                topics.topics[name] = (topic_id, n + 1)
+            else:
+                await beat(rnd.choice(sorted(owned)))
+            check_disjoint()
+        for _ in range(6):
+            for m in sorted(owned):
+                await beat(m)
+                check_disjoint()
+        group = c.group("g").consumer
+        assert group.state.value == "Stable"
+        everything = {(t, p) for t, n in topics.topics.values() for p in range(n)}
+        subscribed = {t for m in group.members.values() for name in m.subscribed_topic_names
+                      for t in [topics.topics[name][0]]}
+        assert {(t, p) for parts in owned.values() for t, ps in parts.items() for p in ps} == {
+            (t, p) for t, p in everything if t in subscribed}
+    run(scenario)
