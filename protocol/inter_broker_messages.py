@@ -1,8 +1,8 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds and ConsumerGroupHeartbeat, loaded through kafka-python's machinery
-(`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat and ConsumerGroupDescribe, loaded through
+kafka-python's machinery (`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
 
@@ -58,6 +58,14 @@ class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
     pass
 
 
