@@ -32,6 +32,7 @@ from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
 
 from protocol.errors import MalformedMessage
 from protocol.kafka_python_ext import read_uvarint, uvarint_bytes
+from records.record import KRaftControlRecordType
 
 _SCHEMAS = 'protocol.schemas.metadata'
 
@@ -291,16 +292,6 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
         RegisterControllerRecord,
     )
 }
-
-
-class KRaftControlRecordType(IntEnum):
-    """The control record types of the metadata log (Kafka's ControlRecordType; 0 and 1 are txn markers)."""
-
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
 
 
 CONTROL_CLASSES: dict[KRaftControlRecordType, type[MetadataRecord]] = {
