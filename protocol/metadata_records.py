@@ -17,12 +17,18 @@ Contract:
   `encode_control_record(message)` gives `(key, value)`; `decode_control_record(key, value)` gives
   `(KRaftControlRecordType, message)`. As Kafka's `ControlRecordUtils`, values are read at version 0
   and bytes after the message are ignored (a LeaderChangeMessage v1 is read as v0).
+- Batches of the metadata log (Kafka's RecordsIterator): `decode_metadata_batches(buf)` reads v2 batches
+  (CRC checked, decompressed) as `MetadataBatch`es: a data batch's records are metadata record frames
+  (no key, a non-empty value, no headers); a control batch's are KRaft control records. Anything else
+  raises `MetadataParseError`.
 - Kafka's field `Version` of the control messages is named `RecordVersion` here (attribute
   `record_version`): a field named `version` would shadow kafka-python's `DataContainer.version`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, NamedTuple
 
@@ -32,6 +38,7 @@ from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
 
 from protocol.errors import MalformedMessage
 from protocol.kafka_python_ext import read_uvarint, uvarint_bytes
+from records import CorruptRecordError, InvalidRecordError, RecordBatch, iter_batches
 from records.record import KRaftControlRecordType
 
 _SCHEMAS = 'protocol.schemas.metadata'
@@ -394,3 +401,48 @@ def decode_control_record(
         raise MetadataParseError(f'{control_type.name} control record without a value')
     message, _ = CONTROL_CLASSES[control_type].from_bytes(value, CONTROL_RECORD_VERSION)
     return control_type, message
+
+
+# --- batches of the metadata log ---------------------------------------------------------------------------
+
+@dataclass
+class MetadataBatch:
+    base_offset: int
+    epoch: int  # the batch's partition leader epoch: the raft epoch it was written in
+    append_timestamp: int  # its max timestamp (Kafka's Batch.appendTimestamp)
+    last_offset: int
+    size_in_bytes: int
+    is_control: bool
+    records: list[ApiMessageAndVersion] = field(default_factory=list)
+    control_records: list[tuple[KRaftControlRecordType, MetadataRecord]] = field(default_factory=list)
+
+
+def decode_metadata_batch(batch: RecordBatch) -> MetadataBatch:
+    try:
+        batch.ensure_valid()
+        out = MetadataBatch(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                            batch.last_offset, batch.size_in_bytes, batch.is_control)
+        for record in batch.records():
+            if record.headers:
+                raise MetadataParseError(f'record at offset {record.offset} has headers')
+            if not record.value:
+                raise MetadataParseError(f'record at offset {record.offset} has no value')
+            if batch.is_control:
+                out.control_records.append(decode_control_record(record.key, record.value))
+            elif record.key is not None:
+                raise MetadataParseError(f'metadata record at offset {record.offset} has a key')
+            else:
+                out.records.append(decode_metadata_record(record.value))
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise MetadataParseError(f'batch at offset {batch.base_offset}: {e}') from None
+    return out
+
+
+def decode_metadata_batches(buf: bytes | bytearray | memoryview) -> Iterator[MetadataBatch]:
+    """Every batch of a run of whole v2 batches (a fetched `__cluster_metadata` slice, a segment)."""
+    try:
+        batches = list(iter_batches(buf))
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise MetadataParseError(str(e)) from None
+    for batch in batches:
+        yield decode_metadata_batch(batch)  # iter_batches refuses magic 0/1 without allow_legacy

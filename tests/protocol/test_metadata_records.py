@@ -30,10 +30,12 @@ from protocol.metadata_records import (
     TopicRecord,
     VotersRecord,
     decode_control_record,
+    decode_metadata_batches,
     decode_metadata_record,
     encode_control_record,
     encode_metadata_record,
 )
+from records import build_batch
 from tests.protocol.message_strategies import _UNKNOWN_TAGS, value_for
 
 CASES = [(cls, v) for _, cls in sorted(RECORD_CLASSES.items()) for v in range(cls.min_version, cls.max_version + 1)]
@@ -200,3 +202,40 @@ def test_malformed_control_records() -> None:
         encode_metadata_record(SnapshotFooterRecord(record_version=0))
     with pytest.raises(TypeError):
         encode_control_record(NoOpRecord())
+
+
+def _batch(records: list[tuple[bytes | None, bytes]], base: int = 0, control: bool = False,
+           headers: tuple[tuple[str, bytes], ...] = ()) -> bytes:
+    return build_batch([(k, v, headers, 5) for k, v in records], base_offset=base, is_control=control,
+                       partition_leader_epoch=7)
+
+
+def test_metadata_log_batches_are_decoded_by_kind() -> None:
+    leader_change = LeaderChangeMessage(record_version=0, leader_id=3000,
+                                        voters=[LeaderChangeMessage.Voter(voter_id=3000)], granting_voters=[])
+    topic = TopicRecord(name='foo', topic_id=uuid.UUID(int=3))
+    feature = FeatureLevelRecord(name='metadata.version', feature_level=19)
+    log = (_batch([encode_control_record(leader_change)], control=True)
+           + _batch([(None, encode_metadata_record(feature)), (None, encode_metadata_record(topic))], base=1)
+           + _batch([(None, encode_metadata_record(NoOpRecord()))], base=3))
+    batches = list(decode_metadata_batches(log))
+    assert [(b.base_offset, b.last_offset, b.epoch, b.is_control) for b in batches] == [
+        (0, 0, 7, True), (1, 2, 7, False), (3, 3, 7, False)]
+    control_type, message = batches[0].control_records[0]
+    assert control_type == KRaftControlRecordType.LEADER_CHANGE and message.leader_id == 3000
+    assert [r.message.name for r in batches[1].records] == ['metadata.version', 'foo']
+    assert batches[1].records[1].version == 0 and batches[2].records[0].message == NoOpRecord()
+
+
+@pytest.mark.parametrize(('log', 'message'), [
+    (_batch([(b'k', encode_metadata_record(NoOpRecord()))]), 'has a key'),
+    (_batch([(None, b'')]), 'has no value'),
+    (_batch([(None, encode_metadata_record(NoOpRecord()))], headers=(('h', b'v'),)), 'has headers'),
+    (_batch([(None, b'\x02\x14\x00\x00')]), 'frame version 2'),
+    (_batch([(struct.pack('>hh', 0, 1), b'\x00\x00\x00\x00\x00\x00')], control=True), 'control record type 1'),
+    (_batch([(None, encode_metadata_record(NoOpRecord()))])[:-1], 'past the end'),
+    (bytes(_batch([(None, encode_metadata_record(NoOpRecord()))])[:-1]) + b'\x07', 'CRC'),
+], ids=['keyed', 'empty-value', 'headers', 'bad-frame', 'txn-marker', 'truncated', 'crc'])
+def test_malformed_metadata_batches(log: bytes, message: str) -> None:
+    with pytest.raises(MetadataParseError, match=message):
+        list(decode_metadata_batches(log))
