@@ -180,8 +180,15 @@ def test_voters_record_carries_endpoints() -> None:
     (b'\x01\x02\x00' + _cs('foo') + bytes(16) + b'\x00\x00', r'1 byte\(s\) of garbage'),
     (b'\x01\x02\x00' + _cs('foo') + bytes(10), 'malformed TopicRecord'),
     (b'\x01\x02\x00\x80\x80\x80\x80\x80\x01', 'malformed'),
+    # MetadataRecordSerdeTest's malformed varints and over-large version.
+    (b'\x80' * 6, 'error while reading frame version'),
+    (b'\x01' + b'\x80' * 6, 'error while reading type'),
+    (b'\x01\x08' + b'\x80' * 5, 'error while reading version'),
+    (b'\x01\x08\xff\xff\xff\x7f', 'value for version was too large'),
+    (b'\x0f', 'unknown metadata record frame version 15'),
 ], ids=['empty', 'frame-v0', 'frame-v2', 'unknown-type', 'type-too-large', 'version-too-high', 'garbage',
-        'truncated', 'bad-varint'])
+        'truncated', 'bad-varint', 'frame-varint', 'type-varint', 'version-varint', 'version-too-large',
+        'frame-v15'])
 def test_malformed_frames_raise_metadata_parse_error(frame: bytes, message: str) -> None:
     with pytest.raises(MetadataParseError, match=message):
         decode_metadata_record(frame)
