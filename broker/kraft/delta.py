@@ -29,7 +29,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.kraft.image import (
     CONFIG_RESOURCE_TOPIC,
@@ -52,6 +52,9 @@ from broker.kraft.image import (
 )
 from protocol.metadata_records import MetadataRecordType as T
 from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.partition import PartitionState
 
 _REMOVED: Any = object()
 
@@ -99,6 +102,17 @@ class _KeyedDelta:
 class PartitionInfo:
     topic_id: uuid.UUID
     partition: PartitionRegistration
+
+    def partition_state(self, is_new: bool) -> PartitionState:
+        """What ReplicaManager's become-leader/become-follower paths take (Kafka's
+        toLeaderAndIsrPartitionState: controller epoch -1 in KRaft)."""
+        from broker.partition import PartitionState  # the replication layer, loaded only when publishing
+
+        p = self.partition
+        return PartitionState(leader=p.leader, leader_epoch=p.leader_epoch, isr=list(p.isr), replicas=list(p.replicas),
+                              partition_epoch=p.partition_epoch, controller_epoch=-1,
+                              adding_replicas=list(p.adding_replicas), removing_replicas=list(p.removing_replicas),
+                              is_new=is_new, leader_recovery_state=int(p.leader_recovery_state))
 
 
 @dataclass

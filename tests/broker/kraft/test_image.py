@@ -228,6 +228,15 @@ def test_isr_only_change_of_a_partition_we_lead_is_a_leader_change_without_elect
         ZOO, (LOCAL, 1), 0, 1)
 
 
+def test_partition_info_as_a_partition_state() -> None:
+    delta = TopicsDelta(_topics(_p([1, LOCAL, 2], leader=1, leader_epoch=4, partition_epoch=6)))
+    _replay_all(delta, _change(0, leader=LOCAL, isr=[LOCAL, 2], adding_replicas=[], leader_recovery_state=1))
+    state = delta.local_changes(LOCAL).elected_leaders[TopicPartition('zoo', 0)].partition_state(is_new=False)
+    assert (state.leader, state.leader_epoch, state.partition_epoch, state.controller_epoch) == (LOCAL, 5, 7, -1)
+    assert (state.isr, state.replicas, state.is_new, state.leader_recovery_state) == ([LOCAL, 2], [1, LOCAL, 2],
+                                                                                     False, 1)
+
+
 def test_local_reassignment_changes() -> None:
     delta = TopicsDelta(_topics(_p([0, 1, LOCAL]), _p([LOCAL, 1, 2]), _p([0, 1, LOCAL]), _p([LOCAL, 1, 2]),
                                 _p([0, 1, 2]), _p([0, 1, 2])))
