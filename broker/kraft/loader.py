@@ -1,11 +1,11 @@
 """From committed metadata log records to published images, with metadata transactions applied atomically.
 
 Contract (Kafka's MetadataBatchLoader and MetadataLoader, 3.9; KIP-868 transactions):
-- `load_batch(...)` replays the records of one committed batch (up to the quorum's high watermark: the
-  caller's business) onto the pending delta; `flush()` publishes it: the next image is built, `image`
-  moves to it and `on_publish(delta, image)` is called (the caller takes `delta.local_changes(node_id)`
-  from there). The image's provenance is the offset and epoch of the last record loaded and the batch's
-  append time.
+- `load_batch(...)` (or `load_metadata_batch(batch)`) replays the records of one committed batch (up to
+  the quorum's high watermark: the caller's business) onto the pending delta; `flush()` publishes it: the
+  next image is built, `image` moves to it and `on_publish(delta, image)` is called (the caller takes
+  `delta.local_changes(node_id)` from there). The image's provenance is the offset and epoch of the last
+  record loaded and the batch's append time.
 - BeginTransactionRecord first publishes what was loaded before it (so a transaction starts a delta of its
   own); records up to EndTransactionRecord join that delta and nothing is published while the transaction
   is open, even across `flush()` calls. AbortTransactionRecord discards every record since the Begin: the
@@ -25,6 +25,7 @@ from typing import Any
 
 from broker.kraft.delta import MetadataDelta
 from broker.kraft.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance
+from protocol.metadata_records import MetadataBatch
 from protocol.metadata_records import MetadataRecordType as T
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,11 @@ class MetadataLoader:
         """Whether records were loaded since the last publication."""
         return self._last_offset != self.image.provenance.last_contained_offset
 
-    def load_batch(self, base_offset: int, epoch: int, append_time_ms: int, records: Iterable[Any]) -> None:
-        """The metadata records (decoded messages, in offset order) of one data batch."""
+    def load_batch(self, base_offset: int, epoch: int, append_time_ms: int, records: Iterable[Any],
+                   last_offset: int | None = None) -> None:
+        """The metadata records (decoded messages, in offset order) of one data batch; `last_offset`, the
+        batch's, is where the image's offset moves to when given (a control batch has no records to load
+        but still moves it, as in Kafka)."""
         self._last_epoch = epoch
         self._last_time_ms = append_time_ms
         for index, message in enumerate(records):
@@ -87,6 +91,13 @@ class MetadataLoader:
             except Exception as e:  # noqa: BLE001 - a bad record is a fault to report, not a crash
                 self.fault_handler(f'error loading metadata log record at offset {offset}', e)
             self._last_offset = offset
+        if last_offset is not None:
+            self._last_offset = last_offset
+
+    def load_metadata_batch(self, batch: MetadataBatch) -> None:
+        """A decoded batch of the metadata log (`protocol.metadata_records.decode_metadata_batches`)."""
+        self.load_batch(batch.base_offset, batch.epoch, batch.append_timestamp,
+                        [r.message for r in batch.records], batch.last_offset)
 
     def _replay(self, message: Any) -> None:
         rtype = getattr(type(message), 'record_type', -1)

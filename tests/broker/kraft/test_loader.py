@@ -130,3 +130,37 @@ def test_a_snapshot_replaces_the_image() -> None:
 def test_loader_starts_from_a_given_image() -> None:
     loader = MetadataLoader(EMPTY_IMAGE)
     assert loader.flush() is None and loader.image is EMPTY_IMAGE
+
+
+def test_a_metadata_log_from_its_bytes() -> None:
+    """Batches as the quorum leader writes them (a LeaderChange control batch, data batches, a transaction)
+    decoded and loaded in order."""
+    from protocol.metadata_records import (
+        LeaderChangeMessage,
+        decode_metadata_batches,
+        encode_control_record,
+        encode_metadata_record,
+    )
+    from records import build_batch
+
+    def data(base: int, *messages: object) -> bytes:
+        return build_batch([(None, encode_metadata_record(m), (), 1000 + base) for m in messages],  # type: ignore[arg-type]
+                           base_offset=base, partition_leader_epoch=2)
+
+    leader_change = LeaderChangeMessage(record_version=0, leader_id=3000,
+                                        voters=[LeaderChangeMessage.Voter(voter_id=3000)], granting_voters=[])
+    log = (build_batch([(*encode_control_record(leader_change), (), 999)], is_control=True, partition_leader_epoch=2)
+           + data(1, FeatureLevelRecord(name='metadata.version', feature_level=19, version=0))
+           + data(2, BeginTransactionRecord(version=0), TopicRecord(name='zoo', topic_id=ZOO, version=0))
+           + data(4, _partition(0), EndTransactionRecord(version=0)))
+    published = Published()
+    loader = MetadataLoader(on_publish=published, fault_handler=_raise)
+    for batch in decode_metadata_batches(log):
+        loader.load_metadata_batch(batch)
+        loader.flush()
+    # Published after each batch: the control batch (nothing to apply), metadata.version, then nothing while
+    # the transaction is open, then the whole transaction.
+    assert [i.offset for i in published.images] == [0, 1, 5]
+    image = loader.image
+    assert image.provenance.last_contained_epoch == 2 and image.provenance.last_contained_log_time_ms == 1004
+    assert image.features.metadata_version == 19 and image.topics.get_partition('zoo', 0) is not None
