@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.kraft.delta import MetadataDelta, MetadataReplayError, TopicsDelta
 from broker.kraft.image import (
@@ -401,3 +403,31 @@ def test_transaction_records_are_not_delta_records() -> None:
 
     with pytest.raises(MetadataReplayError):
         MetadataDelta(EMPTY_IMAGE).replay(BeginTransactionRecord(name='x'))
+
+
+_CHANGES = st.lists(st.fixed_dictionaries({}, optional={
+    'leader': st.sampled_from([-2, -1, 1, 2, 3]),
+    'isr': st.lists(st.sampled_from([1, 2, 3]), unique=True, max_size=3),
+    'leader_recovery_state': st.sampled_from([-1, 0, 1]),
+    'eligible_leader_replicas': st.lists(st.sampled_from([1, 2, 3]), unique=True, max_size=2),
+}), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(changes=_CHANGES)
+def test_epochs_count_leader_changes_and_records(changes: list[dict[str, object]]) -> None:
+    """Over any sequence of PartitionChangeRecords the leader epoch grows by the number naming a leader
+    (Leader != -2) and the partition epoch by the number of records; unnamed fields keep the last value."""
+    start = _p([1, 2, 3], leader=1, leader_epoch=10, partition_epoch=20)
+    current = start
+    for change in changes:
+        current = current.merge(_change(**change))
+    assert current.leader_epoch == 10 + sum(1 for c in changes if c.get('leader', -2) != -2)
+    assert current.partition_epoch == 20 + len(changes)
+    leaders = [c['leader'] for c in changes if c.get('leader', -2) != -2]
+    assert current.leader == (leaders[-1] if leaders else 1)
+    isrs = [tuple(c['isr']) for c in changes if 'isr' in c]  # type: ignore[arg-type]
+    assert current.isr == (isrs[-1] if isrs else (1, 2, 3))
+    states = [c['leader_recovery_state'] for c in changes if c.get('leader_recovery_state', -1) != -1]
+    assert current.leader_recovery_state == (states[-1] if states else 0)
+    assert current.replicas == start.replicas and current.directories == start.directories
