@@ -246,3 +246,34 @@ def test_metadata_log_batches_are_decoded_by_kind() -> None:
 def test_malformed_metadata_batches(log: bytes, message: str) -> None:
     with pytest.raises(MetadataParseError, match=message):
         list(decode_metadata_batches(log))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.binary(max_size=64), type_id=st.sampled_from(sorted(RECORD_CLASSES)), version=st.integers(0, 3))
+def test_arbitrary_bytes_raise_only_metadata_parse_error(data: bytes, type_id: int, version: int) -> None:
+    for frame in (data, b'\x01' + bytes([type_id, version]) + data):
+        try:
+            decode_metadata_record(frame)
+        except MetadataParseError:
+            pass
+    for control_type in range(2, 7):
+        try:
+            decode_control_record(struct.pack('>hh', 0, control_type), data)
+        except MetadataParseError:
+            pass
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(cut=st.integers(0, 200))
+def test_every_truncation_of_a_real_frame_is_refused(cut: int) -> None:
+    record = RegisterBrokerRecord(broker_id=4, incarnation_id=uuid.UUID(int=9), broker_epoch=10, end_points=[
+        RegisterBrokerRecord.BrokerEndpoint(name='PLAINTEXT', host='h', port=9092, security_protocol=0)],
+        features=[RegisterBrokerRecord.BrokerFeature(name='metadata.version', min_supported_version=1,
+                                                     max_supported_version=21)],
+        rack='r', fenced=True, in_controlled_shutdown=False, log_dirs=[uuid.UUID(int=7)])
+    frame = encode_metadata_record(record, 3)
+    if cut >= len(frame):
+        assert decode_metadata_record(frame).message.broker_id == 4
+        return
+    with pytest.raises(MetadataParseError):
+        decode_metadata_record(frame[:cut])
