@@ -206,3 +206,25 @@ def test_crc_mismatch_is_refused(tmp_path: Path) -> None:
     path = _write_raw(tmp_path, bytes(data))
     with pytest.raises(CorruptSnapshotError, match='CRC'):
         read_snapshot(path)
+
+
+def test_damaged_files_raise_only_corrupt_snapshot_error(tmp_path: Path) -> None:
+    import random
+
+    writer = SnapshotWriter(tmp_path, SnapshotId(10, 1), HEADER, timestamp_ms=1, compression=Compression.LZ4)
+    writer.append(_records(5))
+    good = writer.freeze(FOOTER).read_bytes()
+    rng = random.Random(7)
+    path = tmp_path / 'damaged.checkpoint'
+    for i in range(400):
+        data = bytearray(good)
+        if i % 2:
+            data = data[:rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randrange(1, 4)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        path.write_bytes(bytes(data))
+        try:
+            read_snapshot(path)
+        except CorruptSnapshotError:
+            pass
