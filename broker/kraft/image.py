@@ -56,6 +56,16 @@ def _uuid(value: uuid.UUID | None) -> uuid.UUID:
     return MIGRATING if value is None else value
 
 
+def _java_uuid_order(value: uuid.UUID) -> tuple[int, int]:
+    """Kafka's Uuid.compareTo: the two halves as signed longs."""
+    msb, lsb = value.int >> 64, value.int & (2**64 - 1)
+    return (msb - 2**64 if msb >= 2**63 else msb, lsb - 2**64 if lsb >= 2**63 else lsb)
+
+
+def _sorted_dirs(values: Sequence[uuid.UUID | None]) -> tuple[uuid.UUID, ...]:
+    return tuple(sorted((_uuid(v) for v in values), key=_java_uuid_order))
+
+
 def _ints(values: Sequence[int] | None) -> tuple[int, ...]:
     return () if values is None else tuple(values)
 
@@ -232,7 +242,7 @@ class BrokerRegistration:
     fenced: bool
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool = False
-    directories: tuple[uuid.UUID, ...] = ()
+    directories: tuple[uuid.UUID, ...] = ()  # sorted as Kafka sorts them (Uuid.compareTo)
 
     @classmethod
     def from_record(cls, record: Any) -> BrokerRegistration:
@@ -246,7 +256,7 @@ class BrokerRegistration:
             fenced=bool(record.fenced),
             in_controlled_shutdown=bool(record.in_controlled_shutdown),
             is_migrating_zk_broker=bool(record.is_migrating_zk_broker),
-            directories=tuple(sorted(_uuid(d) for d in (record.log_dirs or ()))),
+            directories=_sorted_dirs(record.log_dirs or ()),
         )
 
     def clone_with(self, fenced: bool | None = None, in_controlled_shutdown: bool | None = None,
@@ -254,7 +264,7 @@ class BrokerRegistration:
         """Kafka's cloneWith: None leaves a property unchanged; the same object back when nothing changes."""
         new_fenced = self.fenced if fenced is None else fenced
         new_shutdown = self.in_controlled_shutdown if in_controlled_shutdown is None else in_controlled_shutdown
-        new_dirs = self.directories if directories is None else tuple(sorted(directories))
+        new_dirs = self.directories if directories is None else _sorted_dirs(directories)
         if (new_fenced, new_shutdown, new_dirs) == (self.fenced, self.in_controlled_shutdown, self.directories):
             return self
         return replace(self, fenced=new_fenced, in_controlled_shutdown=new_shutdown, directories=new_dirs)

@@ -431,3 +431,12 @@ def test_epochs_count_leader_changes_and_records(changes: list[dict[str, object]
     states = [c['leader_recovery_state'] for c in changes if c.get('leader_recovery_state', -1) != -1]
     assert current.leader_recovery_state == (states[-1] if states else 0)
     assert current.replicas == start.replicas and current.directories == start.directories
+
+
+def test_broker_log_dirs_are_sorted_as_kafka_sorts_uuids() -> None:
+    high = uuid.UUID('80000000-0000-0000-0000-000000000000')  # a negative most significant long in Java
+    low = uuid.UUID('00000000-0000-0000-0000-000000000005')
+    record = _register(1, 10)
+    record.log_dirs = [low, high]
+    image = _apply(EMPTY_IMAGE, record)
+    assert image.cluster.brokers[1].directories == (high, low)
