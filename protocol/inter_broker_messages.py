@@ -1,7 +1,8 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration and BrokerHeartbeat, loaded through kafka-python's machinery
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration and BrokerHeartbeat,
+loaded through kafka-python's machinery
 (`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """

@@ -5,7 +5,8 @@ Contract:
   compiled flat codecs, snake_case attributes, `unknown_tags` preserved). We do not define messages any
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
-  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat) are defined in `inter_broker_messages.py`
+  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat) are defined
+  in `inter_broker_messages.py`
   from our own specs in `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's
   field `Type` of LeaderAndIsr (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute
   `request_type`): a field named `type` would shadow kafka-python's `ApiMessage.type` class property.

@@ -609,3 +609,51 @@ class KRaftController:
                                        next_producer_id=self._next_producer_id, version=0)])
         return self._controller_error(request, ErrorCode.NONE, producer_id_start=start,
                                       producer_id_len=PRODUCER_ID_BLOCK)
+
+
+class ControllerThread:
+    """The fixture controller on its own event loop thread, for tests whose brokers run in other threads."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.controller: KRaftController | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: Any = None
+
+    def start(self) -> ControllerThread:
+        import threading
+
+        ready = threading.Event()
+
+        async def main() -> None:
+            self.loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            self.controller = KRaftController(**self.kwargs)
+            await self.controller.start()
+            ready.set()
+            await self._stop.wait()
+            await self.controller.stop()
+
+        self._thread = threading.Thread(target=lambda: asyncio.run(main()), name="kraft-controller", daemon=True)
+        self._thread.start()
+        assert ready.wait(10), "fixture controller did not start"
+        return self
+
+    @property
+    def voters(self) -> str:
+        assert self.controller is not None
+        return self.controller.voters
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run fn(controller, *args) on the controller's loop; returns its result."""
+        assert self.loop is not None
+
+        async def run() -> Any:
+            return fn(self.controller, *args)
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def stop(self) -> None:
+        if self.loop is not None and self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(10)
