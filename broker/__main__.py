@@ -1,4 +1,5 @@
 """`python -m broker [--config server.properties] [--override key=value ...]`
+(`python -m broker format --cluster-id ID ...` formats a KRaft broker's log dirs: broker/kraft/format.py)
 
 Starts one broker. With no arguments: the embedded default (one node, PLAINTEXT://127.0.0.1:9092,
 data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration value exits 1 with
@@ -61,6 +62,11 @@ async def serve(config: KafkaConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["format"]:
+        from broker.kraft.format import main as format_main
+
+        return format_main(argv[1:])
     args = parse_args(argv)
     setup_logging(args.log_level)
     try:

@@ -167,6 +167,8 @@ class KafkaConfig:
             if base is not None and base in BROKER_KEYS:
                 BROKER_KEYS[base].parse(raw)
         _check_requirements(values)
+        _check_kraft(values, "listener.security.protocol.map" in props)
+        self._explicit_protocol_map = "listener.security.protocol.map" in props
         return values
 
     def with_dynamic(self, dynamic_default: Mapping[str, str] | None = None,
@@ -274,6 +276,41 @@ class KafkaConfig:
             if name in props:
                 return BROKER_KEYS[key].parse(props[name])
         return self._values.get(key)
+
+    # ---- KRaft (process.roles=broker; docs/kraft.md)
+    @property
+    def process_roles(self) -> list[str]:
+        return list(self._values["process.roles"])
+
+    @property
+    def is_kraft(self) -> bool:
+        """`process.roles` set: a KRaft broker; empty: the ZooKeeper-mode or embedded broker."""
+        return bool(self._values["process.roles"])
+
+    @property
+    def quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """`controller.quorum.voters` as Kafka's QuorumConfig.parseVoterConnections: id -> (host, port)."""
+        return parse_quorum_voters(self._values["controller.quorum.voters"])
+
+    @property
+    def quorum_bootstrap_servers(self) -> list[tuple[str, int]]:
+        return [parse_bootstrap_server(s) for s in self._values["controller.quorum.bootstrap.servers"]]
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return [n.upper() for n in _csv(self._values["controller.listener.names"])]
+
+    @property
+    def controller_security_protocol(self) -> str:
+        """The security protocol of the first controller listener (the one a broker-only node uses), from
+        Kafka's effective map: PLAINTEXT when the map is the default and nothing uses SSL or SASL."""
+        name = self.controller_listener_names[0]
+        return _effective_protocol_map(self._values, self._explicit_protocol_map).get(name, "PLAINTEXT")
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        """`metadata.log.dir`, else the first log dir (Kafka's metadataLogDir)."""
+        return Path(self._values["metadata.log.dir"]) if self._values["metadata.log.dir"] else self.log_dirs[0]
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -432,3 +469,103 @@ def _check_listeners(v: Mapping[str, Any]) -> None:
     if v["min.insync.replicas"] > 32767:
         raise ConfigError("min.insync.replicas: too large")
 
+
+
+# ---- KRaft: Kafka's QuorumConfig parsing and KafkaConfig.validateValues for process.roles=broker
+_VOTER_FORM = ". Each entry should be in the form `{id}@{host}:{port}`."
+_HOST_PORT_RE = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$")  # Kafka's Utils.getHost / getPort
+
+
+def _host_port(text: str) -> tuple[str | None, int | None]:
+    m = _HOST_PORT_RE.match(text.strip())
+    if not m:
+        return None, None
+    return (m[1] or None), int(m[2])
+
+
+def parse_quorum_voters(entries: Iterable[str]) -> dict[int, tuple[str, int]]:
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        parts = entry.split("@")
+        if len(parts) != 2:
+            raise ConfigError("Invalid configuration value for controller.quorum.voters" + _VOTER_FORM)
+        try:
+            voter_id = int(parts[0])
+        except ValueError:
+            raise ConfigError(f"Failed to parse voter ID as an integer from {parts[0]}") from None
+        host, port = _host_port(parts[1])
+        if host is None:
+            raise ConfigError(f"Failed to parse host name from entry {entry} for the configuration "
+                              "controller.quorum.voters" + _VOTER_FORM)
+        if port is None:
+            raise ConfigError(f"Failed to parse host port from entry {entry} for the configuration "
+                              "controller.quorum.voters" + _VOTER_FORM)
+        if host == "0.0.0.0":
+            raise ConfigError(f"Host string ({host}) is not routeable")
+        voters[voter_id] = (host, port)
+    return voters
+
+
+def parse_bootstrap_server(entry: str) -> tuple[str, int]:
+    host, port = _host_port(entry)
+    form = ('for the configuration controller.quorum.bootstrap.servers. Each entry should be in the form '
+            '"{host}:{port}"')
+    if host is None:
+        raise ConfigError(f"Failed to parse host name from {entry} {form}")
+    if port is None:
+        raise ConfigError(f"Failed to parse host port from {entry} {form}")
+    return host, port
+
+
+def _effective_protocol_map(v: Mapping[str, Any], explicit: bool) -> dict[str, str]:
+    """Kafka's effectiveListenerSecurityProtocolMap: in KRaft, with the default map and no SSL/SASL in use,
+    the controller listeners map to PLAINTEXT."""
+    protocols = _protocol_map(v["listener.security.protocol.map"])
+    if not v["process.roles"] or explicit:
+        return protocols
+    secure = {"SSL", "SASL_SSL", "SASL_PLAINTEXT"}
+    names = [n.upper() for n in _csv(v["controller.listener.names"])]
+    if any(n in secure for n in names) or any(
+            parse_listener(x).listener in secure for x in _csv(v["listeners"])):
+        return protocols
+    return {**protocols, **{n: "PLAINTEXT" for n in names if n not in protocols}}
+
+
+def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
+    roles = list(v["process.roles"])
+    if not roles:
+        return
+    if len(set(roles)) != len(roles):
+        raise ConfigError(f"Duplicate role names found in `process.roles`: [{', '.join(roles)}]")
+    if roles != ["broker"]:
+        raise ConfigError(f"process.roles={','.join(roles)} is not supported: this broker runs only the "
+                          "'broker' role of a KRaft cluster (use Kafka's own controllers)")
+    node_id = v["node.id"]
+    if node_id < 0:
+        raise ConfigError("Missing configuration `node.id` which is required when `process.roles` is defined "
+                          "(i.e. when running in KRaft mode).")
+    voters = parse_quorum_voters(v["controller.quorum.voters"])
+    for server in v["controller.quorum.bootstrap.servers"]:
+        parse_bootstrap_server(server)
+    if not voters and not v["controller.quorum.bootstrap.servers"]:
+        raise ConfigError("If using process.roles, either controller.quorum.bootstrap.servers must contain the "
+                          "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
+                          "of controllers.")
+    _require(not v["control.plane.listener.name"], "control.plane.listener.name is not supported in KRaft mode.")
+    _require(node_id not in voters, "If process.roles contains just the 'broker' role, the node id "
+             f"{node_id} must not be included in the set of voters controller.quorum.voters="
+             f"Set({', '.join(str(i) for i in voters)})")
+    names = [n.upper() for n in _csv(v["controller.listener.names"])]
+    _require(bool(names), "controller.listener.names must contain at least one value when running KRaft with "
+             "just the broker role")
+    listener_names = {parse_listener(x).listener for x in _csv(v["listeners"])}
+    _require(not listener_names & set(names), "controller.listener.names must not contain a value appearing in "
+             "the 'listeners' configuration when running KRaft with just the broker role")
+    protocols = _effective_protocol_map(v, explicit_protocol_map)
+    for name in names:
+        if name not in protocols:
+            raise ConfigError(
+                f"Controller listener with name {name} defined in controller.listener.names not found in "
+                "listener.security.protocol.map  (an explicit security mapping for each controller listener is "
+                "required if listener.security.protocol.map is non-empty, or if there are security protocols "
+                "other than PLAINTEXT in use)")

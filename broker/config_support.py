@@ -20,6 +20,10 @@ IMPLEMENTED: frozenset[str] = frozenset({
     # identity, listeners, storage location
     "broker.id", "node.id", "listeners", "advertised.listeners", "broker.rack", "log.dir", "log.dirs",
     "zookeeper.connect", "zookeeper.session.timeout.ms",
+    # KRaft broker (broker/kraft/, docs/kraft.md)
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
+    "metadata.log.dir", "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
+    "initial.broker.registration.timeout.ms",
     # topics and leadership
     "num.partitions", "default.replication.factor", "min.insync.replicas", "auto.create.topics.enable",
     "delete.topic.enable", "unclean.leader.election.enable", "auto.leader.rebalance.enable",

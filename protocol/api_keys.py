@@ -69,8 +69,12 @@ class ApiKey(IntEnum):
     ALTER_PARTITION = 56
     UPDATE_FEATURES = 57
     ENVELOPE = 58
+    FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
@@ -137,6 +141,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    # --- a KRaft broker's requests to the controller (issue 20) ---
+    ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
     # --- SCRAM credentials (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),

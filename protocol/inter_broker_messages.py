@@ -1,8 +1,9 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat and ConsumerGroupDescribe, loaded through
-kafka-python's machinery (`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration and
+BrokerHeartbeat, loaded through kafka-python's machinery (`load_json=`) so they behave like every other message.
+Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
 
@@ -75,4 +76,21 @@ class AllocateProducerIdsRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class AllocateProducerIdsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+# --- a KRaft broker's requests to the controller (KIP-631; issue 20) -----------------------------------
+class BrokerRegistrationRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class BrokerRegistrationResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class BrokerHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class BrokerHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -5,11 +5,11 @@ Contract:
   compiled flat codecs, snake_case attributes, `unknown_tags` preserved). We do not define messages any
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
-  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe) are defined in
-  `inter_broker_messages.py` from our own specs in `protocol/schemas/`, loaded through the same machinery
-  (`load_json=`). Kafka's field `Type` of LeaderAndIsr (v5+) and UpdateMetadata (v8+) is named
-  `RequestType` there (attribute `request_type`): a field named `type` would shadow kafka-python's
-  `ApiMessage.type` class property.
+  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
+  BrokerHeartbeat) are defined in `inter_broker_messages.py` from our own specs in `protocol/schemas/`, loaded
+  through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr (v5+) and UpdateMetadata
+  (v8+) is named `RequestType` there (attribute `request_type`): a field named `type` would shadow
+  kafka-python's `ApiMessage.type` class property.
 - `request_class(api_key)` / `response_class(api_key)` return the unversioned class; index it with a
   version (`cls[v]`) for a versioned one. Unknown keys raise `UnknownApiKey`. Each API's classes are
   imported on its first use (`from protocol.messages import X` works for every class in the table).
@@ -115,6 +115,9 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: _pair_in(_OURS, "AllocateProducerIds"),
     ApiKey.ELECT_LEADERS: _pair_in(_KAFKA + "admin.topics", "ElectLeaders"),
+    # --- a KRaft broker's requests to the controller (issue 20) ---
+    ApiKey.BROKER_REGISTRATION: _pair_in(_OURS, "BrokerRegistration"),
+    ApiKey.BROKER_HEARTBEAT: _pair_in(_OURS, "BrokerHeartbeat"),
     # --- client quotas (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "DescribeClientQuotas"),
     ApiKey.ALTER_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "AlterClientQuotas"),

@@ -34,6 +34,7 @@ from records.header import (
 )
 from records.record import (
     ControlRecordType,
+    KRaftControlRecordType,
     Record,
     RecordInput,
     build_batch,
@@ -52,6 +53,7 @@ __all__ = [
     "BatchesSummary",
     "Compression",
     "ControlRecordType",
+    "KRaftControlRecordType",
     "CorruptRecordError",
     "InvalidRecordError",
     "Record",

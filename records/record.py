@@ -42,6 +42,7 @@ from records.header import (
 
 __all__ = [
     "ControlRecordType",
+    "KRaftControlRecordType",
     "Record",
     "RecordInput",
     "build_batch",
@@ -58,6 +59,16 @@ _UINT32 = struct.Struct(">I")
 class ControlRecordType(IntEnum):
     ABORT = 0
     COMMIT = 1
+
+
+class KRaftControlRecordType(IntEnum):
+    """The control record types of the KRaft metadata log (Kafka's ControlRecordType beyond the markers)."""
+
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
 
 
 @dataclass(frozen=True, slots=True)

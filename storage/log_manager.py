@@ -6,8 +6,11 @@ and one directory per partition. ``startup`` locks the dirs, removes ``*-delete`
 DeleteTopics, reads the checkpoints and opens every log, skipping the recovery scan when the clean-shutdown
 marker ``.kafka_cleanshutdown`` exists (then removes the marker so a crash is detected next time). A damaged
 partition is recovered (truncated), never fatal. ``shutdown`` closes all logs, writes the checkpoints and the
-marker. Future logs (``*-future``: a replica moving to another log dir, ``create_future_log`` then
-``replace_with_future_log``) left by a stop are removed at start-up. New partitions go to the log dir holding
+marker. A KRaft log dir also holds ``bootstrap.checkpoint`` and the metadata log ``__cluster_metadata-0/``
+(the raft layer owns it, as in Kafka: never loaded as a partition); ``meta.properties`` version 1
+(``node.id``, ``cluster.id``, ``directory.id``) is accepted like version 0. Future logs (``*-future``: a
+replica moving to another log dir, ``create_future_log`` then ``replace_with_future_log``) left by a stop
+are removed at start-up. New partitions go to the log dir holding
 the fewest partitions, unless one was preferred for them
 (``set_preferred_dir``). Every log shares ``producer_state_config`` (producer.id.expiration.ms: the owner
 may change it at any time); ``remove_expired_producers(now_ms)`` expires idle producers in every log, for
@@ -43,6 +46,8 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 META_PROPERTIES = "meta.properties"
 FUTURE_DIR_SUFFIX = "-future"
+# Kafka's KafkaRaftServer.MetadataTopic: the directories of this topic belong to the raft layer.
+METADATA_TOPIC = "__cluster_metadata"
 
 
 class LogManager:
@@ -101,7 +106,7 @@ class LogManager:
         recovery_points = self._read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
         for child in sorted(d.iterdir()):
-            if not child.is_dir():
+            if not child.is_dir() or child.name.rpartition("-")[0] == METADATA_TOPIC:
                 continue
             if child.name.endswith(DELETE_DIR_SUFFIX):
                 log.info("removing deleted log directory %s", child)

@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.controller import StaleBrokerEpoch, UnknownBroker
+from broker.kraft import zk_apis
 from broker.metadata import MetadataError
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
@@ -29,6 +30,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     controller = ctx.server.controller
     error = ErrorCode.NONE
     start, length = -1, 0

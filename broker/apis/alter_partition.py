@@ -17,6 +17,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.alter_partition import IsrProposal
+from broker.kraft import zk_apis
 from broker.metadata import LeaderAndIsr
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
@@ -33,6 +34,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     v = request.API_VERSION
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return response_for(request, throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])

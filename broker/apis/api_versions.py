@@ -7,6 +7,7 @@ with UNSUPPORTED_VERSION and only ApiVersions' own range (as Kafka does, KIP-511
 at a version we serve.
 v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
 digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
+A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs (broker/kraft/zk_apis.py).
 Gaps: no supported/finalized features (KRaft feature levels) are advertised.
 """
 
@@ -16,6 +17,7 @@ import re
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.kraft import zk_apis
 from protocol.errors import ErrorCode
 
 API_KEY = 18
@@ -34,6 +36,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for value in (request.client_software_name, request.client_software_version)):
         return response_for(request, error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     Resp = response_type(request)
+    hidden = zk_apis.ZK_BROKER_ONLY if ctx.server.config.is_kraft else ()
     keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in sorted(advertised_versions().items())]
+            for k, (lo, hi) in sorted(advertised_versions().items()) if k not in hidden]
     return response_for(request, error_code=0, api_keys=keys, throttle_time_ms=0)

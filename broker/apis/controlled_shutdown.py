@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.controller import StaleBrokerEpoch
+from broker.kraft import zk_apis
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
@@ -26,6 +27,8 @@ ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.NOT_CON
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
     controller = ctx.server.controller

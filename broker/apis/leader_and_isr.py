@@ -21,6 +21,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.requests import parse_leader_and_isr
+from broker.kraft import zk_apis
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
@@ -36,6 +37,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     states, topic_ids, leaders = parse_leader_and_isr(request)
     Resp = response_type(request)
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):

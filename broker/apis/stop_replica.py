@@ -16,6 +16,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.controller.requests import parse_stop_replica
+from broker.kraft import zk_apis
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
@@ -29,6 +30,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     server = ctx.server
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, partition_errors=[])

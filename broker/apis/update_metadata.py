@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for
 from broker.controller.requests import parse_update_metadata
+from broker.kraft import zk_apis
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
@@ -28,6 +29,8 @@ ERRORS: tuple[ErrorCode, ...] = (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_C
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if zk_apis.refused(ctx):  # not enabled on a KRaft broker (broker/kraft/zk_apis.py)
+        return None
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return response_for(request, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.server.is_broker_epoch_stale(request.broker_epoch):

@@ -104,6 +104,12 @@ class Controller:
 
     @classmethod
     def create(cls, server: KafkaServer) -> Controller:
+        """The controller of this broker's mode; in KRaft mode (`process.roles`) a KRaftBroker, which answers
+        the same calls (broker/kraft/broker_server.py)."""
+        if server.config.is_kraft:
+            from broker.kraft.broker_server import KRaftBroker
+
+            return KRaftBroker(server)  # type: ignore[return-value]
         loop = asyncio.get_running_loop()
         connect = server.config.get("zookeeper.connect")
         if connect:

@@ -196,3 +196,37 @@ def test_expired_segment_deletes_are_handed_over_once_their_delay_has_passed(tmp
     assert not list(lg.dir.glob("*.deleted"))
     assert lg.read(lg.log_start_offset, 1 << 20).records.length > 0
     mgr.shutdown()
+
+
+def test_kraft_log_dir_as_kafka_formats_and_runs_it(tmp_path: Path) -> None:
+    """A log dir of a Kafka 3.7 KRaft broker: meta.properties v1, bootstrap.checkpoint at the root and the
+    metadata log beside the partitions. The metadata log is never loaded (nor touched) as a partition."""
+    meta = "#\n#Thu Nov 26 09:00:00 UTC 2026\nnode.id=4\ndirectory.id=kA8nmpX5QnWxBbkjnOAH0w\nversion=1\n" \
+           "cluster.id=MkU3OEVBNTcwNTJENDM2Qk\n"
+    (tmp_path / "meta.properties").write_text(meta)
+    (tmp_path / "bootstrap.checkpoint").write_bytes(b"\x00" * 90)
+    metadata_log = tmp_path / "__cluster_metadata-0"
+    metadata_log.mkdir()
+    (metadata_log / "00000000000000000000.log").write_bytes(b"\x01" * 100)  # not a valid batch: untouched
+    (metadata_log / "00000000000000000000.index").write_bytes(b"")
+    (metadata_log / "quorum-state").write_text('{"leaderId":3000,"leaderEpoch":2,"votedId":-1}')
+    (metadata_log / "00000000000000000120-0000000002.checkpoint").write_bytes(b"\x02" * 10)
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    _fill(mgr, TopicPartition("orders", 0), 2)
+    assert {lg.topic_partition for lg in mgr.all_logs()} == {TopicPartition("orders", 0)}
+    assert mgr.get_log(TopicPartition("__cluster_metadata", 0)) is None
+    mgr.write_meta_properties(4, "MkU3OEVBNTcwNTJENDM2Qk")  # a v1 file with our ids is accepted as is
+    assert (tmp_path / "meta.properties").read_text() == meta
+    with pytest.raises(KafkaStorageError):
+        mgr.write_meta_properties(5, "MkU3OEVBNTcwNTJENDM2Qk")
+    mgr.shutdown()
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    assert {lg.topic_partition for lg in mgr.all_logs()} == {TopicPartition("orders", 0)}
+    mgr.shutdown()
+    assert (metadata_log / "00000000000000000000.log").read_bytes() == b"\x01" * 100
+    assert sorted(p.name for p in metadata_log.iterdir()) == [
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000120-0000000002.checkpoint",
+        "quorum-state"]
+    assert "__cluster_metadata" not in (tmp_path / "recovery-point-offset-checkpoint").read_text()

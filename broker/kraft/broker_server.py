@@ -1,0 +1,348 @@
+"""KRaft mode of KafkaServer (`process.roles=broker`): what `server.controller` is when a KRaft controller
+quorum, not ZooKeeper or the embedded store, holds the cluster's metadata.
+
+`Controller.create(server)`, the call server.py makes, gives a `KRaftBroker` when `process.roles` is set (the
+ZooKeeper-mode/embedded `Controller` otherwise); it answers the calls the server and the request handlers make
+of a controller:
+- `startup()` (Kafka's BrokerServer start-up): reads the cluster id and directory ids from the log dirs'
+  meta.properties (an unformatted dir is refused with Kafka's hint to format it); starts the metadata log
+  follower (broker/kraft/raft_client.py), whose committed records load into the image and are published to
+  the broker (broker/kraft/publisher.py); registers (broker/kraft/lifecycle.py) within
+  `initial.broker.registration.timeout.ms`; waits until the controller says our metadata caught up, then
+  asks to be unfenced and waits for it. Then the server starts serving clients.
+- `controlled_shutdown()`: WantShutDown in the heartbeat, waiting (bounded) for ShouldShutDown, so
+  leadership moves away before the broker stops, as Kafka's broker does on SIGTERM.
+- `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, broker epochs -1 in v3) to the active
+  controller for the leader's ISR changes; refused changes return None (the leader keeps its ISR and retries
+  later), unanswered ones are retried while we lead in the same epoch.
+- `admin`: CreateTopics (and auto-creation, internal topics) sent to the controller, answered once the topic
+  has leaders in our metadata. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its
+  principal; we send our own CreateTopics, as Kafka's auto-topic creation does.
+- Producer id blocks from AllocateProducerIds.
+- `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
+  configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
+Not done yet (docs/kraft.md): DeleteTopics, CreatePartitions, config changes, reassignments and elections
+through the controller; the metadata log on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from broker.controller.admin_manager import NewTopic, TopicResult
+from broker.controller.producer_ids import RpcProducerIdManager
+from broker.kraft.lifecycle import BrokerLifecycleManager, ControllerChannel, ControllerUnavailable
+from broker.kraft.loader import MetadataLoader
+from broker.kraft.publisher import MetadataPublisher
+from broker.kraft.raft_client import MetadataLogFollower
+from broker.metadata import LocalMetadataStore, MetadataError
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from storage.checkpoints import read_properties, uuid_from_kafka_str
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger("broker.kraft")
+
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
+RECOVERED = 0
+
+
+class KRaftBroker:
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        config = server.config
+        self.broker_id = config.broker_id
+        self.cluster_id = ""
+        self.active = True  # every KRaft broker takes admin requests and sends them on to the controller
+        self.store = _LocalStore(config.log_dirs[0], dispatch=asyncio.get_running_loop().call_soon_threadsafe)
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata")
+        self.publisher = MetadataPublisher(server, self.broker_id)
+        self.loader = MetadataLoader(on_publish=self.publisher.publish)
+        self.store.loader = self.loader
+        self.metadata_changed = asyncio.Event()
+        self.follower: MetadataLogFollower | None = None
+        self.channel: ControllerChannel | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self.admin = KRaftAdmin(self)
+
+    async def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+
+    def _read_meta_properties(self) -> list[Any]:
+        """The cluster id and each log dir's directory id, from meta.properties v1 (`python -m broker format`)."""
+        config = self.server.config
+        cluster_ids, dir_ids = set(), []
+        for d in dict.fromkeys([*config.log_dirs, config.metadata_log_dir]):
+            props = read_properties(d / "meta.properties")
+            if props is None:
+                raise MetadataError(f"No `meta.properties` found in {d} (have you run `python -m broker format` "
+                                    "(or `kafka-storage.sh format`) to format the directory?)")
+            if props.get("node.id") != str(self.broker_id):
+                raise MetadataError(f"Stored node id {props.get('node.id')} in {d} doesn't match the configured "
+                                    f"node id {self.broker_id}")
+            cluster_ids.add(props.get("cluster.id", ""))
+            if props.get("directory.id") and d in config.log_dirs:
+                dir_ids.append(uuid_from_kafka_str(props["directory.id"]))
+        if len(cluster_ids) != 1:
+            raise MetadataError(f"the log dirs hold different cluster ids: {sorted(cluster_ids)}")
+        self.cluster_id = cluster_ids.pop()
+        configured = config.get("cluster.id")
+        if configured and configured != self.cluster_id:
+            raise MetadataError(f"cluster.id {configured} does not match the formatted cluster id {self.cluster_id}")
+        return dir_ids
+
+    async def startup(self) -> None:
+        server, config = self.server, self.server.config
+        dir_ids = self._read_meta_properties()
+        server.metadata_cache.cluster_id = self.cluster_id
+        if config.controller_security_protocol != "PLAINTEXT":
+            raise MetadataError(f"controller listener {config.controller_listener_names[0]}: security protocol "
+                                f"{config.controller_security_protocol} is not supported yet (PLAINTEXT only)")
+        self.follower = MetadataLogFollower(
+            self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
+            bootstrap=config.quorum_bootstrap_servers,
+            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+        self.loader.on_publish = self._on_publish
+        self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",
+                                         timeout_s=config["request.timeout.ms"] / 1000)
+        ep = server.endpoint
+        self.lifecycle = BrokerLifecycleManager(
+            self.broker_id, self.cluster_id, self.channel,
+            listeners=[(e.listener, e.host, e.port, e.security_protocol) for e in ep.listeners], rack=ep.rack,
+            log_dir_ids=dir_ids, metadata_offset=lambda: self.follower.applied_offset if self.follower else -1,
+            heartbeat_interval_ms=config["broker.heartbeat.interval.ms"])
+        producer_ids = KRaftProducerIdManager(self)
+        server.producer_ids = producer_ids
+        self.follower.start()
+        self.lifecycle.start()
+        timeout_s = config["initial.broker.registration.timeout.ms"] / 1000
+        lifecycle = self.lifecycle
+        try:
+            async with asyncio.timeout(timeout_s):
+                await lifecycle.registered.wait()
+                if lifecycle.registration_failed is not None:
+                    raise MetadataError(f"the controller refused this broker's registration: "
+                                        f"{lifecycle.registration_failed.name}")
+                await lifecycle.caught_up.wait()
+                lifecycle.set_ready_to_unfence()
+                await lifecycle.unfenced.wait()
+        except TimeoutError:
+            raise MetadataError("The broker was unable to register with the controller and be unfenced within "
+                                f"initial.broker.registration.timeout.ms ({timeout_s * 1000:.0f} ms)") from None
+        producer_ids.start()
+        server.metadata_ready.set()
+        log.info("KRaft broker %d registered (epoch %d), caught up with the metadata log at %d and unfenced",
+                 self.broker_id, lifecycle.broker_epoch, self.follower.applied_offset)
+
+    def _on_publish(self, delta: Any, image: Any) -> None:
+        self.publisher.publish(delta, image)
+        self.metadata_changed.set()
+
+    async def controlled_shutdown(self) -> None:
+        lifecycle = self.lifecycle
+        if lifecycle is None or lifecycle.broker_epoch < 0 or not self.server.config["controlled.shutdown.enable"]:
+            return
+        lifecycle.begin_controlled_shutdown()
+        try:
+            async with asyncio.timeout(CONTROLLED_SHUTDOWN_TIMEOUT_S):
+                await lifecycle.should_shut_down.wait()
+            log.info("controlled shutdown complete: the controller moved leadership away")
+        except TimeoutError:
+            log.warning("no ShouldShutDown from the controller within %.0f s; shutting down anyway",
+                        CONTROLLED_SHUTDOWN_TIMEOUT_S)
+
+    async def shutdown(self) -> None:
+        await self.admin.shutdown()
+        if isinstance(self.server.producer_ids, KRaftProducerIdManager):
+            await self.server.producer_ids.close()
+        if self.lifecycle is not None:
+            await self.lifecycle.stop()
+        if self.follower is not None:
+            await self.follower.stop()
+        try:
+            await self.call(self.store.close)
+        except Exception:
+            log.exception("closing the local metadata store failed")
+        self._executor.shutdown(wait=False)
+
+    # ---- AlterPartition
+    async def record_isr_change(self, partition: Any, new_isr: list[int], partition_epoch: int
+                                ) -> tuple[list[int], int] | None:
+        leader_epoch = partition.leader_epoch
+        backoff = 0.05
+        while partition.is_leader and partition.leader_epoch == leader_epoch:
+            try:
+                outcome = await self._alter_partition(partition, new_isr, partition_epoch)
+            except asyncio.CancelledError:
+                raise
+            except (ControllerUnavailable, RetriableAlterPartition) as e:
+                log.info("%s: AlterPartition not answered (%s); retrying", partition.topic_partition, e)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            if isinstance(outcome, ErrorCode):
+                log.info("%s: the controller refused ISR %s: %s", partition.topic_partition, new_isr, outcome.name)
+                return None
+            return outcome
+        return None
+
+    async def _alter_partition(self, partition: Any, new_isr: list[int], partition_epoch: int
+                               ) -> tuple[list[int], int] | ErrorCode:
+        assert self.channel is not None
+        tp = partition.topic_partition
+        Req = request_class(ApiKey.ALTER_PARTITION)
+
+        def build(v: int) -> Any:
+            P = Req.TopicData.PartitionData
+            common = dict(partition_index=tp.partition, leader_epoch=partition.leader_epoch,
+                          leader_recovery_state=RECOVERED, partition_epoch=partition_epoch)
+            if v >= 3:
+                part = P(new_isr_with_epochs=[P.BrokerState(broker_id=b, broker_epoch=-1) for b in new_isr], **common)
+            else:
+                part = P(new_isr=list(new_isr), **common)
+            topic = Req.TopicData(topic_id=partition.topic_id, partitions=[part]) if v >= 2 else \
+                Req.TopicData(topic_name=tp.topic, partitions=[part])
+            return Req[v](broker_id=self.broker_id, broker_epoch=self.broker_epoch, topics=[topic])
+
+        resp = await self.channel.send(build, ApiKey.ALTER_PARTITION)
+        if resp.error_code != ErrorCode.NONE:
+            raise RetriableAlterPartition(ErrorCode(resp.error_code).name)
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.partition_index == tp.partition:
+                    error = ErrorCode(p.error_code)
+                    if error == ErrorCode.NOT_CONTROLLER:
+                        raise RetriableAlterPartition(error.name)
+                    if error != ErrorCode.NONE:
+                        return error
+                    return list(p.isr), p.partition_epoch
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    # ---- AllocateProducerIds
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
+        assert self.channel is not None
+        resp = await self.channel.send(lambda v: request_class(ApiKey.ALLOCATE_PRODUCER_IDS)[v](
+            broker_id=self.broker_id, broker_epoch=self.broker_epoch), ApiKey.ALLOCATE_PRODUCER_IDS)
+        if resp.error_code != ErrorCode.NONE:
+            raise ControllerUnavailable(f"the controller answered {ErrorCode(resp.error_code).name}")
+        return resp.producer_id_start, resp.producer_id_len
+
+
+class _LocalStore(LocalMetadataStore):
+    """The local store, whose topic configs are the metadata image's (the server re-reads them from its store)."""
+
+    loader: MetadataLoader | None = None
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}
+
+
+class RetriableAlterPartition(Exception):
+    pass
+
+
+class KRaftProducerIdManager(RpcProducerIdManager):
+    """Producer id blocks from the KRaft controller (AllocateProducerIds with our broker epoch)."""
+
+    def __init__(self, kraft: KRaftBroker) -> None:
+        super().__init__(kraft)  # type: ignore[arg-type]
+        self.kraft = kraft
+
+    async def _ask_controller(self) -> tuple[int, int]:
+        return await self.kraft.allocate_producer_ids(self.kraft.broker_id, self.kraft.broker_epoch)
+
+
+class KRaftAdmin:
+    """The admin entry points a KRaft broker serves by asking the controller (CreateTopics)."""
+
+    def __init__(self, kraft: KRaftBroker) -> None:
+        self.kraft = kraft
+        self._auto_creating: dict[str, asyncio.Task] = {}
+
+    async def shutdown(self) -> None:
+        for task in list(self._auto_creating.values()):
+            task.cancel()
+        await asyncio.gather(*self._auto_creating.values(), return_exceptions=True)
+
+    def _topic_ready(self, name: str) -> bool:
+        tm = self.kraft.server.metadata_cache.topics.get(name)
+        return tm is not None and bool(tm.partitions) and all(p.leader >= 0 for p in tm.partitions.values())
+
+    async def create_topics(self, topics: list[NewTopic], *, validate_only: bool, timeout_ms: int
+                            ) -> dict[str, TopicResult]:
+        channel = self.kraft.channel
+        assert channel is not None
+        Req = request_class(ApiKey.CREATE_TOPICS)
+
+        def build(v: int) -> Any:
+            T = Req.CreatableTopic
+            return Req[v](timeout_ms=timeout_ms, validate_only=validate_only, topics=[T(
+                name=t.name, num_partitions=t.num_partitions if not t.assignment else -1,
+                replication_factor=t.replication_factor if not t.assignment else -1,
+                assignments=[T.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
+                             for p, b in sorted(t.assignment.items())],
+                configs=[T.CreatableTopicConfig(name=k, value=val) for k, val in t.configs.items()])
+                for t in topics])
+
+        try:
+            resp = await channel.send(build, ApiKey.CREATE_TOPICS)
+        except ControllerUnavailable as e:
+            return {t.name: TopicResult(ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for t in topics}
+        results: dict[str, TopicResult] = {}
+        for r in resp.topics:
+            results[r.name] = TopicResult(
+                ErrorCode(r.error_code), r.error_message, getattr(r, "topic_id", None),
+                getattr(r, "num_partitions", -1), getattr(r, "replication_factor", -1),
+                {t.name: t.configs for t in topics}.get(r.name, {}))
+        created = [n for n, r in results.items() if r.error == ErrorCode.NONE]
+        if created and not validate_only:
+            deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+            while not all(self._topic_ready(n) for n in created):
+                if time.monotonic() >= deadline:
+                    for n in created:
+                        if not self._topic_ready(n):
+                            results[n] = TopicResult(ErrorCode.REQUEST_TIMED_OUT,
+                                                     "Topic creation did not complete in time")
+                    break
+                self.kraft.metadata_changed.clear()
+                try:
+                    async with asyncio.timeout(min(0.1, deadline - time.monotonic())):
+                        await self.kraft.metadata_changed.wait()
+                except TimeoutError:
+                    pass
+        for n in created:
+            tm = self.kraft.server.metadata_cache.topics.get(n)
+            if tm is not None and results[n].error == ErrorCode.NONE:
+                results[n].topic_id = tm.topic_id
+                results[n].num_partitions = len(tm.partitions)
+                results[n].replication_factor = len(next(iter(tm.partitions.values())).replicas)
+        return results
+
+    def auto_create_topic(self, name: str) -> None:
+        if name in self._auto_creating:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000))
+        self._auto_creating[name] = task
+        task.add_done_callback(lambda _: self._auto_creating.pop(name, None))
+
+    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                    configs: Mapping[str, str]) -> None:
+        if name in self.kraft.server.metadata_cache.topics:
+            return
+        alive = len(self.kraft.server.metadata_cache.brokers)
+        rf = max(1, min(replication_factor, alive))
+        await self.create_topics([NewTopic(name, partitions, rf, configs=dict(configs))], validate_only=False,
+                                 timeout_ms=30000)

@@ -1,0 +1,218 @@
+"""A KRaft broker's life with the controller: registration, heartbeats, fencing, controlled shutdown
+(Kafka 3.9's BrokerLifecycleManager, KIP-631), and the channel its requests to the controller go through.
+
+Contract:
+- `ControllerChannel.send(build, api_key)` sends one request to the active controller: the quorum leader the
+  metadata log follower knows (its `controller.quorum.voters` endpoint), reconnecting when the leader moves.
+  Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry).
+- `BrokerLifecycleManager.start()`: BrokerRegistration (v0-4: node id, cluster id, a fresh incarnation id per
+  process, our advertised listeners with their security protocols, the features we support, rack, the log
+  dirs' directory ids, previous broker epoch -1), retried every `retry_backoff` until accepted; its broker
+  epoch is `broker_epoch`. Then a BrokerHeartbeat every `broker.heartbeat.interval.ms` carrying the offset of
+  the metadata image we have published, WantFence until `set_ready_to_unfence()`, and WantShutDown once
+  `begin_controlled_shutdown()`. Events for the server: `caught_up` (the controller says our metadata
+  reached our registration), `unfenced`, `should_shut_down`. STALE_BROKER_EPOCH (the controller lost or
+  replaced our registration) registers again; other errors retry at the next interval.
+- `registration_failed` carries the error of a registration the controller refused for good
+  (INCONSISTENT_CLUSTER_ID, UNSUPPORTED_VERSION); DUPLICATE_BROKER_REGISTRATION is retried (our previous
+  session has to expire first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.kraft.lifecycle")
+
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 3.9-IV0, the newest whose records
+# protocol/metadata_records.py decodes (docs/kraft.md).
+METADATA_VERSION_RANGE = (7, 21)
+SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE}
+_FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
+
+
+class ControllerUnavailable(Exception):
+    pass
+
+
+class ControllerChannel:
+    def __init__(self, leader: Callable[[], tuple[str, int] | None], client_id: str, *,
+                 security: ClientSecurity | None = None, timeout_s: float = 30.0) -> None:
+        self._leader = leader
+        self.client_id = client_id
+        self.security = security or ClientSecurity()
+        self.timeout_s = timeout_s
+        self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
+
+    async def send(self, build: Any, api_key: int) -> Any:
+        target = self._leader()
+        if target is None:
+            raise ControllerUnavailable("no active controller known yet")
+        if self._conn is None or self._conn[0] != target:
+            self.close()
+            self._conn = (target, BrokerConnection(target[0], target[1], self.client_id, timeout_s=self.timeout_s,
+                                                   security=self.security))
+        try:
+            return await self._conn[1].send(build, api_key)
+        except BrokerUnavailable as e:
+            self.close()
+            raise ControllerUnavailable(str(e)) from None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+
+class BrokerLifecycleManager:
+    def __init__(self, node_id: int, cluster_id: str, channel: ControllerChannel, *,
+                 listeners: list[tuple[str, str, int, str]], rack: str | None, log_dir_ids: list[uuid.UUID],
+                 metadata_offset: Callable[[], int], heartbeat_interval_ms: int = 2000,
+                 retry_backoff_ms: int = 100) -> None:
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.channel = channel
+        self.listeners = listeners  # (name, host, port, security protocol)
+        self.rack = rack
+        self.log_dir_ids = log_dir_ids
+        self.metadata_offset = metadata_offset
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.retry_backoff_s = retry_backoff_ms / 1000
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.registered = asyncio.Event()
+        self.caught_up = asyncio.Event()
+        self.unfenced = asyncio.Event()
+        self.should_shut_down = asyncio.Event()
+        self.registration_failed: ErrorCode | None = None
+        self.ready_to_unfence = False
+        self.want_shut_down = False
+        self.is_fenced = True
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="kraft-broker-lifecycle")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.channel.close()
+
+    def set_ready_to_unfence(self) -> None:
+        self.ready_to_unfence = True
+        self._wake.set()
+
+    def begin_controlled_shutdown(self) -> None:
+        self.want_shut_down = True
+        self._wake.set()
+
+    # ---- the loop: register, then heartbeat
+    async def _run(self) -> None:
+        while True:
+            if self.broker_epoch < 0:
+                await self._register()
+                if self.registration_failed is not None:
+                    return
+                continue
+            await self._heartbeat()
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(self.heartbeat_interval_s):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    async def _register(self) -> None:
+        Req = request_class(ApiKey.BROKER_REGISTRATION)
+
+        def build(v: int) -> Any:
+            features = [Req.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+                        for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items()) if v >= 4 or lo > 0]
+            listeners = [Req.Listener(name=n, host=h, port=p, security_protocol=SECURITY_PROTOCOL_IDS[sp])
+                         for n, h, p, sp in self.listeners]
+            fields: dict[str, Any] = dict(broker_id=self.node_id, cluster_id=self.cluster_id,
+                                          incarnation_id=self.incarnation_id, listeners=listeners,
+                                          features=features, rack=self.rack)
+            if v >= 1:
+                fields["is_migrating_zk_broker"] = False
+            if v >= 2:
+                fields["log_dirs"] = list(self.log_dir_ids)
+            if v >= 3:
+                fields["previous_broker_epoch"] = -1
+            return Req[v](**fields)
+
+        try:
+            resp = await self.channel.send(build, ApiKey.BROKER_REGISTRATION)
+        except ControllerUnavailable as e:
+            log.debug("broker registration not sent: %s", e)
+            await asyncio.sleep(self.retry_backoff_s)
+            return
+        error = ErrorCode(resp.error_code)
+        if error == ErrorCode.NONE:
+            self.broker_epoch = resp.broker_epoch
+            log.info("registered with the controller: broker epoch %d, incarnation %s", self.broker_epoch,
+                     self.incarnation_id)
+            self.registered.set()
+            self._wake.set()
+            return
+        if error in _FATAL:
+            log.error("the controller refused our registration: %s", error.name)
+            self.registration_failed = error
+            self.registered.set()
+            return
+        log.info("broker registration: %s; retrying", error.name)
+        await asyncio.sleep(self.retry_backoff_s if error != ErrorCode.DUPLICATE_BROKER_REGISTRATION
+                            else self.heartbeat_interval_s)
+
+    async def _heartbeat(self) -> None:
+        Req = request_class(ApiKey.BROKER_HEARTBEAT)
+        offset = self.metadata_offset()
+        want_fence = not self.ready_to_unfence and not self.want_shut_down
+        want_shut_down = self.want_shut_down
+
+        def build(v: int) -> Any:
+            fields: dict[str, Any] = dict(broker_id=self.node_id, broker_epoch=self.broker_epoch,
+                                          current_metadata_offset=offset, want_fence=want_fence,
+                                          want_shut_down=want_shut_down)
+            if v >= 1:
+                fields["offline_log_dirs"] = []
+            return Req[v](**fields)
+
+        try:
+            resp = await self.channel.send(build, ApiKey.BROKER_HEARTBEAT)
+        except ControllerUnavailable as e:
+            log.debug("heartbeat not sent: %s", e)
+            return
+        error = ErrorCode(resp.error_code)
+        if error == ErrorCode.STALE_BROKER_EPOCH:
+            log.warning("the controller does not know broker epoch %d: registering again", self.broker_epoch)
+            self.broker_epoch = -1
+            self.registered.clear()
+            return
+        if error != ErrorCode.NONE:
+            log.info("heartbeat: %s", error.name)
+            return
+        if resp.is_caught_up and not self.caught_up.is_set():
+            log.info("caught up with the metadata log at offset %d", offset)
+            self.caught_up.set()
+        if self.is_fenced != resp.is_fenced:
+            log.info("the controller %s this broker", "fenced" if resp.is_fenced else "unfenced")
+        self.is_fenced = resp.is_fenced
+        if not resp.is_fenced:
+            self.unfenced.set()
+        else:
+            self.unfenced.clear()
+        if resp.should_shut_down:
+            self.should_shut_down.set()

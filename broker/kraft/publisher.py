@@ -1,0 +1,137 @@
+"""Publishing metadata images to the broker (Kafka 3.9's BrokerMetadataPublisher, the parts we have).
+
+Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_publish`:
+- The MetadataCache takes the image: the unfenced brokers (Kafka's KRaft cache lists only those) with their
+  registered listeners; every topic whose TopicImage changed gets its partitions (leader, leader epoch,
+  replicas, ISR, partition epoch); topics gone from the image are removed. The cache names this broker as
+  the controller (a KRaft broker takes admin requests itself and forwards them; Kafka names a random live
+  broker) and its controller epoch is set so Metadata and DescribeCluster list brokers.
+- Topic configs (ConfigRecords of topics) become the topics' overrides; a changed one reaches the open logs.
+- `delta.topics.local_changes(node_id)` drives the ReplicaManager: deleted replicas through the StopReplica
+  path (coordinators resign, logs deleted), leaders and followers through become_leader_or_follower with
+  Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
+  epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
+  the new ISR through `Partition.make_leader` at the same epoch, as Kafka's makeLeader does.
+- `on_first_publish` runs once, after the first image is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.kraft.delta import MetadataDelta
+from broker.kraft.image import MetadataImage
+from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger("broker.kraft.publisher")
+
+SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+def broker_endpoint(broker: Any, inter_broker_listener: str) -> BrokerEndpoint:
+    listeners = tuple(ListenerEndpoint(e.name, e.host, e.port, SECURITY_PROTOCOL_NAMES.get(e.security_protocol,
+                                                                                            "PLAINTEXT"))
+                      for e in broker.listeners.values())
+    main = next((e for e in listeners if e.listener == inter_broker_listener), listeners[0] if listeners else None)
+    return BrokerEndpoint(broker.id, main.host if main else "", main.port if main else -1, broker.rack, listeners)
+
+
+class MetadataPublisher:
+    def __init__(self, server: KafkaServer, node_id: int) -> None:
+        self.server = server
+        self.node_id = node_id
+        self.image: MetadataImage | None = None
+        self.on_first_publish: Callable[[], None] | None = None
+
+    def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        previous, self.image = self.image, image
+        try:
+            self._publish_cache(previous, image)
+            self._publish_configs(previous, image)
+            if delta.topics_delta is not None:
+                self._apply_local_changes(delta)
+        except Exception:
+            log.exception("publishing metadata image at offset %d failed", image.offset)
+        if previous is None and self.on_first_publish is not None:
+            self.on_first_publish()
+
+    def _publish_cache(self, previous: MetadataImage | None, image: MetadataImage) -> None:
+        cache = self.server.metadata_cache
+        if previous is None or previous.cluster is not image.cluster:
+            inter = self.server.config.inter_broker_listener_name
+            cache.set_brokers([broker_endpoint(b, inter) for b in image.cluster.unfenced_brokers()])
+        cache.controller_id = self.node_id
+        cache.controller_epoch = max(cache.controller_epoch, 0)
+        old_topics = previous.topics.by_id if previous is not None else {}
+        for topic_id, topic in image.topics.by_id.items():
+            if old_topics.get(topic_id) is topic:
+                continue
+            if topic.name in cache.topics:
+                gone = set(cache.topics[topic.name].partitions) - set(topic.partitions)
+                for p in gone:
+                    cache.topics[topic.name].partitions.pop(p, None)
+            for pid, p in topic.partitions.items():
+                cache.update_partition(topic.name, topic_id, PartitionMetadata(
+                    pid, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), (), p.partition_epoch))
+        for topic_id, topic in old_topics.items():
+            if topic_id not in image.topics.by_id:
+                cache.remove_topic(topic.name)
+
+    def _publish_configs(self, previous: MetadataImage | None, image: MetadataImage) -> None:
+        if previous is not None and previous.configs is image.configs:
+            return
+        configs = self.server.topic_configs
+        for topic in image.topics.by_name:
+            stored = dict(image.configs.topic_config(topic))
+            if stored != dict(configs.overrides(topic)):
+                try:
+                    configs.set_overrides(topic, stored)
+                except ValueError as e:
+                    log.warning("topic %s has an invalid config in the metadata log: %s", topic, e)
+                    continue
+                self.server.on_topic_config_change(topic)
+
+    def _apply_local_changes(self, delta: MetadataDelta) -> None:
+        assert delta.topics_delta is not None
+        changes = delta.topics_delta.local_changes(self.node_id)
+        server = self.server
+        rm = server.replica_manager
+        if changes.deletes:
+            server.apply_stop_replica(-1, -1, sorted(changes.deletes), True)
+        states = {}
+        for tp, info in {**changes.leaders, **changes.followers}.items():
+            partition = rm.partitions.get(tp)
+            state = info.partition_state(is_new=partition is None)
+            if partition is not None and partition.log is not None and partition.is_leader and \
+                    tp in changes.leaders and state.leader_epoch == partition.leader_epoch:
+                if state.partition_epoch > partition.partition_epoch:
+                    self._isr_change(partition, state)
+                continue
+            states[tp] = state
+        if states:
+            # No controller epoch in KRaft (the states carry -1): the ZooKeeper-mode staleness check must pass.
+            errors = rm.become_leader_or_follower(-1, rm.controller_epoch, states, dict(changes.topic_ids))
+            failed = {tp: e for tp, e in errors.items() if e != 0}
+            if failed:
+                log.warning("applying leadership from the metadata log: %s", failed)
+
+    def _isr_change(self, partition: Any, state: Any) -> None:
+        from broker.replica_manager import now_ms
+
+        partition.make_leader(state, now_ms())
+        if partition.on_isr_change is not None:
+            partition.on_isr_change(partition)
+        log.info("%s: ISR %s at partition epoch %d from the metadata log", partition.topic_partition, state.isr,
+                 state.partition_epoch)
+
+
+def topic_partitions(image: MetadataImage, broker_id: int) -> list[TopicPartition]:
+    """The partitions the image assigns to a broker (tests)."""
+    return [TopicPartition(t.name, p) for t in image.topics.by_id.values()
+            for p, reg in t.partitions.items() if broker_id in reg.replicas]

@@ -1,0 +1,236 @@
+"""The metadata log follower: a KRaft broker is an observer of the controller quorum (KIP-595), fetching
+`__cluster_metadata-0` from the quorum leader and loading what the quorum has committed.
+
+Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader feed):
+- Fetch of topic id AAAAAAAAAAAAAAAAAAAAAQ (Uuid(0, 1)) partition 0, with our node id as replica id (Fetch v15+
+  ReplicaState, the field replica_id before), our cluster id, the leader epoch we know as current leader
+  epoch, the next offset and the epoch of the last batch we hold; the leader waits up to 500 ms (Kafka's
+  raft fetch max wait) when there is nothing new.
+- The leader: the voter `controller.quorum.voters` names by the id the quorum reports; before one is known,
+  the voters (or `controller.quorum.bootstrap.servers`) in turn. NOT_LEADER_OR_FOLLOWER,
+  FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the CurrentLeader of the answer when it is newer (a
+  retarget), else try the next voter after `controller.quorum.retry.backoff.ms`; so do connection failures.
+- A DivergingEpoch truncates what we hold to its end offset (at a batch boundary at or below it) before the
+  next fetch, as Kafka's follower truncates to the leader's epoch end offset.
+- Records are kept (in memory: the metadata log is not written to `__cluster_metadata-0/` yet, so a restart
+  fetches from offset 0) and applied only when committed: every batch whose last offset is below the high
+  watermark goes to the MetadataLoader, which publishes once per fetch (`on_publish`).
+- `applied_offset` is the last offset of the published image, what BrokerHeartbeat reports;
+  `leader_endpoint()` the quorum leader's (host, port), which the lifecycle manager sends its requests to.
+Not implemented: FetchSnapshot (a leader pointing to a snapshot is logged and retried), the metadata log and
+`quorum-state` on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.kraft.loader import MetadataLoader
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from protocol.metadata_records import MetadataParseError, decode_metadata_batches
+
+log = logging.getLogger("broker.kraft.raft")
+
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.FETCH_MAX_WAIT_MS
+_RETARGET = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
+@dataclass
+class HeldBatch:
+    base_offset: int
+    next_offset: int
+    epoch: int
+    batch: Any  # protocol.metadata_records.MetadataBatch
+
+
+class MetadataLogFollower:
+    def __init__(self, node_id: int, cluster_id: str, loader: MetadataLoader, *,
+                 voters: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]] | None = None,
+                 security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
+                 retry_backoff_ms: int = 20) -> None:
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.loader = loader
+        self.voters = voters
+        self.bootstrap = bootstrap or []
+        self.security = security or ClientSecurity()
+        self.request_timeout_s = request_timeout_ms / 1000
+        self.retry_backoff_s = max(retry_backoff_ms, 20) / 1000
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.high_watermark = -1
+        self.held: list[HeldBatch] = []  # fetched, not yet applied (above the high watermark)
+        self.end_offset = 0  # next offset to fetch
+        self.last_epoch = -1  # epoch of the last batch held or applied
+        self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
+        self._candidate = 0
+        self._task: asyncio.Task | None = None
+        self.on_leader_change: Callable[[int, int], None] | None = None
+        self.on_fetch_error: Callable[[ErrorCode], None] | None = None
+
+    # ---- state the rest of the broker reads
+    @property
+    def applied_offset(self) -> int:
+        return self.loader.image.offset
+
+    def leader_endpoint(self) -> tuple[str, int] | None:
+        if self.leader_id >= 0 and self.leader_id in self.voters:
+            return self.voters[self.leader_id]
+        return None
+
+    # ---- lifecycle
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="kraft-metadata-fetch")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+    def _target(self) -> tuple[str, int]:
+        leader = self.leader_endpoint()
+        if leader is not None:
+            return leader
+        candidates = list(self.voters.values()) or self.bootstrap
+        return candidates[self._candidate % len(candidates)]
+
+    def _connection(self) -> BrokerConnection:
+        target = self._target()
+        if self._conn is None or self._conn[0] != target:
+            if self._conn is not None:
+                self._conn[1].close()
+            conn = BrokerConnection(target[0], target[1], f"raft-broker-{self.node_id}",
+                                    timeout_s=self.request_timeout_s + FETCH_MAX_WAIT_MS / 1000,
+                                    security=self.security)
+            self._conn = (target, conn)
+        return self._conn[1]
+
+    def _lose_leader(self) -> None:
+        self.leader_id = -1
+        self._candidate += 1
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                progressed = await self.fetch_once()
+            except BrokerUnavailable as e:
+                log.debug("metadata fetch from %s failed: %s", self._target(), e)
+                self._lose_leader()
+                progressed = False
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("metadata fetch failed")
+                progressed = False
+            if not progressed:
+                await asyncio.sleep(self.retry_backoff_s)
+
+    # ---- one fetch
+    def _build(self, version: int) -> Any:
+        Req = request_class(ApiKey.FETCH)
+        part = Req.FetchTopic.FetchPartition(
+            partition=0, current_leader_epoch=self.leader_epoch, fetch_offset=self.end_offset,
+            last_fetched_epoch=self.last_epoch, log_start_offset=-1, partition_max_bytes=8 * 1024 * 1024)
+        fields: dict[str, Any] = dict(
+            max_wait_ms=FETCH_MAX_WAIT_MS, min_bytes=0, max_bytes=8 * 1024 * 1024, isolation_level=0,
+            session_id=0, session_epoch=-1, topics=[Req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[part])],
+            forgotten_topics_data=[], rack_id="", cluster_id=self.cluster_id)
+        if version >= 15:
+            fields.update(replica_id=-1, replica_state=Req.ReplicaState(replica_id=self.node_id, replica_epoch=-1))
+        else:
+            fields["replica_id"] = self.node_id
+        return Req[version](**fields)
+
+    async def fetch_once(self) -> bool:
+        """One Fetch and what follows from its answer; False when the caller should back off."""
+        resp = await self._connection().send(self._build, ApiKey.FETCH)
+        if resp.error_code != ErrorCode.NONE:
+            error = ErrorCode(resp.error_code)
+            log.warning("metadata fetch from %s: %s", self._target(), error.name)
+            if self.on_fetch_error is not None:
+                self.on_fetch_error(error)
+            self._lose_leader()
+            return False
+        partition = resp.responses[0].partitions[0]
+        error = ErrorCode(partition.error_code)
+        leader = partition.current_leader
+        if leader is not None and leader.leader_id >= 0 and leader.leader_epoch >= self.leader_epoch and \
+                (leader.leader_id, leader.leader_epoch) != (self.leader_id, self.leader_epoch):
+            log.info("metadata quorum leader: %d at epoch %d", leader.leader_id, leader.leader_epoch)
+            self.leader_id, self.leader_epoch = leader.leader_id, leader.leader_epoch
+            if self.on_leader_change is not None:
+                self.on_leader_change(self.leader_id, self.leader_epoch)
+            if error in _RETARGET:
+                return True  # retargeted: fetch from the new leader at once
+        if error in _RETARGET:
+            self._lose_leader()
+            return False
+        if error != ErrorCode.NONE:
+            log.warning("metadata fetch: %s", error.name)
+            return False
+        div = partition.diverging_epoch
+        if div is not None and div.epoch >= 0 and div.end_offset >= 0:
+            self.truncate(div.epoch, div.end_offset)
+            return True
+        if partition.snapshot_id is not None and partition.snapshot_id.end_offset >= 0:
+            log.error("the quorum leader points to snapshot %s: FetchSnapshot is not implemented",
+                      partition.snapshot_id)
+            return False
+        records = partition.records
+        got = False
+        if records:
+            try:
+                batches = list(decode_metadata_batches(memoryview(records)))
+            except MetadataParseError as e:
+                log.error("metadata log batch at %d cannot be read: %s", self.end_offset, e)
+                return False
+            for batch in batches:
+                if batch.base_offset < self.end_offset:
+                    continue
+                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
+                self.end_offset = batch.last_offset + 1
+                self.last_epoch = batch.epoch
+                got = True
+        if partition.high_watermark >= 0:
+            self.high_watermark = partition.high_watermark
+        self.apply_committed()
+        return got or partition.high_watermark >= 0
+
+    def apply_committed(self) -> None:
+        """Load every held batch below the high watermark and publish once."""
+        n = 0
+        for held in self.held:
+            if held.next_offset > self.high_watermark:
+                break
+            self.loader.load_metadata_batch(held.batch)
+            n += 1
+        if n:
+            del self.held[:n]
+            self.loader.flush()
+
+    def truncate(self, epoch: int, end_offset: int) -> None:
+        """The leader's log diverges from ours after (epoch, end_offset): drop what we hold beyond it."""
+        cut = min(end_offset, self.end_offset)
+        if cut < self.applied_offset + 1:
+            log.error("metadata log divergence at %d below the applied offset %d: not truncating committed data",
+                      cut, self.applied_offset)
+            cut = self.applied_offset + 1
+        self.held = [h for h in self.held if h.next_offset <= cut]
+        self.end_offset = self.held[-1].next_offset if self.held else self.applied_offset + 1
+        self.last_epoch = self.held[-1].epoch if self.held else self.loader.image.provenance.last_contained_epoch
+        log.info("metadata log truncated to %d (diverging epoch %d ends at %d)", self.end_offset, epoch, end_offset)

@@ -1,0 +1,102 @@
+"""The metadata log follower against the test controller over a real socket: leader discovery, committed
+records only, divergence truncation, retargeting."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from broker.kraft.loader import MetadataLoader
+from broker.kraft.raft_client import MetadataLogFollower
+from protocol import ApiKey
+from protocol.metadata_records import TopicRecord
+from tests.kraft_controller import KRaftController
+
+
+def run(coro: object) -> None:
+    asyncio.run(asyncio.wait_for(coro, 30))  # type: ignore[arg-type]
+
+
+async def until(check: object, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():  # type: ignore[operator]
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+def follower(controller: KRaftController, node_id: int = 7, voters: dict | None = None) -> MetadataLogFollower:
+    return MetadataLogFollower(node_id, controller.cluster_id, MetadataLoader(),
+                               voters=voters or {controller.node_id: (controller.host, controller.port)})
+
+
+def test_follows_the_leader_and_applies_only_committed_records() -> None:
+    async def main() -> None:
+        controller = KRaftController(epoch=5)
+        await controller.start()
+        f = follower(controller)
+        f.start()
+        try:
+            await until(lambda: f.loader.image.features.metadata_version == 19)
+            # The first fetch (epoch -1) was fenced and named the leader; we took it.
+            assert (f.leader_id, f.leader_epoch) == (3000, 5)
+            fetches = [r for k, r in controller.requests if k == ApiKey.FETCH]
+            assert fetches[0].replica_state.replica_id == 7 and fetches[0].cluster_id == controller.cluster_id
+            assert fetches[0].topics[0].topic_id == uuid.UUID(int=1)
+            controller.auto_commit = False
+            controller.append([TopicRecord(name="uncommitted", topic_id=uuid.uuid4(), version=0)])
+            await until(lambda: f.end_offset == controller.end_offset)
+            assert f.loader.image.topics.get_topic("uncommitted") is None
+            controller.commit()
+            await until(lambda: f.loader.image.topics.get_topic("uncommitted") is not None)
+            assert f.applied_offset == controller.end_offset - 1
+        finally:
+            await f.stop()
+            await controller.stop()
+    run(main())
+
+
+def test_diverging_epoch_truncates_uncommitted_records() -> None:
+    async def main() -> None:
+        controller = KRaftController()
+        await controller.start()
+        f = follower(controller)
+        f.start()
+        try:
+            await until(lambda: f.applied_offset == controller.end_offset - 1)
+            controller.auto_commit = False
+            keep = controller.end_offset
+            controller.append([TopicRecord(name="lost", topic_id=uuid.uuid4(), version=0)])
+            await until(lambda: f.end_offset == controller.end_offset)
+            controller.diverge(keep)  # a new leader without that batch: epoch 2 starts at `keep`
+            controller.append([TopicRecord(name="kept", topic_id=uuid.uuid4(), version=0)])
+            controller.commit()
+            await until(lambda: f.loader.image.topics.get_topic("kept") is not None)
+            assert f.loader.image.topics.get_topic("lost") is None
+            assert f.leader_epoch == 2 and f.end_offset == controller.end_offset
+            fetches = [r for k, r in controller.requests if k == ApiKey.FETCH]
+            assert any(r.topics[0].partitions[0].fetch_offset == keep + 1 and
+                       r.topics[0].partitions[0].last_fetched_epoch == 1 for r in fetches)
+        finally:
+            await f.stop()
+            await controller.stop()
+    run(main())
+
+
+def test_retargets_to_the_leader_a_voter_names() -> None:
+    async def main() -> None:
+        old, new = KRaftController(node_id=1, epoch=3), KRaftController(node_id=2, epoch=4)
+        await old.start()
+        await new.start()
+        new.append([TopicRecord(name="on-new-leader", topic_id=uuid.uuid4(), version=0)])
+        old.resign(2, 4)  # voter 1 now answers NOT_LEADER_OR_FOLLOWER naming voter 2 at epoch 4
+        f = follower(old, voters={1: (old.host, old.port), 2: (new.host, new.port)})
+        f.leader_id = 1
+        f.start()
+        try:
+            await until(lambda: f.loader.image.topics.get_topic("on-new-leader") is not None)
+            assert (f.leader_id, f.leader_epoch) == (2, 4)
+        finally:
+            await f.stop()
+            await old.stop()
+            await new.stop()
+    run(main())

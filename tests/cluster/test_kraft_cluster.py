@@ -1,0 +1,159 @@
+"""Our brokers in KRaft mode (`process.roles=broker`) against the test controller (tests/kraft_controller.py),
+over real sockets: registration and unfencing, topics created through our broker's CreateTopics (sent on to
+the controller), produce/consume with confluent-kafka on RF=1 and RF=3 topics, ISR changes through
+AlterPartition, fencing, controlled shutdown."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.config import KafkaConfig
+from broker.kraft.format import format_dirs
+from broker.kraft.zk_apis import ZK_BROKER_ONLY
+from broker.testing import EmbeddedBroker
+from protocol import ApiKey, request_class
+from storage import TopicPartition
+from tests.broker.wire import recv, roundtrip, send
+from tests.kraft_controller import ControllerThread
+
+FAST = {"broker.heartbeat.interval.ms": "100", "replica.lag.time.max.ms": "2000",
+        "replica.fetch.wait.max.ms": "100", "initial.broker.registration.timeout.ms": "20000"}
+
+
+@pytest.fixture
+def controller() -> Iterator[ControllerThread]:
+    c = ControllerThread(session_timeout_ms=1500, default_replication_factor=1).start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def kraft_broker(tmp_path: Path, controller: ControllerThread) -> Iterator[Callable[..., EmbeddedBroker]]:
+    started: list[EmbeddedBroker] = []
+
+    def start(node_id: int, **extra: str) -> EmbeddedBroker:
+        data = tmp_path / f"kraft{node_id}"
+        props = {"process.roles": "broker", "node.id": str(node_id), "controller.quorum.voters": controller.voters,
+                 "controller.listener.names": "CONTROLLER", **FAST, **extra}
+        b = EmbeddedBroker(props, data_dir=data)
+        if not (data / "meta.properties").exists():
+            format_dirs(KafkaConfig(b.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+        b.start()
+        started.append(b)
+        return b
+
+    yield start
+    for b in reversed(started):
+        b.stop()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"{what} not met within {timeout} s"
+        time.sleep(0.05)
+
+
+def broker_state(controller: ControllerThread, node_id: int) -> Any:
+    return controller.call(lambda c: c.image.cluster.broker(node_id))
+
+
+def partition(controller: ControllerThread, topic: str, p: int = 0) -> Any:
+    return controller.call(lambda c: c.image.topics.get_partition(topic, p))
+
+
+def produce_and_consume(bootstrap: str, topic: str, n: int = 20) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    delivered: list[Any] = []
+    for i in range(n):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i,
+                         on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
+    assert producer.flush(20) == 0
+    assert all(isinstance(d, int) for d in delivered), delivered
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values = []
+    deadline = time.monotonic() + 30
+    while len(values) < n and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            values.append(msg.value())
+    consumer.close()
+    assert sorted(values) == sorted(b"v%d" % i for i in range(n))
+
+
+def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1)
+    reg = broker_state(controller, 1)
+    assert reg is not None and not reg.fenced
+    assert reg.listeners["PLAINTEXT"].port == b.port and reg.supported_features["metadata.version"] == (7, 21)
+    assert len(reg.directories) == 1
+    # The broker published the image: Metadata lists it; ApiVersions leaves out the ZooKeeper-mode APIs.
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    md = admin.list_topics(timeout=10)
+    assert list(md.brokers) == [1] and md.cluster_id == controller.call(lambda c: c.cluster_id)
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as sock:
+        versions = roundtrip(sock, request_class(ApiKey.API_VERSIONS)[3](
+            client_software_name="t", client_software_version="1"), 1)
+        listed = {k.api_key for k in versions.api_keys}
+        assert ApiKey.FETCH in listed and not listed & ZK_BROKER_ONLY
+        # LeaderAndIsr is not enabled: the connection is closed without an answer, as by Kafka's KRaft broker.
+        send(sock, request_class(ApiKey.LEADER_AND_ISR)[5](
+            controller_id=3000, controller_epoch=1, broker_epoch=-1, topic_states=[], live_leaders=[]), 2)
+        with pytest.raises(ConnectionError):
+            recv(sock, ApiKey.LEADER_AND_ISR, 5)
+    # CreateTopics to our broker goes on to the controller, which writes the topic's records.
+    futures = admin.create_topics([NewTopic("rf1", num_partitions=2, replication_factor=1)])
+    futures["rf1"].result(20)
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.CREATE_TOPICS)) >= 1
+    p0 = partition(controller, "rf1", 0)
+    assert p0.leader == 1 and p0.isr == (1,)
+    produce_and_consume(b.bootstrap, "rf1")
+
+
+def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_partition(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    # No controlled shutdown: a stopped broker just goes silent, as after kill -9.
+    brokers = [kraft_broker(i, **{"controlled.shutdown.enable": "false"}) for i in (1, 2, 3)]
+    assert all(not broker_state(controller, i).fenced for i in (1, 2, 3))
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("rf3", num_partitions=1, replication_factor=3)])["rf3"].result(20)
+    p = wait_for(lambda: partition(controller, "rf3"), what="topic rf3")
+    assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3]
+    produce_and_consume(bootstrap, "rf3", 30)
+    leader = p.leader
+    leader_broker = brokers[leader - 1]
+    # Every replica has the records (followers fetched from the leader our broker is).
+    tp = TopicPartition("rf3", 0)
+    for b in brokers:
+        wait_for(lambda b=b: b.call(lambda: b.server.replica_manager.partitions[tp].log_end_offset) == 30,
+                 what="replica caught up")
+    # A follower stops (no controlled shutdown: its session expires), the controller fences it and takes it out
+    # of the ISR; the leader takes the new ISR from the metadata log.
+    follower_id = next(i for i in (1, 2, 3) if i != leader)
+    brokers[follower_id - 1].stop()
+    wait_for(lambda: broker_state(controller, follower_id).fenced, what="follower fenced")
+    wait_for(lambda: follower_id not in partition(controller, "rf3").isr, what="ISR shrink")
+    wait_for(lambda: follower_id not in leader_broker.call(
+        lambda: leader_broker.server.replica_manager.partitions[tp].isr), what="leader's ISR shrink")
+    produce_and_consume(",".join(b.bootstrap for i, b in enumerate(brokers, 1) if i != follower_id), "rf3", 10)
+    # It comes back with a new incarnation, registers again, catches up: the leader adds it back to the ISR
+    # with an AlterPartition.
+    kraft_broker(follower_id, **{"controlled.shutdown.enable": "false"})
+    wait_for(lambda: follower_id in partition(controller, "rf3").isr, timeout=30, what="ISR expand")
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALTER_PARTITION)) >= 1
