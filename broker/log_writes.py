@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from storage import Log
@@ -35,12 +36,34 @@ log = logging.getLogger("broker.log_writes")
 WRITERS_PER_DIR = 4
 
 
+class _Wait:
+    """One caller waiting for several writes: one future, answered when the last is settled."""
+
+    __slots__ = ("future", "results", "remaining")
+
+    def __init__(self, future: asyncio.Future[list[bool]], n: int) -> None:
+        self.future = future
+        self.results = [True] * n
+        self.remaining = n
+
+    def settle(self, index: int, ok: bool) -> None:
+        self.results[index] = ok
+        self.remaining -= 1
+        if self.remaining == 0 and not self.future.done():
+            self.future.set_result(self.results)
+
+
 class LogWrites:
     def __init__(self, on_log_end_offset_moved: Callable[[Log], None]) -> None:
         self.on_log_end_offset_moved = on_log_end_offset_moved
         self.writers: dict[tuple[Path, int], LogWriter] = {}
-        # per log: (offset the log end offset must reach, the log's write_rollbacks then, future)
-        self._waiters: dict[Log, list[tuple[int, int, asyncio.Future[bool]]]] = {}
+        # per log: (offset the log end offset must reach, the log's write_rollbacks then, waiter, its index)
+        self._waiters: dict[Log, list[tuple[int, int, _Wait, int]]] = {}
+        # One wake-up of the loop serves every writer's completions: the writers' threads only schedule it when
+        # none is pending (a lock, not the GIL-holding loop, decides).
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def attach(self, log_: Log) -> None:
         if log_.writer is not None:
@@ -49,35 +72,44 @@ class LogWrites:
         key = (log_.dir.parent, (zlib.crc32(tp.topic.encode()) + tp.partition) % WRITERS_PER_DIR)
         writer = self.writers.get(key)
         if writer is None:
-            loop = asyncio.get_running_loop()
-            writer = LogWriter(f"{key[0].name}-{key[1]}")
-            writer.notify = lambda: loop.call_soon_threadsafe(self._on_written, writer)
-            self.writers[key] = writer
+            self._loop = asyncio.get_running_loop()
+            writer = self.writers[key] = LogWriter(f"{key[0].name}-{key[1]}", self._notify)
         log_.writer = writer
 
-    def _on_written(self, writer: LogWriter) -> None:
-        writer.apply_completed()
-        for log_ in writer.take_changed():
-            try:
-                self.on_log_end_offset_moved(log_)
-            except Exception:
-                log.exception("%s: after a write", log_.topic_partition)
-            waiters = self._waiters.get(log_)
-            if waiters:
-                self._answer(log_, waiters)
+    def _notify(self) -> None:
+        """On a writer's thread: completions wait; wake the loop unless a wake-up is already on its way."""
+        with self._lock:
+            if self._scheduled:
+                return
+            self._scheduled = True
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._on_written)
 
-    def _answer(self, log_: Log, waiters: list[tuple[int, int, asyncio.Future[bool]]]) -> None:
+    def _on_written(self) -> None:
+        with self._lock:
+            self._scheduled = False
+        for writer in list(self.writers.values()):
+            writer.apply_completed()
+            for log_ in writer.take_changed():
+                try:
+                    self.on_log_end_offset_moved(log_)
+                except Exception:
+                    log.exception("%s: after a write", log_.topic_partition)
+                waiters = self._waiters.get(log_)
+                if waiters:
+                    self._answer(log_, waiters)
+
+    def _answer(self, log_: Log, waiters: list[tuple[int, int, _Wait, int]]) -> None:
         leo, rollbacks = log_.log_end_offset, log_.write_rollbacks
         left = []
-        for offset, at, future in waiters:
-            if future.done():
-                continue
+        for entry in waiters:
+            offset, at, wait, index = entry
             if at != rollbacks:
-                future.set_result(False)
+                wait.settle(index, False)
             elif leo >= offset:
-                future.set_result(True)
+                wait.settle(index, True)
             else:
-                left.append((offset, at, future))
+                left.append(entry)
         if left:
             self._waiters[log_] = left
         else:
@@ -89,20 +121,20 @@ class LogWrites:
             return None
         return log_, offset, log_.write_rollbacks
 
-    async def wait_written(self, entries: Iterable[tuple[Log, int, int]]) -> list[bool]:
-        """For each (log, offset, rollbacks): True once written, False when its write failed."""
-        loop = asyncio.get_running_loop()
-        futures = []
-        for log_, offset, at in entries:
-            future: asyncio.Future[bool] = loop.create_future()
+    def wait_written(self, entries: list[tuple[Log, int, int]]) -> asyncio.Future[list[bool]]:
+        """For each (log, offset, rollbacks): True once written, False when its write failed; one future."""
+        future: asyncio.Future[list[bool]] = asyncio.get_running_loop().create_future()
+        wait = _Wait(future, len(entries))
+        for index, (log_, offset, at) in enumerate(entries):
             if at != log_.write_rollbacks:
-                future.set_result(False)
+                wait.settle(index, False)
             elif log_.log_end_offset >= offset:
-                future.set_result(True)
+                wait.settle(index, True)
             else:
-                self._waiters.setdefault(log_, []).append((offset, at, future))
-            futures.append(future)
-        return list(await asyncio.gather(*futures))
+                self._waiters.setdefault(log_, []).append((offset, at, wait, index))
+        if not entries:
+            future.set_result([])
+        return future
 
     def close(self) -> None:
         for writer in self.writers.values():

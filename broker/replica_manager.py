@@ -327,7 +327,7 @@ class ReplicaManager:
                                    unwritten: list[tuple[TopicPartition, tuple[Log, int, int]]]
                                    ) -> dict[TopicPartition, ProducePartitionResult]:
         assert self.log_writes is not None
-        written = await self.log_writes.wait_written(pending for _, pending in unwritten)
+        written = await self.log_writes.wait_written([pending for _, pending in unwritten])
         for (tp, _), ok in zip(unwritten, written, strict=True):
             if not ok:
                 results[tp] = ProducePartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)

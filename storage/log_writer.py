@@ -76,6 +76,8 @@ class LogWriter:
         self._failed: set[Log] = set()  # logs whose later queued writes must fail too
         self._closing = False
         self._changed: set[Log] = set()  # applied, not yet returned by apply_completed (owner's thread only)
+        self._sleeping = False  # the thread waits for work: a submit must wake it
+        self._idle_waiters = 0  # callers in wait_idle: a completion must wake them
         self._thread = threading.Thread(target=self._run, name=f"log-writer-{name}", daemon=True)
         self._thread.start()
 
@@ -85,7 +87,8 @@ class LogWriter:
                 raise RuntimeError(f"log writer {self.name} is closed")
             self._queue.append(job)
             self._in_flight[job.log] = self._in_flight.get(job.log, 0) + 1
-            self._cond.notify_all()
+            if self._sleeping:
+                self._cond.notify_all()
 
     def has_unwritten(self, log_: Log) -> bool:
         with self._cond:
@@ -108,8 +111,12 @@ class LogWriter:
 
     def wait_idle(self, log_: Log) -> None:
         with self._cond:
-            while log_ in self._in_flight:
-                self._cond.wait()
+            self._idle_waiters += 1
+            try:
+                while log_ in self._in_flight:
+                    self._cond.wait()
+            finally:
+                self._idle_waiters -= 1
 
     def clear_failure(self, log_: Log) -> None:
         """The log has rolled its failed reservations back: its next writes go to the disk again."""
@@ -119,7 +126,7 @@ class LogWriter:
     def close(self) -> None:
         with self._cond:
             self._closing = True
-            self._cond.notify_all()
+            self._cond.notify_all()  # the thread, asleep or about to look at the queue again
         self._thread.join()
 
     # -- the thread -----------------------------------------------------------------------------------------
@@ -127,21 +134,29 @@ class LogWriter:
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
+                    self._sleeping = True
                     self._cond.wait()
+                    self._sleeping = False
                 if not self._queue:
                     return
-                batch = self._take_contiguous()
-            self._write(batch)
+                # Everything queued at once: one lock, one wake-up of the owner per round, however many logs.
+                runs = []
+                while self._queue and len(runs) < _MAX_BUFFERS:
+                    runs.append(self._take_contiguous())
+            for run in runs:
+                self._write(run)
             with self._cond:
                 had_completed = bool(self._completed)
-                self._completed.extend(batch)
-                for job in batch:
-                    left = self._in_flight[job.log] - 1
-                    if left:
-                        self._in_flight[job.log] = left
-                    else:
-                        del self._in_flight[job.log]
-                self._cond.notify_all()
+                for run in runs:
+                    self._completed.extend(run)
+                    for job in run:
+                        left = self._in_flight[job.log] - 1
+                        if left:
+                            self._in_flight[job.log] = left
+                        else:
+                            del self._in_flight[job.log]
+                if self._idle_waiters:
+                    self._cond.notify_all()
             if not had_completed and self.notify is not None:
                 try:
                     self.notify()
