@@ -109,3 +109,53 @@ def test_a_stalled_write_holds_only_its_own_partition(broker: EmbeddedBroker, st
         m = consumer.poll(0.5)
     consumer.close()
     assert m is not None and m.error() is None and m.value() == b"stuck"
+
+
+def test_a_producers_next_request_is_appended_while_the_previous_waits(broker: EmbeddedBroker, stall: Stall) -> None:
+    """broker.network.Deferred: a produce waiting for its write does not hold up the connection's next
+    request (Kafka would wait), and the answers still come back in request order."""
+    import socket
+
+    from protocol import ApiKey, request_class
+    from protocol.records import build_batch
+
+    from .wire import recv, send
+
+    stalled, other = partitions_on_two_writers()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=max(stalled, other) + 1, replication_factor=1)]
+                        )[TOPIC].result(15)
+    Produce = request_class(ApiKey.PRODUCE)
+    T = Produce.TopicProduceData
+
+    def produce(partition: int, value: bytes) -> Any:
+        return Produce[9](transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[T(name=TOPIC, partition_data=[
+            T.PartitionProduceData(index=partition, records=build_batch([(None, value, [], 0)]))])])
+
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    try:
+        send(sock, produce(stalled, b"first"), 1)
+        assert stall.entered.wait(15)
+        send(sock, produce(other, b"second"), 2)
+        send(sock, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 3)
+        # The second request was appended (and is readable) while the first still waits for its write.
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "p", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(TOPIC, other, 0)])
+        m = None
+        deadline = time.monotonic() + 15
+        while m is None and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+        consumer.close()
+        assert m is not None and m.error() is None and m.value() == b"second"
+        sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            sock.recv(1)  # and nothing is answered before the first request's answer
+        sock.settimeout(30)
+        stall.release.set()
+        first = recv(sock, ApiKey.PRODUCE, 9)
+        second = recv(sock, ApiKey.PRODUCE, 9)
+        third = recv(sock, ApiKey.API_VERSIONS, 3)
+        assert [r.header.correlation_id for r in (first, second, third)] == [1, 2, 3]
+        assert [r.responses[0].partition_responses[0].base_offset for r in (first, second)] == [0, 0]
+    finally:
+        sock.close()
