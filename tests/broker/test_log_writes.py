@@ -223,3 +223,41 @@ def test_a_new_leader_epoch_starts_after_the_appends_the_writer_still_holds(tmp_
         rm.log_writes.close()
 
     asyncio.run(scenario())
+
+
+def test_a_producer_that_vanishes_with_answers_waiting_disturbs_no_one(broker: EmbeddedBroker, stall: Stall,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Three produce requests waiting on a stalled write, then the client is gone: the writes complete, the
+    answers are dropped (as Kafka drops them), nothing is logged as an error and others are served."""
+    import logging
+    import socket
+
+    from protocol import ApiKey, request_class
+    from protocol.records import build_batch
+
+    from .wire import roundtrip, send
+
+    stalled, _ = partitions_on_two_writers()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=stalled + 1, replication_factor=1)])[TOPIC].result(15)
+    Produce = request_class(ApiKey.PRODUCE)
+    T = Produce.TopicProduceData
+    caplog.set_level(logging.WARNING)
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    for i in range(3):
+        send(sock, Produce[9](transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[T(
+            name=TOPIC, partition_data=[T.PartitionProduceData(
+                index=stalled, records=build_batch([(None, b"gone-%d" % i, [], 0)]))])]), i)
+    assert stall.entered.wait(15)
+    sock.close()
+    stall.release.set()
+    other = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    try:
+        Meta = request_class(ApiKey.METADATA)
+        md = roundtrip(other, Meta[12](topics=None, allow_auto_topic_creation=False,
+                                       include_topic_authorized_operations=False), 1)
+        assert TOPIC in {t.name for t in md.topics}
+    finally:
+        other.close()
+    assert first_record(broker, stalled) == b"gone-0"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
