@@ -87,6 +87,7 @@ class FetchPartitionStatus:
 
     start_offset_metadata: LogOffsetMetadata
     fetch_info: PartitionFetchInfo
+    high_watermark: int = -1  # the HW the first read answered: a follower waits for a newer one too
 
 
 class DelayedFetch(DelayedOperation):
@@ -106,6 +107,9 @@ class DelayedFetch(DelayedOperation):
         F the fetch offset and the end it reads up to (HW or LEO) are on different segments (a roll, a
           truncated log): there is something to answer without counting bytes;
         H a follower's last fetched epoch no longer matches our epochs (a diverging epoch, KIP-320);
+        I (ours, not Kafka's) the HW moved since a follower's fetch was parked: the follower hears it now, not
+          with the next data or at replica.fetch.wait.max.ms (its HW, and the consumers reading from it,
+          KIP-392, would lag by up to that wait);
         or when G the bytes between each fetch offset and its end, summed (each at most the partition's max
         bytes), reach min_bytes. A consumer whose offset is past the HW (a new leader's HW can lag what it
         read from the old one) waits until the HW passes it, as in Kafka."""
@@ -132,6 +136,8 @@ class DelayedFetch(DelayedOperation):
                 if from_follower and info.last_fetched_epoch >= 0 and \
                         partition.diverging_epoch(info.last_fetched_epoch, info.fetch_offset) is not None:
                     return self.force_complete()  # H
+                if from_follower and 0 <= status.high_watermark < partition.high_watermark:
+                    return self.force_complete()  # I
             except (KafkaApiError, StorageError):
                 return self.force_complete()
         if accumulated >= self.params.min_bytes:

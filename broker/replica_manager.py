@@ -437,7 +437,7 @@ class ReplicaManager:
             return results
         future = asyncio.get_running_loop().create_future()
         statuses = [(tp, FetchPartitionStatus(data.fetch_offset_metadata or LogOffsetMetadata(info.fetch_offset),
-                                              info))
+                                              info, data.high_watermark))
                     for (tp, info), (_, data) in zip(infos, results, strict=True)]
         op = DelayedFetch(params.max_wait_ms, self, params, statuses, future)
         # try_complete re-checks with fresh numbers; if nothing arrived it parks.

@@ -207,6 +207,24 @@ def test_h_a_follower_fetch_is_answered_when_its_last_fetched_epoch_diverges(tmp
     asyncio.run(scenario())
 
 
+def test_i_a_parked_follower_fetch_is_answered_when_the_hw_moves(tmp_path: Path) -> None:
+    """Ours, not Kafka's: a follower that has everything hears the new HW when it moves (another follower's
+    fetch), not with the next data or after replica.fetch.wait.max.ms."""
+    async def scenario() -> None:
+        rm, _ = leader(tmp_path, isr=[0, 1, 2])
+        produce(rm, 3)
+        follower_fetch(rm, 2, 0, min_bytes=1 << 20, max_wait_ms=0)  # follower 2 reads 0..2 (its LEO: 0)
+        caught_up = follower_fetch(rm, 2, 3)  # follower 2 has everything: parked, HW still 0
+        assert parked(caught_up)
+        assert rm.partitions[TP].high_watermark == 0
+        pending_hw = follower_fetch(rm, 1, 3)  # follower 1 catches up too: the HW moves to 3
+        data = answer(caught_up)
+        assert data.error == ErrorCode.NONE and data.records is None and data.high_watermark == 3
+        assert parked(pending_hw)  # its own fetch saw HW 3 already: nothing new for it
+
+    asyncio.run(scenario())
+
+
 def test_expiry_answers_with_what_is_there(tmp_path: Path) -> None:
     async def scenario() -> None:
         rm, partition = leader(tmp_path)
