@@ -8,7 +8,8 @@ of a controller:
   meta.properties (an unformatted dir is refused with Kafka's hint to format it); starts the metadata log
   follower (broker/kraft/raft_client.py), whose committed records load into the image and are published to
   the broker (broker/kraft/publisher.py); registers (broker/kraft/lifecycle.py) within
-  `initial.broker.registration.timeout.ms`; waits until the controller says our metadata caught up, then
+  `initial.broker.registration.timeout.ms` (a quorum answering INCONSISTENT_CLUSTER_ID to our fetches stops
+  the start at once); waits until the controller says our metadata caught up, then
   asks to be unfenced and waits for it. Then the server starts serving clients.
 - `controlled_shutdown()`: WantShutDown in the heartbeat, waiting (bounded) for ShouldShutDown, so
   leadership moves away before the broker stops, as Kafka's broker does on SIGTERM.
@@ -68,6 +69,7 @@ class KRaftBroker:
         self.store.loader = self.loader
         self.metadata_changed = asyncio.Event()
         self.follower: MetadataLogFollower | None = None
+        self._fetch_refused: ErrorCode | None = None
         self.channel: ControllerChannel | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.admin = KRaftAdmin(self)
@@ -115,6 +117,7 @@ class KRaftBroker:
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
         self.loader.on_publish = self._on_publish
+        self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",
                                          timeout_s=config["request.timeout.ms"] / 1000)
         ep = server.endpoint
@@ -131,13 +134,13 @@ class KRaftBroker:
         lifecycle = self.lifecycle
         try:
             async with asyncio.timeout(timeout_s):
-                await lifecycle.registered.wait()
+                await self._until(lifecycle.registered)
                 if lifecycle.registration_failed is not None:
                     raise MetadataError(f"the controller refused this broker's registration: "
                                         f"{lifecycle.registration_failed.name}")
-                await lifecycle.caught_up.wait()
+                await self._until(lifecycle.caught_up)
                 lifecycle.set_ready_to_unfence()
-                await lifecycle.unfenced.wait()
+                await self._until(lifecycle.unfenced)
         except TimeoutError:
             raise MetadataError("The broker was unable to register with the controller and be unfenced within "
                                 f"initial.broker.registration.timeout.ms ({timeout_s * 1000:.0f} ms)") from None
@@ -145,6 +148,22 @@ class KRaftBroker:
         server.metadata_ready.set()
         log.info("KRaft broker %d registered (epoch %d), caught up with the metadata log at %d and unfenced",
                  self.broker_id, lifecycle.broker_epoch, self.follower.applied_offset)
+
+    async def _until(self, event: asyncio.Event) -> None:
+        """Wait for a start-up step, unless the quorum refuses our metadata fetches for good."""
+        while not event.is_set():
+            if self._fetch_refused is not None:
+                raise MetadataError(f"the controller quorum refused this broker's metadata fetch: "
+                                    f"{self._fetch_refused.name} (cluster.id {self.cluster_id} in meta.properties)")
+            try:
+                async with asyncio.timeout(0.1):
+                    await event.wait()
+            except TimeoutError:
+                pass
+
+    def _on_fetch_error(self, error: ErrorCode) -> None:
+        if error == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            self._fetch_refused = error
 
     def _on_publish(self, delta: Any, image: Any) -> None:
         self.publisher.publish(delta, image)

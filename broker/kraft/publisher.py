@@ -12,6 +12,9 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
   epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
   the new ISR through `Partition.make_leader` at the same epoch, as Kafka's makeLeader does.
+- Caught-up followers count for the HW of partitions we lead only while their broker is unfenced and not in
+  controlled shutdown (Kafka's isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets
+  the HW move past a follower that stopped counting.
 - `on_first_publish` runs once, after the first image is applied.
 """
 
@@ -56,6 +59,8 @@ class MetadataPublisher:
             self._publish_configs(previous, image)
             if delta.topics_delta is not None:
                 self._apply_local_changes(delta)
+            if previous is not None and previous.cluster is not image.cluster:
+                self._on_cluster_change()
         except Exception:
             log.exception("publishing metadata image at offset %d failed", image.offset)
         if previous is None and self.on_first_publish is not None:
@@ -108,10 +113,13 @@ class MetadataPublisher:
         for tp, info in {**changes.leaders, **changes.followers}.items():
             partition = rm.partitions.get(tp)
             state = info.partition_state(is_new=partition is None)
-            if partition is not None and partition.log is not None and partition.is_leader and \
-                    tp in changes.leaders and state.leader_epoch == partition.leader_epoch:
-                if state.partition_epoch > partition.partition_epoch:
+            if partition is not None and partition.log is not None and state.leader_epoch == partition.leader_epoch \
+                    and state.leader == partition.leader_id:
+                # Same leader, same epoch: only the ISR (and the partition epoch) moved.
+                if partition.is_leader and state.partition_epoch > partition.partition_epoch:
                     self._isr_change(partition, state)
+                elif not partition.is_leader:
+                    partition.isr, partition.partition_epoch = list(state.isr), state.partition_epoch
                 continue
             states[tp] = state
         if states:
@@ -120,6 +128,24 @@ class MetadataPublisher:
             failed = {tp: e for tp, e in errors.items() if e != 0}
             if failed:
                 log.warning("applying leadership from the metadata log: %s", failed)
+            for tp in states:
+                if tp in rm.partitions:
+                    rm.partitions[tp].replica_eligible = self.replica_eligible
+
+    def replica_eligible(self, broker_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible in KRaft: the broker is registered, unfenced, not shutting down."""
+        broker = self.image.cluster.broker(broker_id) if self.image is not None else None
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+    def _on_cluster_change(self) -> None:
+        """A fenced or shutting-down follower no longer holds back the HW of the partitions we lead."""
+        from broker.replica_manager import now_ms
+
+        now = now_ms()
+        for partition in list(self.server.replica_manager.partitions.values()):
+            if partition.is_leader and partition.log is not None and partition.maybe_increment_leader_hw(now) \
+                    and partition.on_isr_change is not None:
+                partition.on_isr_change(partition)
 
     def _isr_change(self, partition: Any, state: Any) -> None:
         from broker.replica_manager import now_ms

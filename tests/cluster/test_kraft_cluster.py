@@ -26,7 +26,8 @@ from tests.broker.wire import recv, roundtrip, send
 from tests.kraft_controller import ControllerThread
 
 FAST = {"broker.heartbeat.interval.ms": "100", "replica.lag.time.max.ms": "2000",
-        "replica.fetch.wait.max.ms": "100", "initial.broker.registration.timeout.ms": "20000"}
+        "replica.fetch.wait.max.ms": "100", "initial.broker.registration.timeout.ms": "20000",
+        "offsets.topic.replication.factor": "3"}  # capped at the live brokers when the topic is created
 
 
 @pytest.fixture
@@ -74,25 +75,26 @@ def partition(controller: ControllerThread, topic: str, p: int = 0) -> Any:
     return controller.call(lambda c: c.image.topics.get_partition(topic, p))
 
 
-def produce_and_consume(bootstrap: str, topic: str, n: int = 20) -> None:
+def produce_and_consume(bootstrap: str, topic: str, n: int = 20, first: int = 0) -> None:
+    """Produce values v<first>..v<first+n-1> (acks=all, idempotent) and read them back from the start."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     delivered: list[Any] = []
-    for i in range(n):
-        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i,
-                         on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
+    expected = {b"v%d" % i for i in range(first, first + n)}
+    for value in sorted(expected):
+        producer.produce(topic, value=value, on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
     assert producer.flush(20) == 0
     assert all(isinstance(d, int) for d in delivered), delivered
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
-    values = []
+    seen: set[bytes] = set()
     deadline = time.monotonic() + 30
-    while len(values) < n and time.monotonic() < deadline:
+    while not expected <= seen and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            values.append(msg.value())
+            seen.add(msg.value())
     consumer.close()
-    assert sorted(values) == sorted(b"v%d" % i for i in range(n))
+    assert expected <= seen, sorted(expected - seen)
 
 
 def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
@@ -151,9 +153,89 @@ def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_pa
     wait_for(lambda: follower_id not in partition(controller, "rf3").isr, what="ISR shrink")
     wait_for(lambda: follower_id not in leader_broker.call(
         lambda: leader_broker.server.replica_manager.partitions[tp].isr), what="leader's ISR shrink")
-    produce_and_consume(",".join(b.bootstrap for i, b in enumerate(brokers, 1) if i != follower_id), "rf3", 10)
+    produce_and_consume(",".join(b.bootstrap for i, b in enumerate(brokers, 1) if i != follower_id), "rf3", 10,
+                        first=100)
     # It comes back with a new incarnation, registers again, catches up: the leader adds it back to the ISR
     # with an AlterPartition.
     kraft_broker(follower_id, **{"controlled.shutdown.enable": "false"})
     wait_for(lambda: follower_id in partition(controller, "rf3").isr, timeout=30, what="ISR expand")
     assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALTER_PARTITION)) >= 1
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i) for i in (1, 2)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("cs", num_partitions=2, replication_factor=2)])["cs"].result(20)
+    produce_and_consume(bootstrap, "cs", 20)
+    leaders = {partition(controller, "cs", p).leader for p in (0, 1)}
+    assert leaders == {1, 2}  # striped: each broker leads one partition
+    brokers[1].stop()  # KafkaServer.shutdown: WantShutDown, then ShouldShutDown, then the rest
+    # The controller moved leadership to 2 while 1 was in controlled shutdown, and fenced 1 only at the end.
+    from protocol.metadata_records import BrokerRegistrationChangeRecord, PartitionChangeRecord
+    records = controller.call(lambda c: [m for m in _log_records(c)])
+    kinds = [(type(m).__name__, getattr(m, "in_controlled_shutdown", None), getattr(m, "fenced", None),
+              getattr(m, "leader", None)) for m in records
+             if isinstance(m, (BrokerRegistrationChangeRecord, PartitionChangeRecord))]
+    shutdown_at = kinds.index(("BrokerRegistrationChangeRecord", 1, 0, None))
+    fenced_at = max(i for i, k in enumerate(kinds) if k[0] == "BrokerRegistrationChangeRecord" and k[2] == 1)
+    moved_at = [i for i, k in enumerate(kinds) if k[0] == "PartitionChangeRecord" and k[3] == 2]
+    assert moved_at and shutdown_at < min(moved_at) < fenced_at
+    assert {partition(controller, "cs", p).leader for p in (0, 1)} == {2}
+    assert broker_state(controller, 1).fenced
+    produce_and_consume(brokers[2].bootstrap, "cs", 10, first=100)
+
+
+def _log_records(c: Any) -> list[Any]:
+    from protocol.metadata_records import decode_metadata_batches
+    out = []
+    for _, _, data in c.batches:
+        for batch in decode_metadata_batches(data):
+            if not batch.is_control:
+                out.extend(r.message for r in batch.records)
+    return out
+
+
+def test_leader_failover_keeps_every_acknowledged_write(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i, **{"controlled.shutdown.enable": "false"}) for i in (1, 2, 3)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("fo", num_partitions=1, replication_factor=3,
+                                  config={"min.insync.replicas": "2"})])["fo"].result(20)
+    produce_and_consume(bootstrap, "fo", 20)
+    old = partition(controller, "fo")
+    assert controller.call(lambda c: c.image.configs.topic_config("fo")) == {"min.insync.replicas": "2"}
+    brokers[old.leader].stop()  # silent: the session expires, the controller fences it and elects another leader
+    new = wait_for(lambda: (p := partition(controller, "fo")).leader not in (-1, old.leader) and p, what="new leader")
+    assert new.leader_epoch == old.leader_epoch + 1 and old.leader not in new.isr
+    rest = ",".join(b.bootstrap for i, b in brokers.items() if i != old.leader)
+    producer = Producer({"bootstrap.servers": rest, "acks": "all", "enable.idempotence": True})
+    for i in range(20, 40):
+        producer.produce("fo", value=b"v%d" % i)
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": rest, "group.id": "fo-check", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["fo"])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 40 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.add(msg.value())
+    consumer.close()
+    assert seen == {b"v%d" % i for i in range(40)}
+    # Idempotent producers got their ids from blocks the controller handed out.
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALLOCATE_PRODUCER_IDS)) >= 1
+
+
+def test_start_refused_unformatted_or_of_another_cluster(tmp_path: Path, controller: ControllerThread) -> None:
+    props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
+             "controller.listener.names": "CONTROLLER", **FAST, "initial.broker.registration.timeout.ms": "3000"}
+    unformatted = EmbeddedBroker(props, data_dir=tmp_path / "u")
+    with pytest.raises(RuntimeError, match="No `meta.properties` found in .* format"):
+        unformatted.start()
+    other = EmbeddedBroker(props, data_dir=tmp_path / "o")
+    format_dirs(KafkaConfig(other.props), "AAAAAAAAAAAAAAAAAAAAAA", out=open("/dev/null", "w"))  # noqa: SIM115
+    with pytest.raises(RuntimeError, match="refused this broker's metadata fetch: INCONSISTENT_CLUSTER_ID"):
+        other.start()
