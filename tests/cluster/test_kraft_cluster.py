@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.kraft.zk_apis import ZK_BROKER_ONLY
-from broker.testing import EmbeddedBroker
+from broker.testing import BrokerProcess, EmbeddedBroker
 from protocol import ApiKey, request_class
 from storage import TopicPartition
 from tests.broker.wire import recv, roundtrip, send
@@ -239,3 +239,36 @@ def test_start_refused_unformatted_or_of_another_cluster(tmp_path: Path, control
     format_dirs(KafkaConfig(other.props), "AAAAAAAAAAAAAAAAAAAAAA", out=open("/dev/null", "w"))  # noqa: SIM115
     with pytest.raises(RuntimeError, match="refused this broker's metadata fetch: INCONSISTENT_CLUSTER_ID"):
         other.start()
+
+
+def test_sigterm_and_kill_of_a_broker_process(tmp_path: Path, controller: ControllerThread,
+                                             kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """`python -m broker` as a KRaft broker: SIGTERM is a controlled shutdown (exit 0 after ShouldShutDown);
+    after kill -9 the controller fences it; restarted, it registers with a new incarnation and rejoins the ISR."""
+    other = kraft_broker(2)
+    props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
+             "controller.listener.names": "CONTROLLER", **FAST}
+    proc = BrokerProcess(props, data_dir=tmp_path / "p1")
+    format_dirs(KafkaConfig(proc.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+    try:
+        proc.start()
+        first = broker_state(controller, 1)
+        assert not first.fenced
+        admin = AdminClient({"bootstrap.servers": other.bootstrap})
+        admin.create_topics([NewTopic("p", num_partitions=2, replication_factor=2)])["p"].result(20)
+        produce_and_consume(other.bootstrap, "p", 10)
+        assert 1 in {partition(controller, "p", i).leader for i in (0, 1)}
+        assert proc.stop() == 0
+        assert "controlled shutdown complete" in proc.log_path.read_text()
+        assert {partition(controller, "p", i).leader for i in (0, 1)} == {2}
+        assert broker_state(controller, 1).in_controlled_shutdown and broker_state(controller, 1).fenced
+        proc.start()  # a new incarnation registers again and is unfenced
+        second = broker_state(controller, 1)
+        assert second.incarnation_id != first.incarnation_id and second.epoch > first.epoch and not second.fenced
+        wait_for(lambda: all(1 in partition(controller, "p", i).isr for i in (0, 1)), timeout=30, what="rejoin ISR")
+        proc.kill()  # silent: fenced when its session expires, out of every ISR
+        wait_for(lambda: broker_state(controller, 1).fenced, what="fenced after kill -9")
+        assert all(1 not in partition(controller, "p", i).isr for i in (0, 1))
+        produce_and_consume(other.bootstrap, "p", 10, first=100)
+    finally:
+        proc.kill()
