@@ -44,7 +44,8 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
 - The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
   last fetched epoch does not end at or after the fetch offset in our log; records from the fetch offset to the
-  log end, the high watermark beside them; a fetch with nothing to return waits up to max_wait_ms.
+  log end, the high watermark beside them; a fetch with nothing to return waits up to max_wait_ms; from Fetch
+  v16 the leader's endpoint in NodeEndpoints (KIP-853).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
 NOT_CONTROLLER pointing elsewhere), snapshots and FetchSnapshot, ELR, reassignments, unclean elections, topic
 deletion, configs beyond those given at creation, DescribeQuorum.
@@ -113,6 +114,7 @@ class KRaftController:
         self.default_replication_factor = default_replication_factor
         self.epoch = epoch
         self.leader_id = node_id  # another id after resign()
+        self.peer_endpoints: dict[int, tuple[str, int]] = {}  # other voters' endpoints, named in NodeEndpoints
         self.batches: list[tuple[int, int, bytes]] = []  # (base offset, next offset, bytes)
         self.epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self.end_offset = 0
@@ -188,9 +190,12 @@ class KRaftController:
         self._new_epoch()
         self._wake()
 
-    def resign(self, leader_id: int, leader_epoch: int) -> None:
-        """Another voter leads now: Fetch answers NOT_LEADER_OR_FOLLOWER and controller requests NOT_CONTROLLER."""
+    def resign(self, leader_id: int, leader_epoch: int, endpoint: tuple[str, int] | None = None) -> None:
+        """Another voter leads now: Fetch answers NOT_LEADER_OR_FOLLOWER (naming it, with its endpoint when
+        given) and controller requests NOT_CONTROLLER."""
         self.leader_id, self.epoch = leader_id, leader_epoch
+        if endpoint is not None:
+            self.peer_endpoints[leader_id] = endpoint
         self._wake()
 
     def _wake(self) -> None:
@@ -288,8 +293,15 @@ class KRaftController:
                 partition_index=0, error_code=error, high_watermark=fields.pop("high_watermark", -1),
                 last_stable_offset=-1, log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1,
                 current_leader=leader, records=fields.pop("records", b""), **fields)
+            extra: dict[str, Any] = {}
+            endpoint = self.peer_endpoints.get(self.leader_id) or (
+                (self.host, self.port) if self.is_leader else None)
+            if request.API_VERSION >= 16 and endpoint is not None:
+                # KIP-853: the current leader's endpoint, so an observer bootstrapped without voters can reach it.
+                extra["node_endpoints"] = [Resp.NodeEndpoint(node_id=self.leader_id, host=endpoint[0],
+                                                             port=endpoint[1], rack=None)]
             return self._response(request, throttle_time_ms=0, error_code=0, session_id=0, responses=[
-                Resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[data])])
+                Resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[data])], **extra)
 
         if request.cluster_id not in (None, self.cluster_id):
             return self._response(request, throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_CLUSTER_ID,

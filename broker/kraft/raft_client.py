@@ -6,8 +6,10 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
   ReplicaState, the field replica_id before), our cluster id, the leader epoch we know as current leader
   epoch, the next offset and the epoch of the last batch we hold; the leader waits up to 500 ms (Kafka's
   raft fetch max wait) when there is nothing new.
-- The leader: the voter `controller.quorum.voters` names by the id the quorum reports; before one is known,
-  the voters (or `controller.quorum.bootstrap.servers`) in turn. NOT_LEADER_OR_FOLLOWER,
+- The leader: the voter `controller.quorum.voters` names by the id the quorum reports, or the endpoint a
+  Fetch v16+ answer gives for it (NodeEndpoints, KIP-853: how a broker configured with
+  `controller.quorum.bootstrap.servers` only finds it); before one is known, the voters (or the bootstrap
+  servers) in turn. NOT_LEADER_OR_FOLLOWER,
   FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the CurrentLeader of the answer when it is newer (a
   retarget), else try the next voter after `controller.quorum.retry.backoff.ms`; so do connection failures.
 - A DivergingEpoch truncates what we hold to its end offset (at a batch boundary at or below it) before the
@@ -67,6 +69,7 @@ class MetadataLogFollower:
         self.leader_id = -1
         self.leader_epoch = -1
         self.high_watermark = -1
+        self.node_endpoints: dict[int, tuple[str, int]] = {}  # from Fetch v16+ NodeEndpoints (KIP-853)
         self.held: list[HeldBatch] = []  # fetched, not yet applied (above the high watermark)
         self.end_offset = 0  # next offset to fetch
         self.last_epoch = -1  # epoch of the last batch held or applied
@@ -82,9 +85,9 @@ class MetadataLogFollower:
         return self.loader.image.offset
 
     def leader_endpoint(self) -> tuple[str, int] | None:
-        if self.leader_id >= 0 and self.leader_id in self.voters:
-            return self.voters[self.leader_id]
-        return None
+        if self.leader_id < 0:
+            return None
+        return self.voters.get(self.leader_id) or self.node_endpoints.get(self.leader_id)
 
     # ---- lifecycle
     def start(self) -> None:
@@ -166,6 +169,8 @@ class MetadataLogFollower:
                 self.on_fetch_error(error)
             self._lose_leader()
             return False
+        for node in getattr(resp, "node_endpoints", None) or ():
+            self.node_endpoints[node.node_id] = (node.host, node.port)
         partition = resp.responses[0].partitions[0]
         error = ErrorCode(partition.error_code)
         leader = partition.current_leader

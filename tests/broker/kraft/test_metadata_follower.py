@@ -100,3 +100,22 @@ def test_retargets_to_the_leader_a_voter_names() -> None:
             await old.stop()
             await new.stop()
     run(main())
+
+
+def test_bootstrap_servers_only_the_leader_endpoint_comes_from_node_endpoints() -> None:
+    async def main() -> None:
+        old, new = KRaftController(node_id=1, epoch=3), KRaftController(node_id=2, epoch=4)
+        await old.start()
+        await new.start()
+        new.append([TopicRecord(name="found", topic_id=uuid.uuid4(), version=0)])
+        old.resign(2, 4, (new.host, new.port))
+        f = MetadataLogFollower(7, old.cluster_id, MetadataLoader(), voters={}, bootstrap=[(old.host, old.port)])
+        f.start()
+        try:
+            await until(lambda: f.loader.image.topics.get_topic("found") is not None)
+            assert f.leader_endpoint() == (new.host, new.port)
+        finally:
+            await f.stop()
+            await old.stop()
+            await new.stop()
+    run(main())
