@@ -531,6 +531,14 @@ class KRaftController:
             results.append(result(ErrorCode.NONE, None, **fields))
         return self._response(request, throttle_time_ms=0, topics=results)
 
+    def delete_topic(self, name: str) -> None:
+        """A RemoveTopicRecord, as ReplicationControlManager.deleteTopics writes (DeleteTopics is not served)."""
+        from protocol.metadata_records import RemoveTopicRecord
+
+        topic = self.image.topics.get_topic(name)
+        assert topic is not None, name
+        self.append([RemoveTopicRecord(topic_id=topic.topic_id, version=0)])
+
     # ------------------------------------------------------------------ AlterPartition
     async def _alter_partition(self, request: Any) -> Any:
         Resp = response_class(ApiKey.ALTER_PARTITION)

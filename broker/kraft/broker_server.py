@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import NewTopic, TopicResult
 from broker.controller.producer_ids import RpcProducerIdManager
-from broker.kraft.lifecycle import BrokerLifecycleManager, ControllerChannel, ControllerUnavailable
+from broker.kraft.format import feature_release
+from broker.kraft.lifecycle import (
+    METADATA_VERSION_RANGE,
+    BrokerLifecycleManager,
+    ControllerChannel,
+    ControllerUnavailable,
+)
 from broker.kraft.loader import MetadataLoader
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
@@ -136,8 +142,7 @@ class KRaftBroker:
             async with asyncio.timeout(timeout_s):
                 await self._until(lifecycle.registered)
                 if lifecycle.registration_failed is not None:
-                    raise MetadataError(f"the controller refused this broker's registration: "
-                                        f"{lifecycle.registration_failed.name}")
+                    raise MetadataError(await self._refusal(lifecycle.registration_failed))
                 await self._until(lifecycle.caught_up)
                 lifecycle.set_ready_to_unfence()
                 await self._until(lifecycle.unfenced)
@@ -148,6 +153,25 @@ class KRaftBroker:
         server.metadata_ready.set()
         log.info("KRaft broker %d registered (epoch %d), caught up with the metadata log at %d and unfenced",
                  self.broker_id, lifecycle.broker_epoch, self.follower.applied_offset)
+
+    async def _refusal(self, error: ErrorCode) -> str:
+        """The one line a refused registration stops the start with; for UNSUPPORTED_VERSION it names the
+        cluster's finalized metadata.version (from the metadata log, once fetched) and how to join."""
+        text = f"the controller refused this broker's registration: {error.name}"
+        if error != ErrorCode.UNSUPPORTED_VERSION:
+            return text
+        for _ in range(20):  # the metadata log is being fetched meanwhile
+            level = self.loader.image.features.metadata_version
+            if level is not None:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            return text
+        lo, hi = METADATA_VERSION_RANGE
+        return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
+                f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
+                f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
+                f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
 
     async def _until(self, event: asyncio.Event) -> None:
         """Wait for a start-up step, unless the quorum refuses our metadata fetches for good."""

@@ -225,6 +225,12 @@ def test_leader_failover_keeps_every_acknowledged_write(
             seen.add(msg.value())
     consumer.close()
     assert seen == {b"v%d" % i for i in range(40)}
+    # The topic's config came from the metadata log; DescribeCluster lists only the unfenced brokers.
+    survivor = next(b for i, b in brokers.items() if i != old.leader)
+    assert survivor.call(lambda: dict(survivor.server.topic_configs.overrides("fo"))) == {"min.insync.replicas": "2"}
+    survivor_admin = AdminClient({"bootstrap.servers": survivor.bootstrap})
+    cluster = survivor_admin.describe_cluster().result(30)
+    assert sorted(n.id for n in cluster.nodes) == sorted(i for i in brokers if i != old.leader)
     # Idempotent producers got their ids from blocks the controller handed out.
     assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALLOCATE_PRODUCER_IDS)) >= 1
 
@@ -272,3 +278,33 @@ def test_sigterm_and_kill_of_a_broker_process(tmp_path: Path, controller: Contro
         produce_and_consume(other.bootstrap, "p", 10, first=100)
     finally:
         proc.kill()
+
+
+def test_start_refused_on_a_metadata_version_we_do_not_support(tmp_path: Path) -> None:
+    old = ControllerThread(metadata_version=6).start()  # 3.3-IV2: below the lowest Kafka 4.x accepts
+    try:
+        props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": old.voters,
+                 "controller.listener.names": "CONTROLLER", **FAST}
+        b = EmbeddedBroker(props, data_dir=tmp_path / "b")
+        format_dirs(KafkaConfig(b.props), old.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+        with pytest.raises(RuntimeError) as e:
+            b.start()
+        assert ("the controller refused this broker's registration: UNSUPPORTED_VERSION: the cluster's finalized "
+                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 21 (3.9-IV0): change it with "
+                "`kafka-features.sh upgrade --metadata 3.9-IV0`") in str(e.value)
+    finally:
+        old.stop()
+
+
+def test_a_topic_removed_in_the_metadata_log_is_deleted_from_the_broker(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1, **{"log.segment.delete.delay.ms": "0"})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("gone", num_partitions=1, replication_factor=1)])["gone"].result(20)
+    produce_and_consume(b.bootstrap, "gone", 5)
+    tp = TopicPartition("gone", 0)
+    assert b.call(lambda: tp in b.server.replica_manager.partitions)
+    controller.call(lambda c: c.delete_topic("gone"))
+    wait_for(lambda: b.call(lambda: tp not in b.server.replica_manager.partitions
+                            and "gone" not in b.server.metadata_cache.topics), what="partition removed")
+    wait_for(lambda: not any(p.name.startswith("gone-0") for p in b.data_dir.iterdir()), what="log dir removed")
