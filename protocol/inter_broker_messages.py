@@ -1,7 +1,7 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration and BrokerHeartbeat,
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat and FetchSnapshot,
 loaded through kafka-python's machinery
 (`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
@@ -85,4 +85,12 @@ class BrokerHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class BrokerHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class FetchSnapshotRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class FetchSnapshotResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -5,8 +5,8 @@ Contract:
   compiled flat codecs, snake_case attributes, `unknown_tags` preserved). We do not define messages any
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
-  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat) are defined
-  in `inter_broker_messages.py`
+  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat,
+  FetchSnapshot) are defined in `inter_broker_messages.py`
   from our own specs in `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's
   field `Type` of LeaderAndIsr (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute
   `request_type`): a field named `type` would shadow kafka-python's `ApiMessage.type` class property.
@@ -117,6 +117,7 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     # --- a KRaft broker's requests to the controller (issue 20) ---
     ApiKey.BROKER_REGISTRATION: _pair_in(_OURS, "BrokerRegistration"),
     ApiKey.BROKER_HEARTBEAT: _pair_in(_OURS, "BrokerHeartbeat"),
+    ApiKey.FETCH_SNAPSHOT: _pair_in(_OURS, "FetchSnapshot"),
     # --- client quotas (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "DescribeClientQuotas"),
     ApiKey.ALTER_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "AlterClientQuotas"),
