@@ -2,7 +2,7 @@
 real socket, for our KRaft brokers to register with and follow. A test fixture, not product code.
 
 What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-17 of `__cluster_metadata-0`
-(topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; BrokerRegistration 0-4;
+(topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; AlterPartition 0-3; AllocateProducerIds 0.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
@@ -46,8 +46,11 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
   last fetched epoch does not end at or after the fetch offset in our log; records from the fetch offset to the
   log end, the high watermark beside them; a fetch with nothing to return waits up to max_wait_ms; from Fetch
   v16 the leader's endpoint in NodeEndpoints (KIP-853).
+- Snapshots (`take_snapshot()`): the committed image as a .checkpoint, the log before it deleted; a Fetch below
+  the log start answers the SnapshotId; FetchSnapshot (KafkaRaftClient.handleFetchSnapshotRequest) serves its
+  bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
-NOT_CONTROLLER pointing elsewhere), snapshots and FetchSnapshot, ELR, reassignments, unclean elections, topic
+NOT_CONTROLLER pointing elsewhere), ELR, reassignments, unclean elections, topic
 deletion, configs beyond those given at creation, DescribeQuorum.
 """
 
@@ -89,7 +92,7 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAA
 PRODUCER_ID_BLOCK = 1000
 SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
-          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0)}
+          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1)}
 IBP_3_3_IV2, IBP_3_3_IV3, IBP_3_6_IV0 = 6, 7, 12
 
 
@@ -118,6 +121,9 @@ class KRaftController:
         self.batches: list[tuple[int, int, bytes]] = []  # (base offset, next offset, bytes)
         self.epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self.end_offset = 0
+        self.log_start_offset = 0  # moves to a snapshot's end offset when take_snapshot() drops the log before it
+        self.snapshot: tuple[int, int, bytes] | None = None  # (end offset, epoch, the .checkpoint file's bytes)
+        self.snapshot_chunk = 1000  # bytes per FetchSnapshot answer, so a snapshot takes several
         self.high_watermark = 0
         self.auto_commit = True  # False: appended records stay above the high watermark until commit()
         self.loader = MetadataLoader(fault_handler=self._fault)
@@ -166,6 +172,26 @@ class KRaftController:
         self._add_batch(data, len(messages), messages)
         self._wake()
         return base
+
+    def take_snapshot(self) -> int:
+        """Kafka's controller snapshot: the committed image written as a .checkpoint (broker/kraft/snapshot.py),
+        then the log before it deleted, so a fetch from below it is pointed to the snapshot. Returns its end."""
+        import tempfile
+        from pathlib import Path
+
+        from broker.kraft.snapshot import image_records, write_snapshot
+        from storage.snapshot_file import SnapshotId
+
+        assert self.high_watermark == self.end_offset, "snapshot of committed records only"
+        end, epoch = self.end_offset, self.epochs[-1][0]
+        now = int(time.time() * 1000)
+        with tempfile.TemporaryDirectory() as d:
+            path = write_snapshot(Path(d), SnapshotId(end, epoch), image_records(self.image),
+                                  last_contained_log_timestamp=now, timestamp_ms=now)
+            self.snapshot = (end, epoch, path.read_bytes())
+        self.batches = [b for b in self.batches if b[0] >= end]
+        self.log_start_offset = end
+        return end
 
     def commit(self) -> None:
         self.high_watermark = self.end_offset
@@ -314,6 +340,10 @@ class KRaftController:
             return answer(ErrorCode.FENCED_LEADER_EPOCH)
         if part.current_leader_epoch > self.epoch:
             return answer(ErrorCode.UNKNOWN_LEADER_EPOCH)
+        if part.fetch_offset < self.log_start_offset and self.snapshot is not None:
+            snapshot = Resp.FetchableTopicResponse.PartitionData.SnapshotId(end_offset=self.snapshot[0],
+                                                                           epoch=self.snapshot[1])
+            return answer(high_watermark=self.high_watermark, snapshot_id=snapshot)
         if part.fetch_offset > 0:
             epoch, end = self.epoch_end(part.last_fetched_epoch)
             if epoch != part.last_fetched_epoch or end < part.fetch_offset:
@@ -334,6 +364,37 @@ class KRaftController:
                 pass
             return await self._fetch(request, waited=True)
         return answer(high_watermark=self.high_watermark, records=self.read(part.fetch_offset))
+
+    async def _fetch_snapshot(self, request: Any) -> Any:
+        """KafkaRaftClient.handleFetchSnapshotRequest: the snapshot's bytes from `position`, in chunks."""
+        Resp = response_class(ApiKey.FETCH_SNAPSHOT)
+        part = request.topics[0].partitions[0]
+        P = Resp.TopicSnapshot.PartitionSnapshot
+
+        def answer(error: int = 0, **fields: Any) -> Any:
+            fields.setdefault("snapshot_id", P.SnapshotId(end_offset=-1, epoch=-1))
+            data = P(index=0, error_code=error, current_leader=P.LeaderIdAndEpoch(
+                leader_id=self.leader_id, leader_epoch=self.epoch), size=fields.pop("size", -1),
+                position=fields.pop("position", -1), unaligned_records=fields.pop("records", b""), **fields)
+            return self._response(request, throttle_time_ms=0, error_code=0, topics=[
+                Resp.TopicSnapshot(name="__cluster_metadata", partitions=[data])])
+
+        if request.cluster_id not in (None, self.cluster_id):
+            return self._response(request, throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_CLUSTER_ID,
+                                  topics=[])
+        if not self.is_leader:
+            return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if part.current_leader_epoch != self.epoch:
+            return answer(ErrorCode.FENCED_LEADER_EPOCH if part.current_leader_epoch < self.epoch
+                          else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        if self.snapshot is None or (part.snapshot_id.end_offset, part.snapshot_id.epoch) != self.snapshot[:2]:
+            return answer(ErrorCode.SNAPSHOT_NOT_FOUND)
+        end, epoch, data = self.snapshot
+        if not 0 <= part.position < len(data):
+            return answer(ErrorCode.POSITION_OUT_OF_RANGE)
+        chunk = data[part.position:part.position + min(self.snapshot_chunk, max(request.max_bytes, 1))]
+        return answer(snapshot_id=P.SnapshotId(end_offset=end, epoch=epoch), size=len(data),
+                      position=part.position, records=chunk)
 
     # ------------------------------------------------------------------ broker lifecycle
     def _controller_error(self, request: Any, error: int, **fields: Any) -> Any:

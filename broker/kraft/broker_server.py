@@ -121,7 +121,8 @@ class KRaftBroker:
             self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
             bootstrap=config.quorum_bootstrap_servers,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+            snapshot_dir=config.metadata_log_dir / "__cluster_metadata-0")
         self.loader.on_publish = self._on_publish
         self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",

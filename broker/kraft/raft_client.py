@@ -19,8 +19,10 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
   watermark goes to the MetadataLoader, which publishes once per fetch (`on_publish`).
 - `applied_offset` is the last offset of the published image, what BrokerHeartbeat reports;
   `leader_endpoint()` the quorum leader's (host, port), which the lifecycle manager sends its requests to.
-Not implemented: FetchSnapshot (a leader pointing to a snapshot is logged and retried), the metadata log and
-`quorum-state` on disk.
+- A SnapshotId in the answer (our fetch offset is below the leader's log start) is fetched with FetchSnapshot
+  (v0-1, chunk by chunk), kept in `snapshot_dir` as `<end offset>-<epoch>.checkpoint` and loaded as the new
+  image (`MetadataLoader.load_snapshot`); fetching goes on from its end offset.
+Not implemented: the metadata log and `quorum-state` on disk (a restart fetches from offset 0).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
@@ -57,9 +60,10 @@ class MetadataLogFollower:
     def __init__(self, node_id: int, cluster_id: str, loader: MetadataLoader, *,
                  voters: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]] | None = None,
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20) -> None:
+                 retry_backoff_ms: int = 20, snapshot_dir: Path | None = None) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
+        self.snapshot_dir = snapshot_dir  # where fetched snapshots are kept (`__cluster_metadata-0/`)
         self.loader = loader
         self.voters = voters
         self.bootstrap = bootstrap or []
@@ -193,9 +197,9 @@ class MetadataLogFollower:
             self.truncate(div.epoch, div.end_offset)
             return True
         if partition.snapshot_id is not None and partition.snapshot_id.end_offset >= 0:
-            log.error("the quorum leader points to snapshot %s: FetchSnapshot is not implemented",
-                      partition.snapshot_id)
-            return False
+            if partition.high_watermark >= 0:
+                self.high_watermark = partition.high_watermark
+            return await self.fetch_snapshot(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
         records = partition.records
         got = False
         if records:
@@ -215,6 +219,68 @@ class MetadataLogFollower:
             self.high_watermark = partition.high_watermark
         self.apply_committed()
         return got or partition.high_watermark >= 0
+
+    async def fetch_snapshot(self, end_offset: int, epoch: int) -> bool:
+        """The leader's log starts after what we hold: fetch its snapshot (FetchSnapshot, chunk by chunk from
+        position 0), keep it as `<end>-<epoch>.checkpoint` in `snapshot_dir`, load it as the new image and go
+        on fetching from its end offset (Kafka's KafkaRaftClient.handleFetchSnapshotResponse)."""
+        Req = request_class(ApiKey.FETCH_SNAPSHOT)
+        conn = self._connection()
+        data = bytearray()
+        size = -1
+        while size < 0 or len(data) < size:
+            position = len(data)
+
+            def build(v: int, position: int = position) -> Any:
+                part = Req.TopicSnapshot.PartitionSnapshot(
+                    partition=0, current_leader_epoch=self.leader_epoch, position=position,
+                    snapshot_id=Req.TopicSnapshot.PartitionSnapshot.SnapshotId(end_offset=end_offset, epoch=epoch))
+                return Req[v](cluster_id=self.cluster_id, replica_id=self.node_id, max_bytes=8 * 1024 * 1024,
+                              topics=[Req.TopicSnapshot(name="__cluster_metadata", partitions=[part])])
+
+            resp = await conn.send(build, ApiKey.FETCH_SNAPSHOT)
+            error = ErrorCode(resp.error_code)
+            part = resp.topics[0].partitions[0] if error == ErrorCode.NONE and resp.topics else None
+            if part is not None:
+                error = ErrorCode(part.error_code)
+            if error != ErrorCode.NONE or part is None:
+                log.warning("FetchSnapshot %d-%d at %d: %s", end_offset, epoch, position, error.name)
+                if error in _RETARGET:
+                    self._lose_leader()
+                return False
+            if part.position != position:
+                log.warning("FetchSnapshot answered position %d for %d", part.position, position)
+                return False
+            size = part.size
+            data += bytes(part.unaligned_records or b"")
+        from broker.kraft.snapshot import read_snapshot_records
+        from storage.snapshot_file import SnapshotId, snapshot_path
+
+        directory = self.snapshot_dir
+        temp = None
+        if directory is None:
+            import tempfile
+            temp = tempfile.TemporaryDirectory()
+            directory = Path(temp.name)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = snapshot_path(directory, SnapshotId(end_offset, epoch))
+            partial = path.with_name(path.name + ".part")
+            partial.write_bytes(data)
+            partial.replace(path)
+            header, records = read_snapshot_records(path)
+        finally:
+            if temp is not None:
+                temp.cleanup()
+        self.loader.load_snapshot(end_offset, epoch, header.last_contained_log_timestamp,
+                                  [r.message for r in records])
+        self.held = []
+        self.end_offset = end_offset
+        self.last_epoch = epoch
+        log.info("loaded the quorum's snapshot %d-%d (%d bytes, %d records)", end_offset, epoch, len(data),
+                 len(records))
+        self.apply_committed()
+        return True
 
     def apply_committed(self) -> None:
         """Load every held batch below the high watermark and publish once."""

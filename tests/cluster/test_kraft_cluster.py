@@ -308,3 +308,18 @@ def test_a_topic_removed_in_the_metadata_log_is_deleted_from_the_broker(
     wait_for(lambda: b.call(lambda: tp not in b.server.replica_manager.partitions
                             and "gone" not in b.server.metadata_cache.topics), what="partition removed")
     wait_for(lambda: not any(p.name.startswith("gone-0") for p in b.data_dir.iterdir()), what="log dir removed")
+
+
+def test_a_broker_joining_after_a_snapshot_loads_it(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    first = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    admin.create_topics([NewTopic("snap", num_partitions=2, replication_factor=1)])["snap"].result(20)
+    produce_and_consume(first.bootstrap, "snap", 10)
+    end = controller.call(lambda c: c.take_snapshot())  # the log before it is gone
+    second = kraft_broker(2)
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.FETCH_SNAPSHOT)) >= 1
+    assert second.call(lambda: sorted(second.server.metadata_cache.topics["snap"].partitions)) == [0, 1]
+    assert (second.data_dir / "__cluster_metadata-0").is_dir()
+    assert any(p.name.startswith(f"{end:020d}-") for p in (second.data_dir / "__cluster_metadata-0").iterdir())
+    produce_and_consume(second.bootstrap, "snap", 10, first=100)

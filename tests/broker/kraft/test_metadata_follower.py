@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 from broker.kraft.loader import MetadataLoader
 from broker.kraft.raft_client import MetadataLogFollower
@@ -118,4 +119,31 @@ def test_bootstrap_servers_only_the_leader_endpoint_comes_from_node_endpoints() 
             await f.stop()
             await old.stop()
             await new.stop()
+    run(main())
+
+
+def test_a_snapshot_is_fetched_when_the_leader_log_starts_after_ours(tmp_path: Path) -> None:
+    async def main() -> None:
+        controller = KRaftController()
+        await controller.start()
+        for i in range(30):
+            controller.append([TopicRecord(name=f"t{i}", topic_id=uuid.uuid4(), version=0)])
+        end = controller.take_snapshot()
+        controller.append([TopicRecord(name="after", topic_id=uuid.uuid4(), version=0)])
+        f = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(),
+                                voters={controller.node_id: (controller.host, controller.port)},
+                                snapshot_dir=tmp_path / "__cluster_metadata-0")
+        f.start()
+        try:
+            await until(lambda: f.loader.image.topics.get_topic("after") is not None)
+            assert all(f.loader.image.topics.get_topic(f"t{i}") is not None for i in range(30))
+            assert f.loader.image.features.metadata_version == 19
+            snapshots = [(k, r) for k, r in controller.requests if k == ApiKey.FETCH_SNAPSHOT]
+            assert len(snapshots) > 1  # fetched in several chunks, by position
+            assert [r.topics[0].partitions[0].position for _, r in snapshots][0] == 0
+            assert (tmp_path / "__cluster_metadata-0" / f"{end:020d}-{1:010d}.checkpoint").exists()
+            assert f.applied_offset == controller.end_offset - 1
+        finally:
+            await f.stop()
+            await controller.stop()
     run(main())
