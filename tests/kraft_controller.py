@@ -3,7 +3,8 @@ real socket, for our KRaft brokers to register with and follow. A test fixture, 
 
 What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-17 of `__cluster_metadata-0`
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
-BrokerHeartbeat 0-1; CreateTopics 2-7; AlterPartition 0-3; AllocateProducerIds 0.
+BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
+AlterPartition 0-3; AllocateProducerIds 0.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -41,6 +42,8 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
   broker epoch mismatch in v3); a PartitionChangeRecord only when the ISR changes; the ISR shrink bumps the leader
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
+- deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
+  incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value).
 - The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
   last fetched epoch does not end at or after the fetch offset in our log; records from the fetch offset to the
@@ -50,8 +53,7 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
   the log start answers the SnapshotId; FetchSnapshot (KafkaRaftClient.handleFetchSnapshotRequest) serves its
   bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
-NOT_CONTROLLER pointing elsewhere), ELR, reassignments, unclean elections, topic
-deletion, configs beyond those given at creation, DescribeQuorum.
+NOT_CONTROLLER pointing elsewhere), ELR, reassignments, unclean elections, broker configs, DescribeQuorum.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAA
 PRODUCER_ID_BLOCK = 1000
 SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
-          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1)}
+          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
+          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1)}
 IBP_3_3_IV2, IBP_3_3_IV3, IBP_3_6_IV0 = 6, 7, 12
 
 
@@ -573,16 +576,10 @@ class KRaftController:
             topic_id = uuid.uuid4()
             configs = {c.name: c.value for c in (t.configs or [])}
             if not request.validate_only:
-                version = partition_record_version(self.level)
                 records: list[MetadataRecord] = [TopicRecord(name=t.name, topic_id=topic_id, version=0)]
                 records += [ConfigRecord(resource_type=2, resource_name=t.name, name=k, value=v, version=0)
                             for k, v in configs.items()]
-                for p, replicas in sorted(assignment.items()):
-                    isr = [r for r in replicas if self._acceptable(r)] or replicas[:1]
-                    records.append(PartitionRegistration(
-                        replicas=tuple(replicas), directories=(MIGRATING,) * len(replicas), isr=tuple(isr),
-                        leader=isr[0] if self._acceptable(isr[0]) else NO_LEADER).to_record(topic_id, p, version))
-                self.append(records)
+                self.append(records + self._partition_records(topic_id, assignment))
             fields: dict[str, Any] = {}
             if request.API_VERSION >= 5:
                 fields.update(num_partitions=len(assignment), replication_factor=len(assignment[0]),
@@ -599,6 +596,103 @@ class KRaftController:
         topic = self.image.topics.get_topic(name)
         assert topic is not None, name
         self.append([RemoveTopicRecord(topic_id=topic.topic_id, version=0)])
+
+    def _partition_records(self, topic_id: uuid.UUID, assignment: dict[int, list[int]]) -> list[MetadataRecord]:
+        version = partition_record_version(self.level)
+        out: list[MetadataRecord] = []
+        for p, replicas in sorted(assignment.items()):
+            isr = [r for r in replicas if self._acceptable(r)] or replicas[:1]
+            out.append(PartitionRegistration(
+                replicas=tuple(replicas), directories=(MIGRATING,) * len(replicas), isr=tuple(isr),
+                leader=isr[0] if self._acceptable(isr[0]) else NO_LEADER).to_record(topic_id, p, version))
+        return out
+
+    async def _delete_topics(self, request: Any) -> Any:
+        """ReplicationControlManager.deleteTopics: a RemoveTopicRecord per topic; unknown ones
+        UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id)."""
+        from protocol.metadata_records import RemoveTopicRecord
+
+        Resp = response_class(ApiKey.DELETE_TOPICS)
+        v = request.API_VERSION
+        wanted = [(t.name, t.topic_id) for t in request.topics] if v >= 6 else [(n, None) for n in request.topic_names]
+        out, records = [], []
+        for name, topic_id in wanted:
+            by_id = topic_id is not None and topic_id.int != 0 and name is None
+            topic = self.image.topics.get_topic(topic_id if by_id else name)
+            fields: dict[str, Any] = {"name": name if not by_id else (topic.name if topic else None)}
+            if v >= 6:
+                fields["topic_id"] = topic.topic_id if topic else (topic_id or uuid.UUID(int=0))
+            if not self.is_leader:
+                fields["error_code"] = ErrorCode.NOT_CONTROLLER
+            elif topic is None:
+                fields["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                fields["error_code"] = 0
+                records.append(RemoveTopicRecord(topic_id=topic.topic_id, version=0))
+            out.append(Resp.DeletableTopicResult(**fields))
+        if records:
+            self.append(records)
+        return self._response(request, throttle_time_ms=0, responses=out)
+
+    async def _create_partitions(self, request: Any) -> Any:
+        """ReplicationControlManager.createPartitions: Kafka's INVALID_PARTITIONS and INVALID_REPLICA_ASSIGNMENT
+        messages; new partitions striped over the unfenced brokers with the topic's replication factor."""
+        Resp = response_class(ApiKey.CREATE_PARTITIONS)
+        out = []
+        for t in request.topics:
+            topic = self.image.topics.get_topic(t.name)
+            error, message = ErrorCode.NONE, None
+            if not self.is_leader:
+                error = ErrorCode.NOT_CONTROLLER
+            elif topic is None:
+                error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            elif t.count == len(topic.partitions):
+                error, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {t.count} partition(s)."
+            elif t.count < len(topic.partitions):
+                error, message = ErrorCode.INVALID_PARTITIONS, (
+                    f"The topic {t.name} currently has {len(topic.partitions)} partition(s); {t.count} would not "
+                    "be an increase.")
+            elif t.assignments is not None and len(t.assignments) != t.count - len(topic.partitions):
+                error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"Attempted to add {t.count - len(topic.partitions)} additional partition(s), but only "
+                    f"{len(t.assignments)} assignment(s) were specified.")
+            if error == ErrorCode.NONE and topic is not None and not request.validate_only:
+                start = len(topic.partitions)
+                rf = len(next(iter(topic.partitions.values())).replicas)
+                unfenced = sorted(b.id for b in self.image.cluster.unfenced_brokers())
+                if t.assignments is not None:
+                    assignment = {start + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+                else:
+                    assignment = {p: [unfenced[(p + i) % len(unfenced)] for i in range(rf)]
+                                  for p in range(start, t.count)}
+                self.append(self._partition_records(topic.topic_id, assignment))
+            out.append(Resp.CreatePartitionsTopicResult(name=t.name, error_code=error, error_message=message))
+        return self._response(request, throttle_time_ms=0, results=out)
+
+    async def _incremental_alter_configs(self, request: Any) -> Any:
+        """ConfigurationControlManager.incrementalAlterConfigs for topics: SET and DELETE as ConfigRecords (a
+        null value deletes); an unknown topic UNKNOWN_TOPIC_OR_PARTITION."""
+        Resp = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        out, records = [], []
+        for r in request.resources:
+            error, message = ErrorCode.NONE, None
+            if not self.is_leader:
+                error = ErrorCode.NOT_CONTROLLER
+            elif r.resource_type != 2:
+                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic configs only"
+            elif self.image.topics.get_topic(r.resource_name) is None:
+                error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
+            elif not request.validate_only:
+                for c in r.configs:
+                    value = None if c.config_operation == 1 else c.value
+                    records.append(ConfigRecord(resource_type=2, resource_name=r.resource_name, name=c.name,
+                                                value=value, version=0))
+            out.append(Resp.AlterConfigsResourceResponse(error_code=error, error_message=message,
+                                                         resource_type=r.resource_type,
+                                                         resource_name=r.resource_name))
+        if records:
+            self.append(records)
+        return self._response(request, throttle_time_ms=0, responses=out)
 
     # ------------------------------------------------------------------ AlterPartition
     async def _alter_partition(self, request: Any) -> Any:

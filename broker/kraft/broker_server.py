@@ -16,14 +16,15 @@ of a controller:
 - `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, broker epochs -1 in v3) to the active
   controller for the leader's ISR changes; refused changes return None (the leader keeps its ISR and retries
   later), unanswered ones are retried while we lead in the same epoch.
-- `admin`: CreateTopics (and auto-creation, internal topics) sent to the controller, answered once the topic
-  has leaders in our metadata. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its
-  principal; we send our own CreateTopics, as Kafka's auto-topic creation does.
+- `admin`: CreateTopics (and auto-creation, internal topics), DeleteTopics, CreatePartitions and topic
+  config changes (IncrementalAlterConfigs) sent to the controller, answered once our metadata shows them.
+  Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal; we send our own
+  requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
   configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): DeleteTopics, CreatePartitions, config changes, reassignments and elections
-through the controller; the metadata log on disk.
+Not done yet (docs/kraft.md): reassignments, elections, broker configs, quotas, ACLs and SCRAM through the
+controller; the metadata log on disk.
 """
 
 from __future__ import annotations
@@ -309,7 +310,7 @@ class KRaftProducerIdManager(RpcProducerIdManager):
 
 
 class KRaftAdmin:
-    """The admin entry points a KRaft broker serves by asking the controller (CreateTopics)."""
+    """The admin entry points a KRaft broker serves by asking the controller."""
 
     def __init__(self, kraft: KRaftBroker) -> None:
         self.kraft = kraft
@@ -373,6 +374,103 @@ class KRaftAdmin:
                 results[n].num_partitions = len(tm.partitions)
                 results[n].replication_factor = len(next(iter(tm.partitions.values())).replicas)
         return results
+
+    async def _wait(self, ready: Any, timeout_ms: int) -> bool:
+        """Until `ready()` holds in our published metadata, or `timeout_ms` passes."""
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+        while not ready():
+            if time.monotonic() >= deadline:
+                return False
+            self.kraft.metadata_changed.clear()
+            try:
+                async with asyncio.timeout(min(0.1, max(deadline - time.monotonic(), 0.001))):
+                    await self.kraft.metadata_changed.wait()
+            except TimeoutError:
+                pass
+        return True
+
+    async def _send(self, build: Any, api_key: int) -> Any:
+        channel = self.kraft.channel
+        assert channel is not None
+        return await channel.send(build, api_key)
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, tuple[ErrorCode, str | None]]:
+        """DeleteTopics to the controller; answered once the topics are gone from our metadata."""
+        Req = request_class(ApiKey.DELETE_TOPICS)
+
+        def build(v: int) -> Any:
+            if v >= 6:
+                return Req[v](timeout_ms=timeout_ms, topics=[Req.DeleteTopicState(name=n) for n in names])
+            return Req[v](timeout_ms=timeout_ms, topic_names=list(names))
+
+        try:
+            resp = await self._send(build, ApiKey.DELETE_TOPICS)
+        except ControllerUnavailable as e:
+            return {n: (ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for n in names}
+        results = {r.name: (ErrorCode(r.error_code), getattr(r, "error_message", None)) for r in resp.responses}
+        deleted = [n for n, (e, _) in results.items() if e == ErrorCode.NONE]
+        cache = self.kraft.server.metadata_cache
+        if deleted and not await self._wait(lambda: not any(n in cache.topics for n in deleted), timeout_ms):
+            for n in deleted:
+                if n in cache.topics:
+                    results[n] = (ErrorCode.REQUEST_TIMED_OUT, None)
+        return results
+
+    async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
+                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+        """CreatePartitions to the controller; answered once the new partitions have leaders here."""
+        Req = request_class(ApiKey.CREATE_PARTITIONS)
+        T = Req.CreatePartitionsTopic
+
+        def build(v: int) -> Any:
+            assignments = None if assignment is None else [
+                T.CreatePartitionsAssignment(broker_ids=list(a)) for a in assignment]
+            return Req[v](topics=[T(name=topic, count=count, assignments=assignments)], timeout_ms=timeout_ms,
+                          validate_only=validate_only)
+
+        try:
+            resp = await self._send(build, ApiKey.CREATE_PARTITIONS)
+        except ControllerUnavailable as e:
+            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
+        r = resp.results[0]
+        error = ErrorCode(r.error_code)
+        if error != ErrorCode.NONE or validate_only:
+            return error, r.error_message
+        cache = self.kraft.server.metadata_cache
+
+        def ready() -> bool:
+            tm = cache.topics.get(topic)
+            return tm is not None and len(tm.partitions) >= count and all(p.leader >= 0 for p in tm.partitions.values())
+        if not await self._wait(ready, timeout_ms):
+            return ErrorCode.REQUEST_TIMED_OUT, None
+        return ErrorCode.NONE, None
+
+    async def alter_topic_configs(self, topic: str, configs: dict[str, str], validate_only: bool
+                                  ) -> tuple[ErrorCode, str | None]:
+        """The topic's overrides become `configs`: IncrementalAlterConfigs to the controller, SET for what
+        changes and DELETE for what goes; answered once our metadata has them."""
+        current = dict(self.kraft.server.topic_configs.overrides(topic))
+        Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        R = Req.AlterConfigsResource
+        ops = [R.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()
+               if current.get(k) != v]
+        ops += [R.AlterableConfig(name=k, config_operation=1, value=None) for k in current if k not in configs]
+
+        def build(v: int) -> Any:
+            return Req[v](resources=[R(resource_type=2, resource_name=topic, configs=ops)],
+                          validate_only=validate_only)
+
+        try:
+            resp = await self._send(build, ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        except ControllerUnavailable as e:
+            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
+        r = resp.responses[0]
+        error = ErrorCode(r.error_code)
+        if error != ErrorCode.NONE or validate_only:
+            return error, r.error_message
+        overrides = self.kraft.server.topic_configs
+        await self._wait(lambda: dict(overrides.overrides(topic)) == dict(configs), 30000)
+        return ErrorCode.NONE, None
 
     def auto_create_topic(self, name: str) -> None:
         if name in self._auto_creating:

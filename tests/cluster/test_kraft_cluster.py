@@ -323,3 +323,33 @@ def test_a_broker_joining_after_a_snapshot_loads_it(
     assert (second.data_dir / "__cluster_metadata-0").is_dir()
     assert any(p.name.startswith(f"{end:020d}-") for p in (second.data_dir / "__cluster_metadata-0").iterdir())
     produce_and_consume(second.bootstrap, "snap", 10, first=100)
+
+
+def test_delete_topics_create_partitions_and_topic_configs_go_to_the_controller(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+
+    b = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("adm", num_partitions=1, replication_factor=1)])["adm"].result(20)
+    admin.create_partitions([NewPartitions("adm", 3)])["adm"].result(20)
+    assert b.call(lambda: sorted(b.server.metadata_cache.topics["adm"].partitions)) == [0, 1, 2]
+    assert controller.call(lambda c: sorted(c.image.topics.get_topic("adm").partitions)) == [0, 1, 2]
+    with pytest.raises(Exception, match="Topic already has 3 partition"):
+        admin.create_partitions([NewPartitions("adm", 3)])["adm"].result(20)
+    resource = ConfigResource("TOPIC", "adm", incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    assert controller.call(lambda c: dict(c.image.configs.topic_config("adm"))) == {"retention.ms": "3600000"}
+    described = admin.describe_configs([ConfigResource("TOPIC", "adm")])
+    entries = next(iter(described.values())).result(20)
+    assert entries["retention.ms"].value == "3600000"
+    resource = ConfigResource("TOPIC", "adm", incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    assert controller.call(lambda c: dict(c.image.configs.topic_config("adm"))) == {}
+    admin.delete_topics(["adm"])["adm"].result(20)
+    assert controller.call(lambda c: c.image.topics.get_topic("adm")) is None
+    assert b.call(lambda: "adm" not in b.server.metadata_cache.topics)
+    assert controller.call(lambda c: {k for k, _ in c.requests} >= {
+        ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DELETE_TOPICS})
