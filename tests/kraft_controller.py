@@ -4,7 +4,7 @@ real socket, for our KRaft brokers to register with and follow. A test fixture, 
 What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-17 of `__cluster_metadata-0`
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
-AlterPartition 0-3; AllocateProducerIds 0.
+ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -43,7 +43,8 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
-  incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value).
+  incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
+  unclean, see `_elect_leaders`).
 - The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
   last fetched epoch does not end at or after the fetch offset in our log; records from the fetch offset to the
@@ -53,7 +54,8 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
   the log start answers the SnapshotId; FetchSnapshot (KafkaRaftClient.handleFetchSnapshotRequest) serves its
   bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
-NOT_CONTROLLER pointing elsewhere), ELR, reassignments, unclean elections, broker configs, DescribeQuorum.
+NOT_CONTROLLER pointing elsewhere), ELR, reassignments, automatic unclean elections (unclean.leader.election
+.enable), broker configs, DescribeQuorum.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ PRODUCER_ID_BLOCK = 1000
 SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
           ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
-          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1)}
+          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2)}
 IBP_3_3_IV2, IBP_3_3_IV3, IBP_3_6_IV0 = 6, 7, 12
 
 
@@ -693,6 +695,58 @@ class KRaftController:
         if records:
             self.append(records)
         return self._response(request, throttle_time_ms=0, responses=out)
+
+    async def _elect_leaders(self, request: Any) -> Any:
+        """ReplicationControlManager.electLeaders: PREFERRED moves leadership to the first replica when it is in
+        the ISR and acceptable (ELECTION_NOT_NEEDED when it leads, PREFERRED_LEADER_NOT_AVAILABLE otherwise);
+        UNCLEAN elects only a leaderless partition, from the ISR first, else any acceptable replica (ISR = it,
+        leader recovery state RECOVERING), ELIGIBLE_LEADERS_NOT_AVAILABLE when none is."""
+        Resp = response_class(ApiKey.ELECT_LEADERS)
+        R = Resp.ReplicaElectionResult
+        unclean = request.API_VERSION >= 1 and request.election_type == 1
+        version = partition_record_version(self.level)
+        results, records = [], []
+        for t in request.topic_partitions or []:
+            topic = self.image.topics.get_topic(t.topic)
+            out = []
+            for pid in t.partitions:
+                p = topic.partitions.get(pid) if topic is not None else None
+                error, change = ErrorCode.NONE, None
+                if not self.is_leader:
+                    error = ErrorCode.NOT_CONTROLLER
+                elif p is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif not unclean:
+                    preferred = p.replicas[0]
+                    if p.leader == preferred:
+                        error = ErrorCode.ELECTION_NOT_NEEDED
+                    elif preferred not in p.isr or not self._acceptable(preferred):
+                        error = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+                    else:
+                        change = {"leader": preferred}
+                elif p.leader != NO_LEADER:
+                    error = ErrorCode.ELECTION_NOT_NEEDED
+                else:
+                    clean = next((r for r in p.replicas if r in p.isr and self._acceptable(r)), None)
+                    dirty = next((r for r in p.replicas if self._acceptable(r)), None)
+                    if clean is not None:
+                        change = {"leader": clean}
+                    elif dirty is not None:
+                        change = {"leader": dirty, "isr": [dirty], "leader_recovery_state": 1}
+                    else:
+                        error = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                if change is not None:
+                    assert topic is not None
+                    records.append(PartitionChangeRecord(partition_id=pid, topic_id=topic.topic_id, **change,
+                                                         version=version))
+                out.append(R.PartitionResult(partition_id=pid, error_code=error, error_message=None))
+            results.append(R(topic=t.topic, partition_result=out))
+        if records:
+            self.append(records)
+        fields: dict[str, Any] = dict(throttle_time_ms=0, replica_election_results=results)
+        if request.API_VERSION >= 1:
+            fields["error_code"] = 0
+        return self._response(request, **fields)
 
     # ------------------------------------------------------------------ AlterPartition
     async def _alter_partition(self, request: Any) -> Any:

@@ -17,13 +17,15 @@ of a controller:
   controller for the leader's ISR changes; refused changes return None (the leader keeps its ISR and retries
   later), unanswered ones are retried while we lead in the same epoch.
 - `admin`: CreateTopics (and auto-creation, internal topics), DeleteTopics, CreatePartitions and topic
-  config changes (IncrementalAlterConfigs) sent to the controller, answered once our metadata shows them.
+  config changes (IncrementalAlterConfigs) sent to the controller, answered once our metadata shows them;
+  ElectLeaders too (`preferred_election`). Partition reassignments are not: their handlers answer
+  NOT_CONTROLLER.
   Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal; we send our own
   requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
   configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): reassignments, elections, broker configs, quotas, ACLs and SCRAM through the
+Not done yet (docs/kraft.md): reassignments, broker configs, quotas, ACLs and SCRAM through the
 controller; the metadata log on disk.
 """
 
@@ -80,6 +82,7 @@ class KRaftBroker:
         self.channel: ControllerChannel | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.admin = KRaftAdmin(self)
+        self.preferred_election = KRaftElections(self)
 
     async def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
@@ -275,6 +278,13 @@ class KRaftBroker:
                     return list(p.isr), p.partition_epoch
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
+    # ---- not sent to the controller yet: answered NOT_CONTROLLER by their handlers
+    async def alter_partition_reassignments(self, reassignments: Any) -> None:
+        return None
+
+    async def list_partition_reassignments(self, tps: Any) -> None:
+        return None
+
     # ---- AllocateProducerIds
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         assert self.channel is not None
@@ -292,6 +302,50 @@ class _LocalStore(LocalMetadataStore):
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}
+
+
+class KRaftElections:
+    """ElectLeaders sent to the controller (what the ElectLeaders handler calls as `preferred_election`)."""
+
+    def __init__(self, kraft: KRaftBroker) -> None:
+        self.kraft = kraft
+
+    async def elect_leaders(self, tps: list[Any], election_type: int) -> dict[Any, int | ErrorCode]:
+        """Per partition: the leader to wait for in our metadata (the preferred replica), or an ErrorCode
+        (NONE for an unclean election, whose leader only the controller knows)."""
+        channel = self.kraft.channel
+        assert channel is not None
+        Req = request_class(ApiKey.ELECT_LEADERS)
+        by_topic: dict[str, list[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+
+        def build(v: int) -> Any:
+            fields: dict[str, Any] = dict(timeout_ms=30000, topic_partitions=[
+                Req.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
+            if v >= 1:
+                fields["election_type"] = election_type
+            return Req[v](**fields)
+
+        try:
+            resp = await channel.send(build, ApiKey.ELECT_LEADERS)
+        except ControllerUnavailable:
+            return dict.fromkeys(tps, ErrorCode.REQUEST_TIMED_OUT)
+        cache = self.kraft.server.metadata_cache
+        out: dict[Any, int | ErrorCode] = {}
+        by_key = {(tp.topic, tp.partition): tp for tp in tps}
+        for r in resp.replica_election_results:
+            for p in r.partition_result:
+                tp = by_key.get((r.topic, p.partition_id))
+                if tp is None:
+                    continue
+                error = ErrorCode(p.error_code)
+                pm = cache.partition(r.topic, p.partition_id)
+                if error == ErrorCode.NONE and election_type == 0 and pm is not None and pm.replicas:
+                    out[tp] = pm.replicas[0]
+                else:
+                    out[tp] = error
+        return out
 
 
 class RetriableAlterPartition(Exception):

@@ -353,3 +353,27 @@ def test_delete_topics_create_partitions_and_topic_configs_go_to_the_controller(
     assert b.call(lambda: "adm" not in b.server.metadata_cache.topics)
     assert controller.call(lambda c: {k for k, _ in c.requests} >= {
         ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DELETE_TOPICS})
+
+
+def test_elect_leaders_goes_to_the_controller(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = [kraft_broker(i) for i in (1, 2)]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("el", num_partitions=1, replication_factor=2)])["el"].result(20)
+    p = partition(controller, "el")
+    preferred, other = p.replicas
+    # Leadership away from the preferred replica (the controller fences it, then it comes back).
+    controller.call(lambda c: c.fence(preferred))
+    wait_for(lambda: partition(controller, "el").leader == other, what="leader moved")
+    wait_for(lambda: not broker_state(controller, preferred).fenced, what="unfenced again by its heartbeat")
+    wait_for(lambda: preferred in partition(controller, "el").isr, timeout=30, what="back in the ISR")
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as TP
+
+    results = admin.elect_leaders(ElectionType.PREFERRED, [TP("el", 0)]).result(40)
+    assert all(e is None for e in results.values()), results
+    wait_for(lambda: partition(controller, "el").leader == preferred, what="preferred leader elected")
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ELECT_LEADERS)) >= 1
+    wait_for(lambda: brokers[0].call(lambda: brokers[0].server.metadata_cache.partition("el", 0).leader) ==
+             preferred, what="our metadata shows it")
