@@ -26,7 +26,7 @@ of a controller:
 - `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
   configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
 Not done yet (docs/kraft.md): reassignments, broker configs, quotas, ACLs and SCRAM through the
-controller; the metadata log on disk.
+controller.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from broker.kraft.lifecycle import (
     ControllerUnavailable,
 )
 from broker.kraft.loader import MetadataLoader
+from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
 from broker.metadata import LocalMetadataStore, MetadataError
@@ -126,7 +127,7 @@ class KRaftBroker:
             bootstrap=config.quorum_bootstrap_servers,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
-            snapshot_dir=config.metadata_log_dir / "__cluster_metadata-0")
+            store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0"))
         self.loader.on_publish = self._on_publish
         self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",

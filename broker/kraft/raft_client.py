@@ -22,7 +22,10 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
 - A SnapshotId in the answer (our fetch offset is below the leader's log start) is fetched with FetchSnapshot
   (v0-1, chunk by chunk), kept in `snapshot_dir` as `<end offset>-<epoch>.checkpoint` and loaded as the new
   image (`MetadataLoader.load_snapshot`); fetching goes on from its end offset.
-Not implemented: the metadata log and `quorum-state` on disk (a restart fetches from offset 0).
+- With a `store` (broker/kraft/metadata_log.py) fetched batches, truncations and snapshots go to
+  `__cluster_metadata-0/` and `quorum-state` follows the leader; a restart loads the latest snapshot there at
+  once and holds the batches after it until the first answer's high watermark commits them, then fetches
+  from where the log ends.
 """
 
 from __future__ import annotations
@@ -37,15 +40,30 @@ from typing import Any
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.kraft.loader import MetadataLoader
+from broker.kraft.metadata_log import MetadataLogStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from protocol.metadata_records import MetadataParseError, decode_metadata_batches
+from protocol.metadata_records import MetadataParseError, decode_metadata_batch, decode_metadata_batches
+from records import CorruptRecordError, InvalidRecordError, iter_batches
 
 log = logging.getLogger("broker.kraft.raft")
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.FETCH_MAX_WAIT_MS
 _RETARGET = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
+def _whole_batches(view: memoryview) -> list[Any]:
+    """The complete batches of a fetch answer; a size-limited read may end inside the last one, which is
+    fetched again next time (Kafka's reader ignores such a tail too)."""
+    out: list[Any] = []
+    try:
+        for raw in iter_batches(view):
+            out.append(raw)
+    except CorruptRecordError as e:
+        if not ("runs past the end" in str(e) or "trailing bytes" in str(e)):
+            raise
+    return out
 
 
 @dataclass
@@ -60,10 +78,12 @@ class MetadataLogFollower:
     def __init__(self, node_id: int, cluster_id: str, loader: MetadataLoader, *,
                  voters: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]] | None = None,
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20, snapshot_dir: Path | None = None) -> None:
+                 retry_backoff_ms: int = 20, snapshot_dir: Path | None = None,
+                 store: MetadataLogStore | None = None) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
-        self.snapshot_dir = snapshot_dir  # where fetched snapshots are kept (`__cluster_metadata-0/`)
+        self.store = store  # the metadata log on disk (`__cluster_metadata-0/`), or None: in memory only
+        self.snapshot_dir = store.dir if store is not None else snapshot_dir  # where fetched snapshots are kept
         self.loader = loader
         self.voters = voters
         self.bootstrap = bootstrap or []
@@ -95,7 +115,29 @@ class MetadataLogFollower:
 
     # ---- lifecycle
     def start(self) -> None:
+        if self.store is not None:
+            self._load_local_log()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="kraft-metadata-fetch")
+
+    def _load_local_log(self) -> None:
+        """What an earlier run left on disk: its latest snapshot is loaded at once; the batches after it are
+        held until the quorum's high watermark says they are committed."""
+        assert self.store is not None
+        snapshot, data = self.store.load()
+        if snapshot is not None:
+            from broker.kraft.snapshot import read_snapshot_records
+
+            header, records = read_snapshot_records(self.store.snapshot_path(snapshot))
+            self.loader.load_snapshot(snapshot.end_offset, snapshot.epoch, header.last_contained_log_timestamp,
+                                      [r.message for r in records])
+            self.end_offset, self.last_epoch = snapshot.end_offset, snapshot.epoch
+        for batch in decode_metadata_batches(memoryview(data)):
+            if batch.base_offset >= self.end_offset:
+                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
+                self.end_offset, self.last_epoch = batch.last_offset + 1, batch.epoch
+        if snapshot is not None or self.held:
+            log.info("metadata log on disk: snapshot %s, %d batches up to offset %d", snapshot, len(self.held),
+                     self.end_offset)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -105,6 +147,8 @@ class MetadataLogFollower:
         if self._conn is not None:
             self._conn[1].close()
             self._conn = None
+        if self.store is not None:
+            self.store.close()
 
     def _target(self) -> tuple[str, int]:
         leader = self.leader_endpoint()
@@ -182,6 +226,8 @@ class MetadataLogFollower:
                 (leader.leader_id, leader.leader_epoch) != (self.leader_id, self.leader_epoch):
             log.info("metadata quorum leader: %d at epoch %d", leader.leader_id, leader.leader_epoch)
             self.leader_id, self.leader_epoch = leader.leader_id, leader.leader_epoch
+            if self.store is not None:
+                self.store.write_quorum_state(self.leader_id, self.leader_epoch, list(self.voters))
             if self.on_leader_change is not None:
                 self.on_leader_change(self.leader_id, self.leader_epoch)
             if error in _RETARGET:
@@ -204,13 +250,14 @@ class MetadataLogFollower:
         got = False
         if records:
             try:
-                batches = list(decode_metadata_batches(memoryview(records)))
-            except MetadataParseError as e:
+                batches = [(raw, decode_metadata_batch(raw)) for raw in _whole_batches(memoryview(records))
+                           if raw.base_offset >= self.end_offset]
+            except (MetadataParseError, CorruptRecordError, InvalidRecordError) as e:
                 log.error("metadata log batch at %d cannot be read: %s", self.end_offset, e)
                 return False
-            for batch in batches:
-                if batch.base_offset < self.end_offset:
-                    continue
+            if batches and self.store is not None:
+                self.store.append(b"".join(bytes(raw.buffer) for raw, _ in batches))
+            for _, batch in batches:
                 self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
                 self.end_offset = batch.last_offset + 1
                 self.last_epoch = batch.epoch
@@ -274,6 +321,8 @@ class MetadataLogFollower:
                 temp.cleanup()
         self.loader.load_snapshot(end_offset, epoch, header.last_contained_log_timestamp,
                                   [r.message for r in records])
+        if self.store is not None:
+            self.store.restart_at(end_offset)
         self.held = []
         self.end_offset = end_offset
         self.last_epoch = epoch
@@ -303,5 +352,7 @@ class MetadataLogFollower:
             cut = self.applied_offset + 1
         self.held = [h for h in self.held if h.next_offset <= cut]
         self.end_offset = self.held[-1].next_offset if self.held else self.applied_offset + 1
+        if self.store is not None:
+            self.store.truncate_to(self.end_offset)
         self.last_epoch = self.held[-1].epoch if self.held else self.loader.image.provenance.last_contained_epoch
         log.info("metadata log truncated to %d (diverging epoch %d ends at %d)", self.end_offset, epoch, end_offset)

@@ -377,3 +377,21 @@ def test_elect_leaders_goes_to_the_controller(
     assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ELECT_LEADERS)) >= 1
     wait_for(lambda: brokers[0].call(lambda: brokers[0].server.metadata_cache.partition("el", 0).leader) ==
              preferred, what="our metadata shows it")
+
+
+def test_a_restarted_broker_goes_on_from_its_metadata_log_on_disk(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("disk", num_partitions=1, replication_factor=1)])["disk"].result(20)
+    produce_and_consume(b.bootstrap, "disk", 5)
+    b.stop()
+    directory = b.data_dir / "__cluster_metadata-0"
+    assert (directory / "quorum-state").exists() and any(p.suffix == ".log" for p in directory.iterdir())
+    before = controller.call(lambda c: len(c.requests))
+    end = wait_for(lambda: controller.call(lambda c: c.end_offset), what="log end")
+    b.start()
+    first_fetch = controller.call(lambda c: next(r for k, r in c.requests[before:] if k == ApiKey.FETCH))
+    assert first_fetch.topics[0].partitions[0].fetch_offset > 0  # not from the start: from what is on disk
+    assert first_fetch.topics[0].partitions[0].fetch_offset <= end
+    produce_and_consume(b.bootstrap, "disk", 5, first=100)

@@ -4,6 +4,7 @@ records only, divergence truncation, retargeting."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -146,4 +147,74 @@ def test_a_snapshot_is_fetched_when_the_leader_log_starts_after_ours(tmp_path: P
         finally:
             await f.stop()
             await controller.stop()
+    run(main())
+
+
+def test_the_metadata_log_on_disk_survives_a_restart(tmp_path: Path) -> None:
+    from broker.kraft.metadata_log import MetadataLogStore
+
+    async def main() -> None:
+        controller = KRaftController(epoch=4)
+        await controller.start()
+        for i in range(5):
+            controller.append([TopicRecord(name=f"t{i}", topic_id=uuid.uuid4(), version=0)])
+        voters = {controller.node_id: (controller.host, controller.port)}
+        directory = tmp_path / "__cluster_metadata-0"
+        f = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                store=MetadataLogStore(directory))
+        f.start()
+        try:
+            await until(lambda: f.applied_offset == controller.end_offset - 1)
+        finally:
+            await f.stop()
+        assert (directory / f"{0:020d}.log").stat().st_size > 0
+        assert json.loads((directory / "quorum-state").read_text()) == {
+            "clusterId": "", "leaderId": 3000, "leaderEpoch": 4, "votedId": -1, "appliedOffset": 0,
+            "currentVoters": [{"voterId": 3000}], "data_version": 0}
+        end = controller.end_offset
+        controller.append([TopicRecord(name="later", topic_id=uuid.uuid4(), version=0)])
+        again = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                    store=MetadataLogStore(directory))
+        again.start()  # what is on disk is held until the first answer's high watermark commits it
+        assert again.end_offset == end and again.loader.image.topics.get_topic("t0") is None
+        try:
+            await until(lambda: again.loader.image.topics.get_topic("later") is not None)
+            assert all(again.loader.image.topics.get_topic(f"t{i}") is not None for i in range(5))
+            fetches = [r for k, r in controller.requests if k == ApiKey.FETCH]
+            assert any(r.topics[0].partitions[0].fetch_offset == end for r in fetches)
+            assert not any(r.topics[0].partitions[0].fetch_offset == 0 for r in fetches[-3:])
+        finally:
+            await again.stop()
+            await controller.stop()
+    run(main())
+
+
+def test_a_fetched_snapshot_on_disk_is_loaded_at_restart(tmp_path: Path) -> None:
+    from broker.kraft.metadata_log import MetadataLogStore
+
+    async def main() -> None:
+        controller = KRaftController()
+        await controller.start()
+        controller.append([TopicRecord(name="in-snapshot", topic_id=uuid.uuid4(), version=0)])
+        end = controller.take_snapshot()
+        controller.append([TopicRecord(name="after", topic_id=uuid.uuid4(), version=0)])
+        voters = {controller.node_id: (controller.host, controller.port)}
+        directory = tmp_path / "__cluster_metadata-0"
+        f = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                store=MetadataLogStore(directory))
+        f.start()
+        try:
+            await until(lambda: f.loader.image.topics.get_topic("after") is not None)
+        finally:
+            await f.stop()
+        await controller.stop()
+        again = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                    store=MetadataLogStore(directory))
+        again.start()  # the controller is gone: the snapshot alone is loaded, the batch after it held
+        try:
+            assert again.loader.image.topics.get_topic("in-snapshot") is not None
+            assert again.loader.image.offset == end - 1 and again.end_offset == end + 1
+            assert again.loader.image.topics.get_topic("after") is None
+        finally:
+            await again.stop()
     run(main())
