@@ -386,14 +386,20 @@ def latency_producer(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def metadata(spec: dict[str, Any]) -> dict[str, Any]:
-    """calls: time full Metadata requests (all topics) after one warm-up call."""
+    """calls: time full Metadata requests (all topics) after one warm-up call; "interval_ms" apart (default 0);
+    with "duration_s", as many calls as fit in that time instead."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": spec["bootstrap"], "log_level": 3})
     first = admin.list_topics(timeout=30)
     partitions = sum(len(t.partitions) for t in first.topics.values())
     times = []
-    for _ in range(int(spec.get("calls", 5))):
+    interval_s = float(spec.get("interval_ms", 0)) / 1000
+    calls = int(spec.get("calls", 5))
+    until = time.monotonic() + float(spec["duration_s"]) if "duration_s" in spec else None
+    while (len(times) < calls) if until is None else (time.monotonic() < until):
+        if interval_s:
+            time.sleep(interval_s)
         t0 = time.perf_counter()
         admin.list_topics(timeout=30)
         times.append((time.perf_counter() - t0) * 1000)

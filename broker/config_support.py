@@ -45,6 +45,10 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offsets.commit.timeout.ms",
     "offset.metadata.max.bytes", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
     "group.max.session.timeout.ms", "group.max.size",
+    # KIP-848 consumer groups (broker/coordinator/group/consumer_requests.py); the min/max bounds are checked
+    "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms", "group.consumer.max.size",
+    "group.consumer.assignors", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms",
+    "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
     # fetch sessions and replication
     "max.incremental.fetch.session.cache.slots", "replica.lag.time.max.ms", "replica.fetch.max.bytes",
     "replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.min.bytes",
@@ -93,7 +97,7 @@ _QUOTAS = ("client quotas only (byte rates, request percentage, controller mutat
            "connection limits are not enforced")
 _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"
-_GROUPS = "the classic group protocol only (no KIP-848 consumer groups, no share groups)"
+_GROUPS = "no share groups, no migration between classic and KIP-848 consumer groups"
 _TXN = "the transaction coordinator reads __transaction_state in its own chunks while loading"
 _METRICS = "no metrics reporters"
 

@@ -82,6 +82,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._unwritten: list = []  # (log, offset, rollbacks) appended by the last response, not yet written
         cfg = server.config
         self.max_wait_ms = cfg["replica.fetch.wait.max.ms"]
         self.min_bytes = cfg["replica.fetch.min.bytes"]
@@ -263,6 +264,14 @@ class ReplicaFetcher:
                 if s.partition.log_end_offset != offsets[tp]:
                     continue  # truncated meanwhile
                 self._process_partition(tp, s, p, resp.API_VERSION)
+        if self._unwritten:
+            # The next fetch asks from our log end offset, which moves once the writer has written what this
+            # response brought (as Kafka's fetcher thread appends before it fetches again).
+            unwritten, self._unwritten = self._unwritten, []
+            writes = self.server.replica_manager.log_writes
+            for ok, (log_, _, _) in zip(await writes.wait_written(unwritten), unwritten, strict=True):
+                if not ok:
+                    log.error("%s: writing fetched data failed; fetching it again", log_.topic_partition)
 
     def _process_partition(self, tp: TopicPartition, s: FetchState, p: Any, version: int) -> None:
         error = ErrorCode(p.error_code)
@@ -286,6 +295,10 @@ class ReplicaFetcher:
                 log.error("%s: cannot append fetched data at %d: %s", tp, partition.log_end_offset, e)
                 s.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
                 return
+            writes = self.server.replica_manager.log_writes
+            pending = writes.unwritten(partition.log, info.last_offset + 1) if writes and info.records_count else None
+            if pending is not None:
+                self._unwritten.append(pending)
             flush = self.server.replica_manager.on_flush_needed
             if info.records_count and flush is not None and partition.log.needs_flush():  # type: ignore[union-attr]
                 flush(partition)

@@ -104,26 +104,41 @@ class ReplicaAlterLogDirsManager:
                     target.maybe_increment_log_start_offset(min(current.log_start_offset, target.log_end_offset))
                 if target.log_end_offset == current.log_end_offset:
                     if self.cleaner is None or not self.cleaner.is_cleaning(tp):
+                        # The swap is one step of the event loop: appends the current log's writer still holds
+                        # are waited for and copied in that same step, or the moved log would miss them.
+                        if current.appended_end_offset != current.log_end_offset:
+                            current.wait_for_writes()
+                            while target.log_end_offset < current.log_end_offset:
+                                if not self._copy_chunk(current, target):
+                                    break
+                            if target.log_end_offset != current.log_end_offset:
+                                continue
                         self._swap(tp, future, partition)
                         return
                 else:
-                    read = current.read(target.log_end_offset, self.chunk_bytes)
-                    if read.records is not None:
-                        records = read.records.read()
-                        try:
-                            target.append_as_follower(records)
-                        except UnexpectedAppendOffsetError as e:
-                            if not target.starts_inside(e):
-                                raise
-                            # The current log starts inside its first batch (DeleteRecords): so does the copy.
-                            target.truncate_fully_and_start_at(e.first_offset)
-                            target.append_as_follower(records)
+                    self._copy_chunk(current, target)
                 await asyncio.sleep(0.01 if target.log_end_offset == current.log_end_offset else 0)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("%s: moving the replica to %s failed", tp, future.destination)
             self._forget(tp, future)
+
+    def _copy_chunk(self, current: Log, target: Log) -> bool:
+        """Copy the next batches; False when there was nothing to copy."""
+        read = current.read(target.log_end_offset, self.chunk_bytes)
+        if read.records is None:
+            return False
+        records = read.records.read()
+        try:
+            target.append_as_follower(records)
+        except UnexpectedAppendOffsetError as e:
+            if not target.starts_inside(e):
+                raise
+            # The current log starts inside its first batch (DeleteRecords): so does the copy.
+            target.truncate_fully_and_start_at(e.first_offset)
+            target.append_as_follower(records)
+        return True
 
     @staticmethod
     def _diverged(current: Log, target: Log) -> bool:
@@ -140,7 +155,7 @@ class ReplicaAlterLogDirsManager:
     def _swap(self, tp: TopicPartition, future: FutureReplica, partition: Partition) -> None:
         hw = partition.high_watermark
         moved = self.log_manager.replace_with_future_log(tp, future.log, future.destination)
-        partition.set_log(moved, hw)
+        self.rm.set_partition_log(partition, moved, hw)
         self.futures.pop(tp, None)
         if self.cleaner is not None:
             self.cleaner.resume(tp)

@@ -13,9 +13,13 @@ Contract:
   is authenticated) before anything is allocated for it. A bad size closes that connection
   with one log line.
 - Requests on one connection are handled one at a time, in arrival order (Kafka mutes a channel while a
-  request is in flight), so responses leave in request order; other connections are unaffected.
-- The handler returns `None` (no response, e.g. acks=0), a `Response` (size + parts) or an awaitable
-  of one. Parts are bytes-like objects or `SendfileChunk`s.
+  request is in flight), so responses leave in request order; other connections are unaffected. One
+  exception, where we do better than Kafka: a handler whose work is done and whose answer only waits (a produce
+  waiting for its writes or for the followers) returns a `Deferred`; the connection then goes on with the next
+  request (at most `_MAX_DEFERRED` answers waiting) and still answers in request order. A producer's
+  in-flight requests are then appended back to back instead of one replication round trip apart.
+- The handler returns `None` (no response, e.g. acks=0), a `Response` (size + parts), an awaitable
+  of one, or a `Deferred` awaitable of one. Parts are bytes-like objects or `SendfileChunk`s.
 - Reading pauses while a connection has queued frames or a large unsent output (back-pressure).
 - Idle connections are closed after `connections.max.idle.ms`.
 - Every request still being handled is a task the server keeps (`SocketServer.in_flight`). A client that
@@ -45,6 +49,9 @@ _RECV_SIZE = 64 * 1024
 _MAX_QUEUED_FRAMES = 16
 _OUTPUT_HIGH_WATER = 8 * 1024 * 1024
 _SENDMSG_MAX_PARTS = 512
+# Deferred answers one connection may have waiting before it stops taking requests (clients keep at most 5
+# requests in flight by default).
+_MAX_DEFERRED = 8
 
 
 @dataclass(slots=True)
@@ -57,6 +64,13 @@ class SendfileChunk:
 
 
 Part = bytes | bytearray | memoryview | SendfileChunk
+
+
+@dataclass(slots=True)
+class Deferred:
+    """A handler's answer that only waits: what the request does is done (see the contract)."""
+
+    awaitable: Awaitable[Any]
 
 
 @dataclass(slots=True)
@@ -73,7 +87,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
-        "max_frame_bytes", "_throttled", "_throttled_until",
+        "max_frame_bytes", "_throttled", "_throttled_until", "_answers",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -88,6 +102,7 @@ class Connection:
         self._body_pos = 0
         self._frames: deque[bytearray] = deque()
         self._busy = False
+        self._answers: deque[Any] = deque()  # in request order: Responses and tasks of Deferred answers
         self._out: deque[Any] = deque()
         self._out_bytes = 0
         self._writing = False
@@ -207,7 +222,8 @@ class Connection:
             self._process()
 
     def _process(self) -> None:
-        while self._frames and not self._busy and not self.closed and not self._throttled:
+        while (self._frames and not self._busy and not self.closed and not self._throttled
+               and len(self._answers) < _MAX_DEFERRED):
             frame = self._frames.popleft()
             self.requests += 1
             try:
@@ -219,38 +235,72 @@ class Connection:
             if result is None:
                 continue
             if isinstance(result, Response):
-                self.send(result)
+                self._answer(result)
+                continue
+            if isinstance(result, Deferred):
+                task = self._track(result.awaitable)
+                self._answers.append(task)
+                task.add_done_callback(self._on_deferred)
                 continue
             self._busy = True
-            task = asyncio.ensure_future(result)
-            self.server.in_flight.add(task)
-            task.add_done_callback(self.server.in_flight.discard)
-            task.add_done_callback(self._on_result)
+            self._track(result).add_done_callback(self._on_result)
             return
         if not self._frames and not self.closed and self._out_bytes < _OUTPUT_HIGH_WATER:
             self._resume_reading()
+
+    def _track(self, awaitable: Awaitable[Any]) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(awaitable)
+        self.server.in_flight.add(task)
+        task.add_done_callback(self.server.in_flight.discard)
+        return task
+
+    def _answer(self, response: Response) -> None:
+        if self._answers:
+            self._answers.append(response)  # behind a deferred answer of an earlier request
+        else:
+            self.send(response)
+
+    def _outcome(self, fut: asyncio.Future[Response | None]) -> Response | None | bool:
+        """The task's response (or None); False when it failed and the connection was closed."""
+        if fut.cancelled():
+            self.close("request cancelled")
+            return False
+        exc = fut.exception()
+        if exc is not None:
+            log.error("%s: unexpected error handling a request; closing the connection", self, exc_info=exc)
+            self.close(None)
+            return False
+        return fut.result()
 
     def _on_result(self, fut: asyncio.Future[Response | None]) -> None:
         self._busy = False
         if self.closed:
             return
-        if fut.cancelled():
-            self.close("request cancelled")
+        response = self._outcome(fut)
+        if response is False:
             return
-        exc = fut.exception()
-        if exc is not None:
-            log.error("%s: unexpected error handling a request; closing the connection", self,
-                      exc_info=exc)
-            self.close(None)
-            return
-        response = fut.result()
         if response is not None:
-            self.send(response)
+            self._answer(response)  # type: ignore[arg-type]
         self._process()
+
+    def _on_deferred(self, _: asyncio.Future[Response | None]) -> None:
+        while self._answers and not self.closed:
+            head = self._answers[0]
+            if not isinstance(head, Response):
+                if not head.done():
+                    return
+                head = self._outcome(head)
+                if head is False:
+                    return
+            self._answers.popleft()
+            if head is not None:
+                self.send(head)
+        if not self.closed:
+            self._process()
 
     @property
     def busy(self) -> bool:
-        return self._busy or bool(self._frames)
+        return self._busy or bool(self._frames) or bool(self._answers)
 
     # ---- writing
     def send(self, response: Response) -> None:

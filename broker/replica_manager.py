@@ -28,12 +28,18 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   gets there (or `timeout_ms`); a follower's fetch re-checks it.
 - After every event that may unblock a delayed operation (append, HW move, leader change) the produce,
   fetch and delete-records purgatories are checked for that partition.
+- Appends leave the event loop (`broker.log_writes`): a partition's log gets its log directory's writer thread
+  when it is set, an append returns once reserved, and `append_records` answers (any acks) only once the
+  bytes are in the file; the log end offset, and with it the HW and the purgatories, moves when the writer's
+  completion reaches the loop (`_on_log_end_offset_moved`). `BROKER_SYNC_APPENDS=1` keeps appends on the
+  loop (the bench's before/after).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections import Counter
@@ -43,6 +49,7 @@ from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPar
 from broker.delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, FetchPartitionStatus, PartitionFetchInfo
 from broker.delayed_produce import DelayedProduce, ProducePartitionResult
 from broker.errors import KafkaApiError
+from broker.log_writes import LogWrites
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.partition import (
     FETCH_LOG_END,
@@ -56,6 +63,7 @@ from protocol.errors import ErrorCode
 from storage import (
     AppendOrigin,
     KafkaStorageError,
+    Log,
     LogConfig,
     LogManager,
     LogOffsetMetadata,
@@ -98,6 +106,30 @@ class ReplicaManager:
         # and the client that asks the coordinators (None: nothing to ask, transactional produce unverified).
         self.transaction_verification_enabled: Callable[[], bool] = lambda: True
         self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
+        self.log_writes = None if os.environ.get("BROKER_SYNC_APPENDS") else LogWrites(self._on_log_end_offset_moved)
+
+    def set_partition_log(self, partition: Partition, log_: Log, high_watermark: int) -> None:
+        """The partition's log, with its log directory's writer thread when there is an event loop to answer."""
+        if self.log_writes is not None:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                pass  # no loop (a synchronous caller): appends write in place
+            else:
+                self.log_writes.attach(log_)
+        partition.set_log(log_, high_watermark)
+
+    def _on_log_end_offset_moved(self, log_: Log) -> None:
+        """A writer's completion moved this log's end offset: what an in-place append would have done next."""
+        tp = log_.topic_partition
+        partition = self.partitions.get(tp)
+        if partition is None or partition.log is not log_:
+            return
+        if partition.is_leader and partition.maybe_increment_leader_hw(now_ms()):
+            self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+        if self.on_flush_needed is not None and log_.needs_flush():
+            self.on_flush_needed(partition)
 
     # ---- lookup
     def get_partition(self, tp: TopicPartition) -> Partition | None:
@@ -149,7 +181,7 @@ class ReplicaManager:
                     log.error("%s: cannot open log: %s", tp, e)
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
-                partition.set_log(log_, self.high_watermarks.get(tp, 0))
+                self.set_partition_log(partition, log_, self.high_watermarks.get(tp, 0))
                 log_.producer_state.transaction_verification_enabled = (
                     self.add_partitions_to_txn is not None and self.transaction_verification_enabled())
             partition.topic_id = topic_id
@@ -276,10 +308,36 @@ class ReplicaManager:
             self.disable_transaction_verification(entries)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
+        unwritten = []
         for tp, records in entries.items():
             guard = verification_guards.get(tp) if verification_guards else None
-            results[tp] = self._append_to_local_log(tp, records, required_acks, now, internal_topics_allowed,
-                                                    origin, guard)
+            results[tp] = result = self._append_to_local_log(tp, records, required_acks, now,
+                                                             internal_topics_allowed, origin, guard)
+            if result.error == ErrorCode.NONE and self.log_writes is not None:
+                partition = self.partitions.get(tp)
+                pending = self.log_writes.unwritten(partition.log if partition else None, result.last_offset + 1)
+                if pending is not None:
+                    unwritten.append((tp, pending))
+        if unwritten:
+            return asyncio.ensure_future(self._answer_when_written(timeout_ms, required_acks, results, unwritten))
+        return self._answer_appended(timeout_ms, required_acks, results)
+
+    async def _answer_when_written(self, timeout_ms: int, required_acks: int,
+                                   results: dict[TopicPartition, ProducePartitionResult],
+                                   unwritten: list[tuple[TopicPartition, tuple[Log, int, int]]]
+                                   ) -> dict[TopicPartition, ProducePartitionResult]:
+        assert self.log_writes is not None
+        written = await self.log_writes.wait_written([pending for _, pending in unwritten])
+        for (tp, _), ok in zip(unwritten, written, strict=True):
+            if not ok:
+                results[tp] = ProducePartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)
+        answer = self._answer_appended(timeout_ms, required_acks, results)
+        return (await answer) if isinstance(answer, asyncio.Future) else answer
+
+    def _answer_appended(self, timeout_ms: int, required_acks: int,
+                         results: dict[TopicPartition, ProducePartitionResult]
+                         ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
+        """acks=0/1 answer now (the bytes are written); acks=all waits in the purgatory for the HW."""
         if required_acks != -1 or not any(r.error == ErrorCode.NONE for r in results.values()):
             return results
         future = asyncio.get_running_loop().create_future()
@@ -485,6 +543,8 @@ class ReplicaManager:
         self.log_manager.checkpoint_high_watermarks(hws)
 
     def shutdown(self) -> None:
+        if self.log_writes is not None:
+            self.log_writes.close()  # the writers finish what they hold; the logs close afterwards
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
         self.delete_records_purgatory.shutdown()

@@ -37,7 +37,7 @@ from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
-from broker.network import Connection, Response, SendfileChunk, SocketServer
+from broker.network import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector
@@ -466,15 +466,15 @@ class KafkaServer:
         if result is None:
             return None
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):  # with quotas, its loop time counts
-            return self._finish_later(ctx, timed_steps(result, ctx) if self.quotas.quotas else result)
+            later = self._finish_later(ctx, timed_steps(result, ctx) if self.quotas.quotas else result)
+            return Deferred(later) if ctx.deferred else later
         return self._encode(ctx, result)
 
     async def _after_metadata(self, conn: Connection, frame: bytearray) -> Response | None:
         await self.metadata_ready.wait()
         result = self.handle_frame(conn, frame)
-        if asyncio.iscoroutine(result):
-            return await result
-        return result
+        result = result.awaitable if isinstance(result, Deferred) else result
+        return (await result) if asyncio.iscoroutine(result) else result
 
     def _not_served(self, conn: Connection, frame: bytearray, api_key: int, version: int) -> Response | None:
         """A request for an API key or version no handler serves, answered as Kafka's SocketServer and

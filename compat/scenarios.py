@@ -274,6 +274,36 @@ def group_rebalance(ctx: Context) -> None:
                "the remaining member to own all partitions after the other left", step=lambda: c1.poll(1, 0.2))
 
 
+@scenario("group_protocol_consumer", "KIP-848 consumer group (group.protocol=consumer): the broker assigns, "
+                                     "members split the partitions and take over a leaver's")
+def group_protocol_consumer(ctx: Context) -> None:
+    topic = ctx.new_topic("kip848", partitions=4)
+    group = ctx.unique("g")
+    all_tps = {TopicPartition(topic, p) for p in range(4)}
+    values = _values(8)
+    ctx.setup.produce(topic, [Record(v, partition=i % 4) for i, v in enumerate(values)])
+    c1 = ctx.track(ctx.client.consumer(group_id=group, subscribe=[topic], group_protocol="consumer"))
+    got = poll_exactly(c1, len(values), ctx.timeout_s * 2)
+    check(sorted(m.value or b"" for m in got) == sorted(values), "the only member did not get every record")
+    check(c1.assignment() == all_tps, f"the only member owns {sorted(c1.assignment())}, not all 4 partitions")
+    c1.commit({TopicPartition(topic, p): (2, "") for p in range(4)})
+    c2 = ctx.track(ctx.client.consumer(group_id=group, subscribe=[topic], group_protocol="consumer"))
+
+    def split() -> bool:
+        a1, a2 = c1.assignment(), c2.assignment()
+        check(not (a1 & a2), f"a partition owned by both members: {sorted(a1 & a2)}")
+        return len(a1) == 2 and len(a2) == 2 and (a1 | a2) == all_tps
+
+    def step() -> None:
+        c1.poll(1, 0.1)
+        c2.poll(1, 0.1)
+
+    wait_until(split, ctx.timeout_s * 2, "both members to own 2 of the 4 partitions", step=step)
+    c1.close()
+    wait_until(lambda: c2.assignment() == all_tps, ctx.timeout_s * 2,
+               "the remaining member to own all partitions after the other left", step=lambda: c2.poll(1, 0.2))
+
+
 @scenario("static_membership", "Static member (group.instance.id) rejoins without waiting out its session")
 def static_membership(ctx: Context) -> None:
     topic = ctx.new_topic("static", partitions=2)

@@ -26,9 +26,10 @@ from typing import Any
 from storage.values import TopicPartition
 
 # Broker settings the harness starts our broker with: Kafka's defaults except where a default
-# would only make the run slow (the 3 s initial rebalance delay).
+# would only make the run slow (the 3 s initial rebalance delay, KIP-848's 5 s heartbeats).
 HARNESS_OVERRIDES: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500",
     "offsets.topic.replication.factor": "1",
     "auto.create.topics.enable": "true",
 }

@@ -1,9 +1,9 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat and FetchSnapshot,
-loaded through kafka-python's machinery
-(`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
+BrokerHeartbeat and FetchSnapshot, loaded through kafka-python's machinery (`load_json=`) so they behave like
+every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
 
@@ -59,6 +59,14 @@ class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
     pass
 
 

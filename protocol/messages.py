@@ -5,11 +5,11 @@ Contract:
   compiled flat codecs, snake_case attributes, `unknown_tags` preserved). We do not define messages any
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
-  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, BrokerRegistration, BrokerHeartbeat,
-  FetchSnapshot) are defined in `inter_broker_messages.py`
-  from our own specs in `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's
-  field `Type` of LeaderAndIsr (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute
-  `request_type`): a field named `type` would shadow kafka-python's `ApiMessage.type` class property.
+  AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
+  BrokerHeartbeat, FetchSnapshot) are defined in `inter_broker_messages.py` from our own specs in
+  `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr
+  (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute `request_type`): a field named `type`
+  would shadow kafka-python's `ApiMessage.type` class property.
 - `request_class(api_key)` / `response_class(api_key)` return the unversioned class; index it with a
   version (`cls[v]`) for a versioned one. Unknown keys raise `UnknownApiKey`. Each API's classes are
   imported on its first use (`from protocol.messages import X` works for every class in the table).
@@ -110,6 +110,7 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.LIST_TRANSACTIONS: _pair_in(_KAFKA + "admin.transactions", "ListTransactions"),
     ApiKey.ALTER_PARTITION: _pair_in(_OURS, "AlterPartition"),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _pair_in(_OURS, "ConsumerGroupHeartbeat"),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _pair_in(_OURS, "ConsumerGroupDescribe"),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _pair_in(_KAFKA + "admin.topics", "DescribeTopicPartitions"),
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: _pair_in(_OURS, "AllocateProducerIds"),

@@ -8,9 +8,15 @@ spanning two segments) for ``sendfile``; a read_committed read also collects the
 the range from the segments' ``.txnindex`` (``include_aborted_transactions``).
 
 Every method is synchronous and called from one thread, except ``flush``, which may run in a worker thread
-while appends continue (a lock guards the segment list and the recovery point). ``Log.open`` loads and
-recovers the directory through ``storage.log_loader`` (Kafka's LogLoader); a leader append is checked once,
-and its offsets assigned, by ``storage.log_validator`` (Kafka's LogValidator).
+while appends continue (a lock guards the segment list and the recovery point). With a ``writer``
+(``storage.log_writer``, one thread per log dir) an append is reserved on that thread (offsets, producer
+state, indexes and ``appended_end_offset`` move at once) and written by the writer: ``log_end_offset``, the end
+of what is written and therefore what reads, the high watermark and followers see, moves only when the writer's
+completions are applied (``LogWriter.apply_completed``, on the same thread). Truncation, close and deletion first
+wait for the log's writes; a failed write rolls every later reservation back (``write_rollbacks`` counts it).
+
+``Log.open`` loads and recovers the directory through ``storage.log_loader`` (Kafka's LogLoader); a leader
+append is checked once, and its offsets assigned, by ``storage.log_validator`` (Kafka's LogValidator).
 
 Transactions (Kafka's UnifiedLog): every append (leader, follower, recovery) passes the producer state
 (``storage.producer_append``); an end marker completes its producer's transaction, and an abort is indexed
@@ -47,6 +53,7 @@ from storage.log_loader import SWAP_SUFFIX, LogLoader, rebuild_producer_state
 from storage.log_retention import LogRetention
 from storage.log_transactions import LogTransactions
 from storage.log_validator import AppendOrigin, validate_and_assign_offsets
+from storage.log_writer import LogWriter, PendingWrite
 from storage.producer_append import analyze_producer_state, apply_producer_state
 from storage.producer_state import ProducerStateManager, ProducerStateManagerConfig, VerificationGuard
 from storage.segment import LogSegment, parse_batches
@@ -85,6 +92,10 @@ class Log(LogTransactions, LogRetention):
         self._unsynced_files: list[Path] = []
         self._dir_needs_sync = False
         self._closed = False
+        self.writer: LogWriter | None = None
+        self._unwritten_end: int | None = None  # end of the reserved appends the writer still holds
+        self._write_failed = False
+        self.write_rollbacks = 0
 
     # ==== opening and recovery =========================================================================
     @classmethod
@@ -138,6 +149,11 @@ class Log(LogTransactions, LogRetention):
     def active_segment(self) -> LogSegment:
         return self.segments[-1]
 
+    @property
+    def appended_end_offset(self) -> int:
+        """The offset the next append gets: the log end offset plus what the writer has not written yet."""
+        return self.log_end_offset if self._unwritten_end is None else self._unwritten_end
+
     def append_as_leader(
         self,
         records: bytearray | memoryview,
@@ -164,7 +180,7 @@ class Log(LogTransactions, LogRetention):
             buf,
             self.topic_partition,
             self.config,
-            first_offset=self.log_end_offset,
+            first_offset=self.appended_end_offset,
             leader_epoch=leader_epoch,
             origin=origin,
             log_append_time=log_append_time,
@@ -195,7 +211,7 @@ class Log(LogTransactions, LogRetention):
         if updated is not None:
             self._apply_producer_state(updated, completed)  # type: ignore[arg-type]
         else:
-            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.map_end_offset = self.appended_end_offset
         latest = self.leader_epoch_cache.latest_epoch()
         if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -207,12 +223,12 @@ class Log(LogTransactions, LogRetention):
         and ``records_count`` is 0."""
         batches = parse_batches(records, self.topic_partition, allow_partial_tail=True)
         if not batches:
-            leo = self.log_end_offset
+            leo = self.appended_end_offset
             return LogAppendInfo(leo, leo - 1, -1, -1, -1, self.log_start_offset, 0, 0)
         if batches[-1][0] + batches[-1][1].size < len(records):
             records = memoryview(records)[: batches[-1][0] + batches[-1][1].size]
         self._check_sizes(batches)
-        expected = self.log_end_offset
+        expected = self.appended_end_offset
         if batches[0][1].base_offset < expected:
             raise UnexpectedAppendOffsetError(
                 f"{self.topic_partition}: follower append at offset {batches[0][1].base_offset} below {expected}",
@@ -233,7 +249,7 @@ class Log(LogTransactions, LogRetention):
         if updated is not None:
             self._apply_producer_state(updated, completed)  # type: ignore[arg-type]
         else:
-            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.map_end_offset = self.appended_end_offset
         for _, h in batches:
             if h.partition_leader_epoch >= 0:
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
@@ -248,7 +264,7 @@ class Log(LogTransactions, LogRetention):
         else:
             for info in updated.values():
                 ps.update(info)
-        ps.map_end_offset = self.log_end_offset
+        ps.map_end_offset = self.appended_end_offset
         if ps.has_transactions or self._first_unstable is not None:
             self._update_first_unstable_offset()
 
@@ -280,8 +296,13 @@ class Log(LogTransactions, LogRetention):
         ):
             self._roll(first.base_offset, now_ms)
             seg = self.active_segment
-        seg.append(buf, batches)
-        self.log_end_offset = last.next_offset
+        if self.writer is None:
+            seg.append(buf, batches)
+            self.log_end_offset = last.next_offset
+        else:
+            position = seg.reserve(buf, batches)
+            self._unwritten_end = last.next_offset
+            self.writer.submit(PendingWrite(self, seg, position, buf, last.next_offset, self.write_rollbacks))
         return LogAppendInfo(
             first_offset=first.base_offset,
             last_offset=last.last_offset,
@@ -295,23 +316,23 @@ class Log(LogTransactions, LogRetention):
 
     # ==== rolling =======================================================================================
     def roll(self) -> None:
-        self._roll(self.log_end_offset, _now_ms())
+        self._roll(self.appended_end_offset, _now_ms())
 
     def _roll(self, new_base: int, now_ms: int) -> None:
-        new_base = max(new_base, self.log_end_offset)
+        new_base = max(new_base, self.appended_end_offset)
         with self._lock:
             active = self.active_segment
             if active.base_offset == new_base:
-                if active.size == 0:
+                if active.appended_size == 0:
                     return  # an empty active segment already starts there
                 raise InvalidRecordError(f"{self.topic_partition}: cannot roll to existing base {new_base}")
-            if active.size == 0:
+            if active.appended_size == 0:
                 # an empty segment would be shadowed by the new one; Kafka deletes it
                 active.delete_files()
                 self.segments.pop()
             else:
                 active.on_become_inactive()
-            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.map_end_offset = self.appended_end_offset
             self._unsynced_files.append(self.producer_state.take_snapshot(new_base, sync=False))
             self.segments.append(LogSegment.open(self.dir, new_base, self.config, now_ms=now_ms))
             # fsyncs wait for the flush (a worker thread): a roll must not block the event loop on the disk
@@ -361,9 +382,14 @@ class Log(LogTransactions, LogRetention):
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
-        """The log end offset with its place: the end of the active segment."""
-        active = self.segments[-1]
-        return LogOffsetMetadata(self.log_end_offset, active.base_offset, active.size)
+        """The log end offset with its place: the end of the written part of the segment holding it (the
+        active segment unless the writer still holds appends past a roll)."""
+        leo = self.log_end_offset
+        segments = self.segments
+        seg = segments[-1]
+        if seg.base_offset > leo:
+            seg = segments[max(0, bisect.bisect_right(segments, leo, key=lambda s: s.base_offset) - 1)]
+        return LogOffsetMetadata(leo, seg.base_offset, seg.size)
 
     def convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Where ``offset`` sits (Kafka's convertToOffsetMetadataOrThrow): an index lookup and a header walk
@@ -405,7 +431,11 @@ class Log(LogTransactions, LogRetention):
     def truncate_to(self, offset: int) -> None:
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
-        if offset >= self.log_end_offset:
+        self.wait_for_writes()
+        self._truncate(offset)
+
+    def _truncate(self, offset: int) -> None:
+        if offset >= self.appended_end_offset:
             # No data to drop, but an epoch that starts at or after `offset` (a leader epoch assigned at
             # our end with nothing appended under it) must still go, as in Kafka.
             self.leader_epoch_cache.truncate_from_end(offset)
@@ -421,6 +451,7 @@ class Log(LogTransactions, LogRetention):
             self.segments = [s for s in self.segments if s not in doomed]
             self.active_segment.truncate_to(offset)
             self.log_end_offset = self.active_segment.next_offset
+            self._unwritten_end = None
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
@@ -435,6 +466,7 @@ class Log(LogTransactions, LogRetention):
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating fully, restarting at %d", self.topic_partition, offset)
+        self.wait_for_writes()
         now = _now_ms()
         with self._lock:
             self._schedule_deletion(list(self.segments), now)
@@ -443,6 +475,39 @@ class Log(LogTransactions, LogRetention):
         self.leader_epoch_cache.clear_and_flush()
         self.producer_state.truncate_fully(offset)
         self._first_unstable = None
+
+    # ==== the writer's completions ========================================================================
+    def wait_for_writes(self) -> None:
+        """Block until the writer holds none of this log's appends, and apply them (Kafka has nothing to wait
+        for: its append writes in place). Truncation and close need the file as appended."""
+        if self.writer is not None and self._unwritten_end is not None:
+            self.writer.wait_idle(self)
+            self.writer.apply_completed()
+
+    def on_written(self, job: PendingWrite) -> None:
+        """The writer is done with one append (``LogWriter.apply_completed`` calls this, in order)."""
+        if job.rollbacks != self.write_rollbacks:
+            return  # reserved before a rollback that already undid it
+        if job.error is None and not self._write_failed:
+            job.segment.mark_written(len(job.data))
+            self.log_end_offset = job.end_offset
+            if self._unwritten_end == job.end_offset:
+                self._unwritten_end = None
+            return
+        self._write_failed = True
+        if self.writer is not None and not self.writer.has_unwritten(self):
+            self._roll_back_unwritten()
+
+    def _roll_back_unwritten(self) -> None:
+        """A write failed: forget every append after the last written one, as if none had been made."""
+        log.error("%s: a write failed; appends from offset %d to %d are rolled back", self.topic_partition,
+                  self.log_end_offset, self.appended_end_offset)
+        self.write_rollbacks += 1
+        self._write_failed = False
+        self._truncate(self.log_end_offset)
+        self._unwritten_end = None
+        if self.writer is not None:
+            self.writer.clear_failure(self)
 
     # ==== flushing ========================================================================================
     def flush(self, up_to_offset: int | None = None) -> None:
@@ -514,6 +579,7 @@ class Log(LogTransactions, LogRetention):
     def close(self) -> None:
         if self._closed:
             return
+        self.wait_for_writes()
         self.flush()
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot(self.log_end_offset)
@@ -525,12 +591,14 @@ class Log(LogTransactions, LogRetention):
 
     def close_handles(self) -> None:
         """Release fds without flushing (tests simulating a crash; the log must not be used afterwards)."""
+        self.wait_for_writes()
         for seg in self.segments + self._pending_deletes:
             seg.close_handles()
         self._closed = True
 
     def delete(self) -> Path:
         """Close and rename the directory to ``<topic>-<p>.<uuidhex>-delete``; LogManager removes it later."""
+        self.wait_for_writes()
         for seg in self.segments + self._pending_deletes:
             seg.close_handles()
         self._closed = True

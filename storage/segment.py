@@ -27,6 +27,7 @@ from pathlib import Path
 from records import BATCH_HEADER_SIZE as HEADER_SIZE
 from records import BatchHeader, CorruptRecordError, InvalidRecordError, RecordBatch, batch_headers, crc_is_valid
 from records.header import COMPRESSION_MASK, MAX_TIMESTAMP_AT, TIMESTAMP_TYPE_MASK, parse_fields, parse_header
+from storage import log_writer
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError, CorruptLogError, KafkaStorageError
 from storage.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
@@ -129,6 +130,7 @@ class LogSegment:
         self.deleted_at_ms: int | None = None
         self.needs_recovery = False
         self.index_problem: str | None = None
+        self.unwritten_bytes = 0  # reserved by a LogWriter append, not yet in the file
         if self.size > 0 and not indexes_existed:
             self.needs_recovery = True
             self.index_problem = "index file missing"
@@ -243,16 +245,10 @@ class LogSegment:
         if not batches:
             return self.size
         position = self.size
-        for _, h in batches:
-            if not self.can_convert_to_relative_offset(h.last_offset):
-                raise CorruptLogError(f"offset {h.last_offset} does not fit segment base {self.base_offset}")
-        try:
-            self.offset_index.ensure_capacity()
-            self.time_index.ensure_capacity()
-        except OSError as e:
-            raise KafkaStorageError(f"growing the indexes of {self.log_path} failed: {e}") from e
+        self._prepare(batches)
         view = memoryview(records)
         written = 0
+        log_writer.injected_stall(self.log_path)  # looked up here so tests can replace it
         try:
             while written < len(view):
                 written += os.pwrite(self.fd, view[written:], position + written)
@@ -264,7 +260,41 @@ class LogSegment:
             raise KafkaStorageError(f"write to {self.log_path} failed: {e}") from e
         finally:
             view.release()
-        if self.size == 0 and batches[0][1].max_timestamp >= 0:
+        self._track_and_index(position, batches)
+        self.size = position + written
+        return position
+
+    def reserve(self, records: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> int:
+        """Place whole batches after everything appended so far without writing them (a ``LogWriter`` does,
+        then ``mark_written``); their index entries and timestamps count at once, ``size`` (what reads see)
+        only once they are written. Returns their position."""
+        position = self.appended_size
+        self._prepare(batches)
+        self._track_and_index(position, batches)
+        self.unwritten_bytes += len(records)
+        return position
+
+    def mark_written(self, nbytes: int) -> None:
+        self.size += nbytes
+        self.unwritten_bytes -= nbytes
+
+    @property
+    def appended_size(self) -> int:
+        """The bytes appended, written or still with the writer."""
+        return self.size + self.unwritten_bytes
+
+    def _prepare(self, batches: list[tuple[int, BatchHeader]]) -> None:
+        for _, h in batches:
+            if not self.can_convert_to_relative_offset(h.last_offset):
+                raise CorruptLogError(f"offset {h.last_offset} does not fit segment base {self.base_offset}")
+        try:
+            self.offset_index.ensure_capacity()
+            self.time_index.ensure_capacity()
+        except OSError as e:
+            raise KafkaStorageError(f"growing the indexes of {self.log_path} failed: {e}") from e
+
+    def _track_and_index(self, position: int, batches: list[tuple[int, BatchHeader]]) -> None:
+        if self.appended_size == 0 and batches[0][1].max_timestamp >= 0:
             self.rolling_based_timestamp = batches[0][1].max_timestamp
         for rel_pos, h in batches:
             pos = position + rel_pos
@@ -275,8 +305,6 @@ class LogSegment:
                 self._bytes_since_last_index_entry = 0
                 self._last_index_position = pos
             self._bytes_since_last_index_entry += h.size
-        self.size = position + written
-        return position
 
     # -- reading -------------------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int, int, int] | None:
@@ -439,16 +467,20 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove the batch containing ``offset`` and everything after it; returns the bytes removed."""
         found = self.translate_offset(offset)
-        if found is None:
+        if found is not None:
+            # Kafka cuts at the start of the batch that contains ``offset``: batches are never split
+            cut = found[0]
+        elif self.next_offset > offset:
+            cut = self.size  # only reserved batches (their write failed) lie at or after ``offset``
+        else:
             return 0
-        # Kafka cuts at the start of the batch that contains ``offset``: batches are never split
-        cut = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         removed = self.size - cut
         os.ftruncate(self.fd, cut)
         self.size = cut
+        self.unwritten_bytes = 0
         # the surviving index entries are exact; walk only from the last one to recompute the tail state
         self._load_tail()
         return removed
@@ -460,9 +492,10 @@ class LogSegment:
         rolling_ts = self.rolling_based_timestamp
         if rolling_ts is None:
             rolling_ts = self.created_ms
+        size = self.appended_size
         return (
-            self.size > config.segment_bytes - size_to_append
-            or (self.size > 0 and now_ms - rolling_ts > config.segment_ms)
+            size > config.segment_bytes - size_to_append
+            or (size > 0 and now_ms - rolling_ts > config.segment_ms)
             or self.offset_index.is_full()
             or self.time_index.is_full()
             or not self.can_convert_to_relative_offset(last_offset)

@@ -23,6 +23,8 @@ from broker.apis import (
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -127,6 +129,9 @@ HANDLER_MODULES: list[ModuleType] = [
     alter_user_scram_credentials,
     describe_client_quotas,
     alter_client_quotas,
+    # --- KIP-848 consumer groups (issue 19) ---
+    consumer_group_heartbeat,
+    consumer_group_describe,
 ]
 
 

@@ -74,6 +74,9 @@ class RequestContext:
     client_id: str | None
     handler_ns: int = 0  # event-loop time this request used so far (Kafka's request-handler time)
     quota_exempt: bool = False  # a replica's fetch: outside client quotas, as in Kafka
+    # The handler's work is done and what it returned only waits for the answer (broker.network.Deferred):
+    # the connection may go on with its next request.
+    deferred: bool = False
 
     @property
     def listener(self) -> str | None:

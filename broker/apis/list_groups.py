@@ -1,8 +1,10 @@
 """ListGroups (key 16), versions 0–5.
 
 The groups this broker coordinates, with protocol type, state (v4+, filterable by `states_filter`)
-and type (v5+, always "classic", filterable by `types_filter`). COORDINATOR_LOAD_IN_PROGRESS (with the groups
-known) while a coordinator partition loads; COORDINATOR_NOT_AVAILABLE once the coordinator has shut down.
+and type (v5+, "classic" or "consumer", filterable by `types_filter`). A KIP-848 consumer group is listed as
+Kafka lists it: protocol type "consumer", its own state (Empty, Assigning, Reconciling, Stable).
+COORDINATOR_LOAD_IN_PROGRESS (with the groups known) while a coordinator partition loads;
+COORDINATOR_NOT_AVAILABLE once the coordinator has shut down.
 With an authorizer (Kafka): all groups with DESCRIBE on the cluster, else those the principal may
 DESCRIBE.
 """

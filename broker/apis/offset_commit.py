@@ -9,6 +9,9 @@ know (unknown topic or partition index): UNKNOWN_TOPIC_OR_PARTITION, checked bef
 version, as Kafka 3.7 does. As every group API: INVALID_GROUP_ID (a group id too long to store),
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE; REBALANCE_IN_PROGRESS for a member
 between JoinGroup and SyncGroup; a commit too large for `__consumer_offsets`: INVALID_COMMIT_OFFSET_SIZE.
+A KIP-848 consumer group (Kafka 3.9's ConsumerGroup.validateOffsetCommit): a member commits with its member id
+and member epoch (v9+): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for another epoch, UNSUPPORTED_VERSION for a
+member's commit below v9; an empty consumer group takes commits with epoch -1.
 With an authorizer (Kafka): READ on the group (else every partition GROUP_AUTHORIZATION_FAILED) and
 READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
@@ -30,6 +33,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.ILLEGAL_GENERATION,
     ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.REBALANCE_IN_PROGRESS,
     ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNSUPPORTED_VERSION,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 

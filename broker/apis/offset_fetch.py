@@ -6,6 +6,8 @@ them (null topics, v2+); unknown partitions answer offset -1. v8+ asks for sever
 transaction's marker answers UNSTABLE_OFFSET_COMMIT (offset -1); without it the last committed offset.
 Errors (per group from v8, for the request in v2-v7, per partition in v0-v1): INVALID_GROUP_ID,
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE, as every group API.
+A KIP-848 consumer group checks the member id and epoch a member sends (v9+, Kafka 3.9's
+ConsumerGroup.validateOffsetFetch): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; none given (the admin client) passes.
 With an authorizer (Kafka): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) and on each topic:
 named topics answer TOPIC_AUTHORIZATION_FAILED, and are left out when all topics are asked for.
 """
@@ -25,6 +27,7 @@ MAX_VERSION = 9
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.UNSTABLE_OFFSET_COMMIT,
+    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.STALE_MEMBER_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 

@@ -8,9 +8,12 @@ min.insync.replicas (NOT_ENOUGH_REPLICAS before the append) and appends to its l
 the batches (Kafka's LogValidator: magic 2, CRC32C, sizes, `max.message.bytes`, no empty record set) without
 decoding records and writes offsets and the leader epoch into the batch in place.
 acks=0: no response at all, but a partition that failed closes the connection (Kafka's answer: the client cannot
-hear an error, so it reconnects and refreshes its metadata); acks=1: answer after the local append; acks=-1:
+hear an error, so it reconnects and refreshes its metadata); acks=1: answer once the local append is written
+(appends are written by the log directory's writer threads, broker.log_writes); acks=-1:
 answer when the high watermark passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`,
-NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile. Idempotent producers:
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile. Unlike Kafka, a
+non-transactional produce that only waits for its writes or its followers lets the connection take the
+producer's next request meanwhile (broker.network.Deferred; answers stay in request order). Idempotent producers:
 duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
 INVALID_PRODUCER_EPOCH. A batch rejected record by record (Kafka's RecordValidationException: a keyless record
 to a compacted topic) answers INVALID_RECORD with the validator's message, the log start offset and KIP-467's
@@ -104,6 +107,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         async def wait() -> Any:
             results = await result
             return _answer(ctx, request, {**early, **results})
+        # Without a transactional id every append is done (a transactional one may still await the
+        # coordinator's verification): the answer only waits for the writes and the followers, and the
+        # connection may take the producer's next request meanwhile (broker.network.Deferred).
+        ctx.deferred = request.transactional_id is None
         return wait()
     return _answer(ctx, request, {**early, **result})
 

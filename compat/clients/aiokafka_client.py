@@ -258,7 +258,9 @@ class AiokafkaAdapter(ClientAdapter):
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
-                 isolation_level: str | None = None) -> ConsumerHandle:
+                 isolation_level: str | None = None, group_protocol: str = "classic") -> ConsumerHandle:
+        if group_protocol != "classic":
+            raise NotSupported("aiokafka has no KIP-848 consumer protocol")
         conf: dict[str, Any] = {
             **self._security(), "bootstrap_servers": self.bootstrap, "group_id": group_id,
             "auto_offset_reset": auto_offset_reset,

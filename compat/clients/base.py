@@ -168,9 +168,12 @@ class ClientAdapter:
         auto_offset_reset: str = "earliest",
         allow_auto_create_topics: bool = False,
         isolation_level: str | None = None,
+        group_protocol: str = "classic",
     ) -> ConsumerHandle:
         """isolation_level: "read_committed" or "read_uncommitted"; None keeps the client's default (librdkafka's is
-        read_committed, the Java client's, kafka-python's and aiokafka's read_uncommitted)."""
+        read_committed, the Java client's, kafka-python's and aiokafka's read_uncommitted). group_protocol:
+        "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848, ConsumerGroupHeartbeat); adapters whose client
+        cannot speak KIP-848 raise NotSupported for "consumer"."""
         raise NotSupported(f"{self.name} offers no consumer")
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:

@@ -287,7 +287,7 @@ class ConfluentAdapter(ClientAdapter):
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
-                 isolation_level: str | None = None) -> ConsumerHandle:
+                 isolation_level: str | None = None, group_protocol: str = "classic") -> ConsumerHandle:
         conf: dict[str, Any] = {
             **self._security(), "bootstrap.servers": self.bootstrap,
             # librdkafka wants a group id even for manual assignment; a private one is never joined.
@@ -302,6 +302,10 @@ class ConfluentAdapter(ClientAdapter):
         if group_instance_id:
             conf["group.instance.id"] = group_instance_id
             conf["session.timeout.ms"] = 45000
+        if group_protocol != "classic":
+            # KIP-848: the broker owns session and heartbeat timing, librdkafka refuses them client-side.
+            conf["group.protocol"] = group_protocol
+            del conf["session.timeout.ms"], conf["heartbeat.interval.ms"]
         return ConfluentConsumer(conf, subscribe, assign)
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:

@@ -16,6 +16,7 @@ from compat.model import (
     ClusterView,
     GroupDescription,
     Message,
+    NotSupported,
     ProduceFailed,
     ProducerFenced,
     Record,
@@ -240,7 +241,9 @@ class KafkaPythonAdapter(ClientAdapter):
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
-                 isolation_level: str | None = None) -> ConsumerHandle:
+                 isolation_level: str | None = None, group_protocol: str = "classic") -> ConsumerHandle:
+        if group_protocol != "classic":
+            raise NotSupported("kafka-python has no KIP-848 consumer protocol")
         conf: dict[str, Any] = {
             **self._common(), "group_id": group_id, "auto_offset_reset": auto_offset_reset,
             "enable_auto_commit": False, "allow_auto_create_topics": allow_auto_create_topics,

@@ -370,7 +370,9 @@ class KcatAdapter(ClientAdapter):
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
-                 isolation_level: str | None = None) -> ConsumerHandle:
+                 isolation_level: str | None = None, group_protocol: str = "classic") -> ConsumerHandle:
+        if group_protocol != "classic":
+            raise NotSupported("kcat's librdkafka predates the KIP-848 consumer protocol")
         if group_instance_id:
             raise NotSupported("kcat has no static membership option in its group consumer")
         if subscribe:

@@ -136,7 +136,7 @@ class SparkAdapter(ClientAdapter):
     def consumer(self, *, group_id: str | None = None, subscribe: Sequence[str] = (),
                  assign: Sequence[TopicPartition] = (), group_instance_id: str | None = None,
                  auto_offset_reset: str = "earliest", allow_auto_create_topics: bool = False,
-                 isolation_level: str | None = None) -> ConsumerHandle:
+                 isolation_level: str | None = None, group_protocol: str = "classic") -> ConsumerHandle:
         if group_id is not None or subscribe:
             raise NotSupported("Spark's Kafka source manages its own offsets (no consumer group API)")
         return SparkAssignedConsumer(self.bootstrap, assign, isolation_level)

@@ -64,10 +64,14 @@ def replica_manager(log_dir: Path, broker_id: int, *, min_insync_replicas: int =
     log_manager = LogManager([log_dir], config)
     log_manager.startup()
     _open.append(log_manager)
-    return ReplicaManager(broker_id, log_manager, replica_lag_time_max_ms=LAG_MS,
-                          log_config_for=lambda topic: config,
-                          min_insync_replicas_for=lambda topic: min_insync_replicas,
-                          metadata_cache=metadata_cache(broker_id, *known))
+    rm = ReplicaManager(broker_id, log_manager, replica_lag_time_max_ms=LAG_MS,
+                        log_config_for=lambda topic: config,
+                        min_insync_replicas_for=lambda topic: min_insync_replicas,
+                        metadata_cache=metadata_cache(broker_id, *known))
+    # These tests step the leader's rules synchronously: appends write in place (tests/broker/test_log_writes.py
+    # covers the writer threads, and every socket test runs with them).
+    rm.log_writes = None
+    return rm
 
 
 def state(leader: int, epoch: int, isr: list[int], replicas: list[int] | None = None,

@@ -18,8 +18,9 @@ nothing is refused and the answers are as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.group.errors import GroupErrorCode as E
@@ -184,7 +185,7 @@ async def offset_commit(coordinator: GroupCoordinator, request: OffsetCommitRequ
     if entries:
         results.update(await coordinator.commit_offsets(
             request.group_id, member_id or "", request.group_instance_id if version >= 7 else None,
-            generation, entries, retention_time_ms=retention))
+            generation, entries, retention_time_ms=retention, api_version=version))
     topic_cls = messages.OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
     topics = []
@@ -214,8 +215,9 @@ async def offset_fetch(coordinator: GroupCoordinator, request: OffsetFetchReques
                 continue
             wanted = (None if g.topics is None
                       else [(t.name, p) for t in g.topics for p in t.partition_indexes or []])
+            member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
             result = _refuse_fetched(await coordinator.fetch_offsets(
-                g.group_id, _allowed(wanted, refused), require_stable), wanted, refused)
+                g.group_id, _allowed(wanted, refused), require_stable, *member), wanted, refused)
             groups.append(group_cls(group_id=g.group_id, error_code=result.error_code,
                                     topics=_fetched_topics(result.partitions, topic_cls, part_cls)))
         return messages.OffsetFetchResponse(version=version, throttle_time_ms=0, groups=groups)
@@ -339,3 +341,86 @@ async def delete_groups(coordinator: GroupCoordinator, request: DeleteGroupsRequ
     return messages.DeleteGroupsResponse(
         version=version, throttle_time_ms=0,
         results=[item(group_id=name, error_code=results.get(name, E.GROUP_ID_NOT_FOUND)) for name in names])
+
+
+# ---------------------------------------------------------------- KIP-848 consumer groups
+def _assignment_topics(assignment: Mapping[uuid.UUID, frozenset[int]], topic_cls: type,
+                       names: Callable[[uuid.UUID], str | None] | None = None) -> list[object]:
+    out = []
+    for topic_id, parts in sorted(assignment.items(), key=lambda item: str(item[0])):
+        fields: dict[str, object] = {"topic_id": topic_id, "partitions": sorted(parts)}
+        if names is not None:
+            fields["topic_name"] = names(topic_id) or ""
+        out.append(topic_cls(**fields))
+    return out
+
+
+async def consumer_group_heartbeat(coordinator: GroupCoordinator, request: Any, version: int, client_id: str,
+                                   client_host: str) -> Any:
+    """ConsumerGroupHeartbeat v0-1 (KIP-848); `client_host` in Kafka's form, e.g. "/127.0.0.1"."""
+    owned = (None if request.topic_partitions is None
+             else [(t.topic_id, list(t.partitions or [])) for t in request.topic_partitions])
+    result = await coordinator.consumer_group_heartbeat(
+        request.group_id, request.member_id or "", request.member_epoch, instance_id=request.instance_id,
+        rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=(None if request.subscribed_topic_names is None
+                                else list(request.subscribed_topic_names)),
+        subscribed_topic_regex=request.subscribed_topic_regex if version >= 1 else None,
+        server_assignor=request.server_assignor, owned=owned, api_version=version, client_id=client_id,
+        client_host=client_host)
+    response = messages.ConsumerGroupHeartbeatResponse
+    assignment = None
+    if result.assignment is not None:
+        assignment = response.Assignment(topic_partitions=_assignment_topics(
+            result.assignment, response.Assignment.TopicPartitions))
+    return response(version=version, throttle_time_ms=0, error_code=result.error_code,
+                    error_message=result.error_message, member_id=result.member_id,
+                    member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms,
+                    assignment=assignment)
+
+
+async def consumer_group_describe(coordinator: GroupCoordinator, request: Any, version: int,
+                                  group_refused: Callable[[str], int] = _no_refusal,
+                                  operations: Callable[[str], set[int]] | None = None) -> Any:
+    """ConsumerGroupDescribe v0: epochs, assignor, and each member's subscription, current and target
+    assignment (topics named from the broker's metadata). `operations(group)`: its authorized operations,
+    when asked for."""
+    response = messages.ConsumerGroupDescribeResponse
+    group_cls = response.DescribedGroup
+    member_cls = group_cls.Member
+    assignment_cls = member_cls.Assignment
+    names = coordinator.topics_image.name_of
+    ids = list(request.group_ids or [])
+    refusals = {g: code for g in ids if (code := group_refused(g))}
+    described = {g: (code, group) for g, code, group in
+                 await coordinator.consumer_group_describe([g for g in ids if g not in refusals])}
+    groups = []
+    for group_id in ids:
+        code, group = (refusals[group_id], None) if group_id in refusals else described[group_id]
+        if group is None:
+            message = None
+            if code == E.GROUP_ID_NOT_FOUND:  # Kafka's messages
+                known = coordinator.group(group_id) is not None
+                message = f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
+            groups.append(group_cls(error_code=code, error_message=message, group_id=group_id, group_state="",
+                                    group_epoch=0, assignment_epoch=0, assignor_name="", members=[]))
+            continue
+        members = [member_cls(
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+            client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=list(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=assignment_cls(topic_partitions=_assignment_topics(
+                m.assigned, assignment_cls.TopicPartitions, names)),
+            target_assignment=assignment_cls(topic_partitions=_assignment_topics(
+                group.target_assignment.get(m.member_id, {}), assignment_cls.TopicPartitions, names)))
+            for m in group.members.values()]
+        ops = -(2**31)
+        if request.include_authorized_operations:
+            allowed = operations(group_id) if operations is not None else set(_GROUP_AUTHORIZED_OPERATIONS)
+            ops = sum(1 << op for op in allowed)
+        groups.append(group_cls(error_code=E.NONE, group_id=group_id, group_state=group.state.value,
+                                group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                assignor_name=coordinator.consumer_group_assignor(group), members=members,
+                                authorized_operations=ops))
+    return response(version=version, throttle_time_ms=0, groups=groups)

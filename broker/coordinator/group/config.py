@@ -21,3 +21,8 @@ class GroupCoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600000
     # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: how long a new member may wait in its first join.
     new_member_join_timeout_ms: int = 300000
+    # KIP-848 consumer groups (Kafka's group.consumer.* properties); the first assignor is the default.
+    consumer_group_session_timeout_ms: int = 45000
+    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_max_size: int = 2147483647
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")

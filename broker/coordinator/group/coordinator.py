@@ -17,6 +17,9 @@ Contract:
 - Groups of a partition not owned answer NOT_COORDINATOR, of one being loaded COORDINATOR_LOAD_IN_PROGRESS
   (Heartbeat: NONE, SyncGroup: REBALANCE_IN_PROGRESS, as Kafka does). A loaded group's members get their
   session timers here; an unloaded group's waiting members are answered NOT_COORDINATOR.
+- KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are consumer_requests.py's, mixed in
+  too; their topic metadata comes from the injected `topics_image`. A consumer group with members refuses
+  classic joins (INCONSISTENT_GROUP_PROTOCOL); DescribeGroups answers it as Dead, DeleteGroups as NON_EMPTY_GROUP.
 - The request methods (`join_group`, `sync_group`, `heartbeat`, `leave_group`, `commit_offsets`,
   `commit_txn_offsets` (TxnOffsetCommit, KIP-447 member checks), `fetch_offsets`, `delete_offsets`,
   `describe_groups`, `list_groups`, `delete_groups`) are coroutines returning the dataclasses in
@@ -36,6 +39,8 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
+from broker.coordinator.group.consumer_records import group_tombstones
+from broker.coordinator.group.consumer_requests import ConsumerGroupRequests, NoTopics, TopicsImage
 from broker.coordinator.group.errors import GroupErrorCode
 from broker.coordinator.group.metadata import (
     GroupMetadata,
@@ -62,10 +67,11 @@ log = logging.getLogger(__name__)
 E = GroupErrorCode
 
 
-class GroupCoordinator(OffsetRequests):
+class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig | None = None, *,
-                 clock_ms: Callable[[], int] | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None, topics_image: TopicsImage | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
+        self.topics_image = topics_image or NoTopics()
         self.manager = GroupMetadataManager(append_records, self.config, clock_ms=clock_ms)
         self.rebalance = Rebalancer(self.config, self.manager)
         self.manager.on_group_loaded = self._on_group_loaded
@@ -83,6 +89,8 @@ class GroupCoordinator(OffsetRequests):
         self.manager.shutdown()
 
     def _on_group_loaded(self, group: GroupMetadata) -> None:
+        if group.consumer is not None:
+            self.on_consumer_group_loaded(group.consumer)
         for member in group.members.values():
             self.rebalance.schedule_heartbeat(group, member)
         if group.size > self.config.group_max_size:
@@ -134,6 +142,15 @@ class GroupCoordinator(OffsetRequests):
             return JoinGroupResult.failed(E.INVALID_REQUEST, member_id)
         is_unknown_member = member_id == ""
         group = self.manager.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            if group.has_consumer_members:
+                # Kafka 3.9 with group.consumer.migration.policy=disabled: no classic member in a consumer group.
+                return JoinGroupResult.failed(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            # An Empty consumer group becomes a classic group, as in Kafka: its records go first.
+            error = await self.manager.append_group_records(group.partition, group_tombstones(group.consumer))
+            if error != E.NONE:
+                return JoinGroupResult.failed(error, member_id)
+            group.consumer = None
         if group is None:
             if not is_unknown_member:
                 return JoinGroupResult.failed(E.UNKNOWN_MEMBER_ID, member_id)
@@ -415,7 +432,8 @@ class GroupCoordinator(OffsetRequests):
                 out.append(DescribedGroup(group_id, error, group_state=""))
                 continue
             group = self.manager.groups.get(group_id)
-            if group is None:
+            if group is None or group.consumer is not None:
+                # A consumer group is not described by DescribeGroups (v0-5): Dead with no members, as Kafka.
                 out.append(DescribedGroup(group_id, E.NONE))
                 continue
             stable = group.is_in(GroupState.STABLE)
@@ -448,7 +466,7 @@ class GroupCoordinator(OffsetRequests):
             group = self.manager.groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
                 results[group_id] = E.GROUP_ID_NOT_FOUND
-            elif group.is_in(GroupState.EMPTY):
+            elif group.is_in(GroupState.EMPTY) and not group.has_consumer_members:
                 doomed.append(group)
             else:
                 results[group_id] = E.NON_EMPTY_GROUP

@@ -5,7 +5,8 @@ Contract: a `PartitionLoad` is fed the partition's records in log order, chunk b
 bare (key, value) pairs, `replay_batches(batches)` for whole batches with their markers (`LoadedBatch`). Plain
 offset commits are committed at once; a transactional batch's offset commits wait under their producer id
 until a COMMIT marker makes them committed (the later batch wins, by batch offset) or an ABORT drops them;
-those still waiting at the end are `pending`. Group metadata records (and tombstones) apply as they come.
+those still waiting at the end are `pending`. Group metadata records (and tombstones) apply as they come; KIP-848
+consumer groups' records go to `consumer` (consumer_records.ConsumerGroupReplay).
 Undecodable records are counted in `skipped`, with one warning. No I/O.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from broker.coordinator.group.consumer_records import ConsumerGroupReplay, decode_consumer_key
 from broker.coordinator.group.metadata import OffsetAndMetadata
 from broker.coordinator.group.schema import (
     GroupMetadataKey,
@@ -36,7 +38,7 @@ COMMIT = 1  # ControlRecordType.COMMIT
 
 
 class PartitionLoad:
-    __slots__ = ("partition", "offsets", "pending", "groups", "removed_groups", "skipped")
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed_groups", "skipped", "consumer")
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
@@ -45,6 +47,7 @@ class PartitionLoad:
         self.groups: dict[str, GroupMetadataValue] = {}
         self.removed_groups: set[str] = set()
         self.skipped = 0
+        self.consumer = ConsumerGroupReplay()  # KIP-848 consumer groups' records
 
     def replay_batches(self, batches: Iterable[LoadedBatch]) -> None:
         for batch in batches:
@@ -76,6 +79,8 @@ class PartitionLoad:
                     else:
                         self.groups[key.group] = decode_group_metadata_value(raw_value)
                         self.removed_groups.discard(key.group)
+                elif (consumer_key := decode_consumer_key(raw_key)) is not None:
+                    self.consumer.replay(consumer_key, raw_value)
             except SchemaError as exc:
                 self.skipped += 1
                 if self.skipped == 1:

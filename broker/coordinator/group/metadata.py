@@ -139,6 +139,9 @@ class GroupMetadata:
     initial_delay_active: bool = False
     sync_timer: asyncio.TimerHandle | None = None
     pending_member_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    # A KIP-848 consumer group (consumer_group.ConsumerGroup) living on this entry: its committed offsets stay
+    # here, its membership there; None for a classic group.
+    consumer: Any = None
 
     # -- state ----------------------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -163,6 +166,13 @@ class GroupMetadata:
             if member.heartbeat_timer is not None:
                 member.heartbeat_timer.cancel()
                 member.heartbeat_timer = None
+        if self.consumer is not None:
+            self.consumer.cancel_timers()
+
+    @property
+    def has_consumer_members(self) -> bool:
+        """A KIP-848 consumer group with members lives on this (classically Empty) entry."""
+        return self.consumer is not None and bool(self.consumer.members)
 
     def can_rebalance(self) -> bool:
         return self.state in VALID_PREVIOUS_STATES[GroupState.PREPARING_REBALANCE]

@@ -28,6 +28,9 @@ Contract:
 - Offsets: `store_offsets`, `fetch_offsets`, `delete_offsets`, `delete_groups`, `delete_offsets_of_partitions`
   (Kafka's handleDeletedPartitions), and retention (KIP-211): every offsets.retention.check.interval.ms
   `expire_offsets` drops offsets past retention; Empty groups left without offsets die, with a tombstone.
+- KIP-848 consumer groups live on their entry's `consumer` (consumer_requests.py changes them and appends their
+  records through `append_group_records`); loading rebuilds them from the partition's ConsumerGroup* records,
+  and a dying group is tombstoned with them. ListGroups lists them with their own type and state.
 - Background writes (`spawn`: retention, the empty group of a finished generation) are kept; `shutdown()`
   cancels them and `wait_background()` waits for them.
 """
@@ -41,6 +44,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
+from broker.coordinator.group.consumer_records import group_tombstones
 from broker.coordinator.group.errors import (
     GroupErrorCode,
     error_code_of,
@@ -160,13 +164,17 @@ class GroupMetadataManager:
         now = self.clock_ms()
         offsets_by_group = state.committed_by_group()
         pending_by_group = state.pending_by_group()
+        consumer_groups = state.consumer.build()
         loaded = 0
         # Groups that only ever committed offsets (no group management) have no metadata record.
-        offsets_only = [g for g in {**offsets_by_group, **pending_by_group} if g not in state.groups]
+        offsets_only = [g for g in {**offsets_by_group, **pending_by_group, **consumer_groups} if g not in state.groups]
         for group_id in [*state.groups, *offsets_only]:
             value = state.groups.get(group_id)
-            group = (self._group_from_record(group_id, partition, value, now) if value is not None
+            # A KIP-848 consumer group's own records win over a classic record left by a conversion.
+            group = (self._group_from_record(group_id, partition, value, now)
+                     if value is not None and group_id not in consumer_groups
                      else GroupMetadata(group_id, partition, state_timestamp_ms=now))
+            group.consumer = consumer_groups.get(group_id)
             group.offsets = offsets_by_group.pop(group_id, {})
             group.pending_txn_offsets = pending_by_group.pop(group_id, {})
             for producer_id in group.pending_txn_offsets:
@@ -264,11 +272,16 @@ class GroupMetadataManager:
         for group in self.groups.values():
             if group.partition not in self._owned or group.is_in(GroupState.DEAD):
                 continue
-            if states and group.state.value.lower() not in states:
+            if group.consumer is not None:
+                # A KIP-848 consumer group: Kafka lists it with protocol type "consumer" and its own state.
+                listed = ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.consumer.state.value, "consumer")
+            else:
+                listed = ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
+            if states and listed.group_state.lower() not in states:
                 continue
-            if types and "classic" not in types:
+            if types and listed.group_type not in types:
                 continue
-            groups.append(ListedGroup(group.group_id, group.protocol_type or "", group.state.value))
+            groups.append(listed)
         if self.shutting_down:
             return ListGroupsResult(E.COORDINATOR_NOT_AVAILABLE)
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self._loading else E.NONE
@@ -361,14 +374,16 @@ class GroupMetadataManager:
         records: Tombstones = [
             (encode_offset_commit_key(OffsetCommitKey(group.group_id, tp.topic, tp.partition)), None)
             for tp in removable]
-        if group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets:
-            records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+        if (group.is_in(GroupState.EMPTY) and len(removable) == len(group.offsets) and not group.pending_txn_offsets
+                and not group.has_consumer_members):
+            records.extend(_group_tombstones(group))
         error = await self._append(group.partition, records, map_offset_append_error)
         if error == E.NONE:
             group.remove_pending_offsets(removable)
             for tp in removable:
                 group.offsets.pop(tp, None)
-            if group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members:
+            if (group.is_in(GroupState.EMPTY) and not group.has_offsets and not group.members
+                    and not group.has_consumer_members):
                 self.remove_dead_group(group)
         return error
 
@@ -385,7 +400,7 @@ class GroupMetadataManager:
                 for topic, tp_partition in group.offsets:
                     records.append((encode_offset_commit_key(
                         OffsetCommitKey(group.group_id, topic, tp_partition)), None))
-                records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+                records.extend(_group_tombstones(group))
             code = await self._append(partition, records, map_offset_append_error)
             for group in members:
                 results[group.group_id] = code
@@ -401,7 +416,7 @@ class GroupMetadataManager:
             tps = [tp for tp in group.offsets if tp in gone]
             if tps:
                 doomed.append((group, tps, group.is_in(GroupState.EMPTY) and len(tps) == len(group.offsets)
-                               and not group.pending_txn_offsets))
+                               and not group.pending_txn_offsets and not group.has_consumer_members))
         return await self._remove_offsets(doomed)
 
     def _owned_live_groups(self) -> list[GroupMetadata]:
@@ -420,7 +435,7 @@ class GroupMetadataManager:
                 records.extend((encode_offset_commit_key(OffsetCommitKey(group.group_id, t, p)), None)
                                for t, p in tps)
                 if dies:
-                    records.append((encode_group_metadata_key(GroupMetadataKey(group.group_id)), None))
+                    records.extend(_group_tombstones(group))
             if await self._append(partition, records, map_offset_append_error) != E.NONE:
                 continue
             for group, tps, dies in entries:
@@ -459,6 +474,10 @@ class GroupMetadataManager:
                 if o.expire_timestamp >= 0:
                     if now >= o.expire_timestamp:
                         expired.append(tp)
+                elif group.has_consumer_members:
+                    # A consumer group with members: only offsets of topics it no longer subscribes to expire.
+                    if not group.consumer.is_subscribed_to_topic(tp.topic) and now >= o.commit_timestamp + retention:
+                        expired.append(tp)
                 elif group.is_in(GroupState.EMPTY):
                     base = max(o.commit_timestamp, group.state_timestamp_ms)
                     if now >= base + retention:
@@ -468,7 +487,7 @@ class GroupMetadataManager:
                     expired.append(tp)
             # A group with transactional commits pending stays until its transactions end (Kafka's hasOffsets).
             dies = (group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
-                    and not group.pending_txn_offsets)
+                    and not group.pending_txn_offsets and not group.has_consumer_members)
             if expired or dies:
                 doomed.append((group, expired, dies))
         removed = await self._remove_offsets(doomed)
@@ -495,6 +514,10 @@ class GroupMetadataManager:
         record = (encode_group_metadata_key(GroupMetadataKey(group.group_id)),
                   encode_group_metadata_value(value))
         return await self._append(group.partition, [record], map_group_append_error)
+
+    async def append_group_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
+        """Append group records (KIP-848 consumer groups' changes); the error code as for group metadata."""
+        return await self._append(partition, records, map_group_append_error) if records else E.NONE
 
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]],
                       map_error: Callable[[int], int]) -> int:
@@ -540,6 +563,12 @@ def _offset_records(group: GroupMetadata, offsets: dict[TopicPartition, OffsetAn
              encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp,
                                                           o.expire_timestamp)))
             for tp, o in offsets.items()]
+
+
+def _group_tombstones(group: GroupMetadata) -> list[tuple[bytes, bytes | None]]:
+    """A dying group's records: its classic metadata and, for a consumer group, every consumer group record."""
+    records: list[tuple[bytes, bytes | None]] = [(encode_group_metadata_key(GroupMetadataKey(group.group_id)), None)]
+    return records + (group_tombstones(group.consumer) if group.consumer is not None else [])
 
 
 def _error_name(code: int) -> str:

@@ -42,10 +42,12 @@ class OffsetRequests:
 
     async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                              generation_id: int, offsets: Sequence[OffsetCommitEntry],
-                             retention_time_ms: int = -1) -> dict[TopicPartition, int]:
+                             retention_time_ms: int = -1, api_version: int = 9) -> dict[TopicPartition, int]:
         """OffsetCommit; the error per partition in request order. Simple consumers (no group
         management) commit with generation_id -1 and member_id "" while the group is Empty.
-        `retention_time_ms` (v2-v4) >= 0 sets an expire timestamp; -1 uses offsets.retention.ms."""
+        `retention_time_ms` (v2-v4) >= 0 sets an expire timestamp; -1 uses offsets.retention.ms.
+        A KIP-848 consumer group checks the member id and epoch instead (`generation_id` is the member epoch):
+        UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, and UNSUPPORTED_VERSION below v9 (Kafka 3.9)."""
         tps = [TopicPartition(e.topic, e.partition) for e in offsets]
         error = self._validate(group_id, require_non_empty=False)
         if error is not None:
@@ -56,8 +58,11 @@ class OffsetRequests:
                 # A commit from an older generation of a group that no longer exists.
                 return dict.fromkeys(tps, E.ILLEGAL_GENERATION)
             group = self.manager.add_group(group_id)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                             is_transactional=False)
+        if group.consumer is not None and not group.is_in(GroupState.DEAD):
+            error = group.consumer.validate_offset_commit(member_id, generation_id, api_version, False)
+        else:
+            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                                 is_transactional=False)
         if error is not None:
             return dict.fromkeys(tps, error)
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -97,8 +102,13 @@ class OffsetRequests:
             error, verification_guard = await verify(group.partition)
             if error != E.NONE:
                 return dict.fromkeys(tps, error)
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                             is_transactional=True)
+        if group.consumer is not None and not group.is_in(GroupState.DEAD):
+            # A KIP-848 consumer group's member (Kafka 3.9): a stale member epoch is ILLEGAL_GENERATION here.
+            error = group.consumer.validate_offset_commit(member_id, generation_id, 9, True)
+            error = E.ILLEGAL_GENERATION if error == E.STALE_MEMBER_EPOCH else error
+        else:
+            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                                 is_transactional=True)
         if error is not None:
             return dict.fromkeys(tps, error)
         results, to_store = self._offsets_to_store(offsets, tps, -1)
@@ -152,13 +162,20 @@ class OffsetRequests:
         return None
 
     async def fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None,
-                            require_stable: bool = False) -> OffsetFetchResult:
+                            require_stable: bool = False, member_id: str | None = None,
+                            member_epoch: int = -1) -> OffsetFetchResult:
         """OffsetFetch for one group: the given partitions (offset -1 when none is committed), or all
         committed partitions when `partitions` is None. With `require_stable` (v7+) a partition with a
-        pending transactional commit answers UNSTABLE_OFFSET_COMMIT."""
+        pending transactional commit answers UNSTABLE_OFFSET_COMMIT. A KIP-848 consumer group checks the
+        member id and epoch given (v9+): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (Kafka 3.9)."""
         error = self._validate(group_id, require_non_empty=False)
         if error is not None:
             return OffsetFetchResult(error)
+        group = self.manager.groups.get(group_id)
+        if group is not None and group.consumer is not None and not group.is_in(GroupState.DEAD):
+            error = group.consumer.validate_offset_fetch(member_id, member_epoch)
+            if error is not None:
+                return OffsetFetchResult(error)
         return self.manager.fetch_offsets(group_id, partitions, require_stable)
 
     async def delete_offsets(self, group_id: str,
@@ -173,12 +190,14 @@ class OffsetRequests:
             return OffsetDeleteResult(E.GROUP_ID_NOT_FOUND)
         tps = [TopicPartition(t, p) for t, p in partitions]
         results: dict[TopicPartition, int] = {}
-        if group.is_in(GroupState.EMPTY):
+        if group.is_in(GroupState.EMPTY) and not group.has_consumer_members:
             eligible = tps
-        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE or group.consumer is not None:
+            subscribed = group.consumer.is_subscribed_to_topic if group.consumer is not None \
+                else group.is_subscribed_to_topic
             eligible = []
             for tp in tps:
-                if group.is_subscribed_to_topic(tp.topic):
+                if subscribed(tp.topic):
                     results[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
                 else:
                     eligible.append(tp)

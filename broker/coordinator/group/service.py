@@ -10,12 +10,16 @@ Contract:
 - `__consumer_offsets` is created on first use (FindCoordinator calls `ensure_offsets_topic`), compacted, with
   `offsets.topic.num.partitions` partitions and at most as many replicas as there are live brokers
   (Kafka refuses to create it until `offsets.topic.replication.factor` brokers are up).
+- KIP-848 consumer groups read the broker's topics (ids, partition counts) from its metadata cache, and the
+  `group.consumer.*` properties (session timeout, heartbeat interval, max size, assignors).
 - `shutdown()` cancels and waits for loads and the topic creation, answers every waiting member, then
   cancels and waits for the coordinator's background writes.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
@@ -26,6 +30,23 @@ if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+
+class MetadataCacheTopics:
+    """The broker's metadata cache as the consumer-group coordinator's topics image."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+
+    def topic(self, name: str) -> tuple[uuid.UUID, int] | None:
+        tm = self.server.metadata_cache.topics.get(name)
+        return (tm.topic_id, len(tm.partitions)) if tm is not None else None
+
+    def names(self) -> Iterable[str]:
+        return list(self.server.metadata_cache.topics)
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        return self.server.metadata_cache.topic_name(topic_id)
 
 
 class GroupService:
@@ -42,7 +63,11 @@ class GroupService:
             offset_metadata_max_bytes=cfg["offset.metadata.max.bytes"],
             offsets_retention_ms=cfg["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=cfg["offsets.retention.check.interval.ms"],
-        ))
+            consumer_group_session_timeout_ms=cfg["group.consumer.session.timeout.ms"],
+            consumer_group_heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"],
+            consumer_group_max_size=cfg["group.consumer.max.size"],
+            consumer_group_assignors=tuple(cfg["group.consumer.assignors"]),
+        ), topics_image=MetadataCacheTopics(server))
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)

@@ -13,7 +13,9 @@ Contract:
   an Ongoing transaction is fenced (epoch bump written as PrepareAbort, markers sent) and the caller gets
   CONCURRENT_TRANSACTIONS, so it retries once the abort completed.
 - EndTxn: PrepareCommit/PrepareAbort written, the client answered, then the marker channel writes the markers
-  and the CompleteCommit/CompleteAbort record. The same for a loaded Prepare* transaction (`_on_loaded`).
+  and the CompleteCommit/CompleteAbort record; an AddPartitionsToTxn / AddOffsetsToTxn arriving meanwhile waits
+  for that (up to COMPLETION_WAIT_S) before it is judged, where Kafka answers CONCURRENT_TRANSACTIONS at once.
+  The same for a loaded Prepare* transaction (`_on_loaded`).
 - `abort_timed_out_transactions()` fences and aborts every Ongoing transaction past its timeout.
 - `active` is False until `startup()` and after `shutdown()`: Describe/ListTransactions then answer
   COORDINATOR_NOT_AVAILABLE, as Kafka's.
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.coordinator.transaction")
 
 S = TransactionState
+
+# How long a request may wait for the transaction being completed before answering CONCURRENT_TRANSACTIONS:
+# local markers take a few writes; remote ones a round trip to each leader.
+COMPLETION_WAIT_S = 1.0
 
 
 class TransactionCoordinator:
@@ -145,9 +151,18 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         return got
 
+    async def _wait_for_completion(self, transactional_id: str) -> None:
+        """A request arriving while the previous transaction's markers are being written waits for them (up to
+        COMPLETION_WAIT_S) rather than answering CONCURRENT_TRANSACTIONS at once: the producer sends its next
+        AddPartitionsToTxn as soon as EndTxn is answered, and would otherwise sleep its retry backoff."""
+        got = self.state.get_state(transactional_id)
+        if isinstance(got, tuple) and got[1].state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            await self.markers.wait_for_completion(transactional_id, COMPLETION_WAIT_S)
+
     # ---- AddPartitionsToTxn / AddOffsetsToTxn
     async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                     partitions: set[TopicPartition]) -> ErrorCode:
+        await self._wait_for_completion(transactional_id)
         got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
             return got

@@ -16,9 +16,11 @@ Contract:
   the metadata. Once none is left it writes `complete`, retrying while the write answers
   COORDINATOR_NOT_AVAILABLE.
 - Timing: the task lets EndTxn's answer go out first (Kafka answers once Prepare* is written), then writes the
-  local markers and `complete` in one step of the event loop when nothing has to wait for another broker or
-  for followers, so a request the producer sends after that answer (its next AddPartitionsToTxn) is served
-  after the transaction completed, not with CONCURRENT_TRANSACTIONS.
+  local markers and `complete` without another hop than their writes when nothing has to wait for another
+  broker or for followers. `wait_for_completion(transactional_id, timeout_s)` lets a request that meets the
+  transaction still completing (the producer's next AddPartitionsToTxn, sent right after EndTxn's answer)
+  wait for that instead of answering CONCURRENT_TRANSACTIONS at once (Kafka answers it, and the client
+  retries after its backoff).
 - The task stops without writing anything once this broker is no longer the coordinator of the transactional
   id at that coordinator epoch (unloaded, reloaded, another metadata object), or when a leader answers
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED (a newer producer or coordinator took over), as Kafka.
@@ -89,16 +91,27 @@ class TransactionMarkerChannelManager:
         self._queues: dict[int, list[_Marker]] = {}  # per broker: markers waiting for the next request
         self._senders: dict[int, asyncio.Task] = {}  # per broker: the task sending its queue
         self._tasks: set[asyncio.Task] = set()
+        self._completing: dict[str, asyncio.Task] = {}  # per transactional id: the task completing it
         self.write_local: LocalMarkerWriter | None = None  # set by the server
 
     def add_txn_markers_to_send(self, coordinator_epoch: int, commit: bool, md: TransactionMetadata,
                                 complete: TxnTransitMetadata) -> None:
         task = asyncio.get_running_loop().create_task(self._complete(coordinator_epoch, commit, md, complete))
         self._tasks.add(task)
-        task.add_done_callback(self._done)
+        self._completing[md.transactional_id] = task
+        task.add_done_callback(lambda t: self._done(md.transactional_id, t))
 
-    def _done(self, task: asyncio.Task) -> None:
+    async def wait_for_completion(self, transactional_id: str, timeout_s: float) -> None:
+        """Until the markers and the Complete* record of the transaction being completed are written, or
+        `timeout_s`; at once when none is being completed."""
+        task = self._completing.get(transactional_id)
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=timeout_s)
+
+    def _done(self, transactional_id: str, task: asyncio.Task) -> None:
         self._tasks.discard(task)
+        if self._completing.get(transactional_id) is task:
+            del self._completing[transactional_id]
         if not task.cancelled() and task.exception() is not None:
             log.error("sending transaction markers failed", exc_info=task.exception())
 

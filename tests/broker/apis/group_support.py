@@ -133,3 +133,25 @@ def subscription(*topics: str) -> bytes:
     for t in topics:
         out += struct.pack(">h", len(t)) + t.encode()
     return out + struct.pack(">i", -1)
+
+
+CG_HEARTBEAT = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+
+
+@dataclass
+class ConsumerMember:
+    """A member of a KIP-848 consumer group, joined through ConsumerGroupHeartbeat v1 (its own member id)."""
+    group: str
+    member_id: str
+    epoch: int
+    instance: str | None = None
+
+    @staticmethod
+    def join(b: Brokers, group: str, member_id: str = "member-1", instance: str | None = None,
+             topics: tuple[str, ...] = ("some-topic",), port: int | None = None) -> ConsumerMember:
+        coordinator_ready(b, port or b.single.port, group)
+        resp = b.call(CG_HEARTBEAT[1](group_id=group, member_id=member_id, member_epoch=0, instance_id=instance,
+                                      rebalance_timeout_ms=30000, subscribed_topic_names=list(topics),
+                                      topic_partitions=[]), port)
+        assert resp.error_code == ErrorCode.NONE, resp
+        return ConsumerMember(group, member_id, resp.member_epoch, instance)

@@ -9,7 +9,15 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import DENIED_TOPIC, denied, partial
-from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down, small_offsets_topic
+from .group_support import (
+    ConsumerMember,
+    Member,
+    coordinator_ready,
+    loading,
+    not_coordinator,
+    shut_down,
+    small_offsets_topic,
+)
 from .support import Brokers, Producer, error_path_test
 
 Req = request_class(ApiKey.OFFSET_COMMIT)
@@ -18,11 +26,11 @@ TOPIC = "offset-commit-plain"
 
 
 def send(b: Brokers, group: str, *, member_id: str = "", generation: int = -1, instance: str | None = None,
-         topic: str = TOPIC, metadata: str = "", port: int | None = None) -> Any:
+         topic: str = TOPIC, metadata: str = "", port: int | None = None, version: int = 9) -> Any:
     b.topic(TOPIC, port=port)
     if port is None:
         coordinator_ready(b, b.single.port, group)
-    return b.call(Req[9](group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+    return b.call(Req[version](group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
                          group_instance_id=instance, topics=[Topic(name=topic, partitions=[
                              Topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=1,
                                                                 committed_metadata=metadata)])]), port)
@@ -52,6 +60,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.REBALANCE_IN_PROGRESS: between_join_and_sync,
     ErrorCode.OFFSET_METADATA_TOO_LARGE: lambda b: send(b, "commit-metadata", metadata="m" * 5000),
     ErrorCode.INVALID_COMMIT_OFFSET_SIZE: too_large_to_store,
+    # KIP-848 consumer group members
+    ErrorCode.STALE_MEMBER_EPOCH: lambda b: send(b, (m := ConsumerMember.join(b, "commit-cg-stale")).group,
+                                                 member_id=m.member_id, generation=m.epoch + 1),
+    ErrorCode.UNSUPPORTED_VERSION: lambda b: send(b, (m := ConsumerMember.join(b, "commit-cg-v8")).group,
+                                                  member_id=m.member_id, generation=m.epoch, version=8),
 }
 
 def commit_raw(b: Brokers, port: int, topic: str) -> Any:

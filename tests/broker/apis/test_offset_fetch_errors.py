@@ -9,7 +9,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import DENIED_TOPIC, denied, partial
-from .group_support import coordinator_ready, loading, not_coordinator, shut_down
+from .group_support import ConsumerMember, coordinator_ready, loading, not_coordinator, shut_down
 from .support import Brokers, Producer, error_path_test
 from .txn_support import Txn
 
@@ -48,7 +48,16 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: send(b, "fetch-loading", port=loading(b, "fetch-loading")),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: send(b, "fetch-any", port=shut_down(b)),
     ErrorCode.UNSTABLE_OFFSET_COMMIT: pending_transactional_commit,
+    ErrorCode.UNKNOWN_MEMBER_ID: lambda b: fetch_as_member(b, "fetch-cg-unknown", "nobody", 0),
+    ErrorCode.STALE_MEMBER_EPOCH: lambda b: fetch_as_member(b, "fetch-cg-stale", "member-1", 5),
 }
+
+
+def fetch_as_member(b: Brokers, group: str, member_id: str, epoch_delta: int) -> Any:
+    """OffsetFetch v9 as a KIP-848 consumer group member would, with a member id and epoch."""
+    member = ConsumerMember.join(b, group)
+    return b.call(Req[9](require_stable=False, groups=[Req.OffsetFetchRequestGroup(
+        group_id=group, member_id=member_id, member_epoch=member.epoch + epoch_delta, topics=None)]))
 
 def fetch_denied_topic(b: Brokers) -> Any:
     port = partial(b)

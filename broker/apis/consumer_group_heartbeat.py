@@ -1,0 +1,63 @@
+"""ConsumerGroupHeartbeat (key 68), versions 0–1 — KIP-848 consumer groups.
+
+The member's one request: joining (epoch 0; v1 members bring their own member id), heartbeating with its
+member epoch and owned partitions, leaving (epoch -1; a static member's temporary leave: -2). The broker
+computes the assignment with a server-side assignor (`uniform`, the default, or `range`:
+`group.consumer.assignors`, the member's ServerAssignor) and reconciles each member revoke-before-assign;
+the answer carries the member's epoch, the heartbeat interval (`group.consumer.heartbeat.interval.ms`) and its
+assignment when asked or changed. Sessions last `group.consumer.session.timeout.ms`. v1 adds
+SubscribedTopicRegex (matched with Python's `re`).
+Errors, as Kafka 4.0: INVALID_REQUEST (a malformed request: no member id, no rebalance timeout or subscription
+on joining, owned partitions on joining, an epoch below -2, an empty group/instance/rack id),
+UNSUPPORTED_ASSIGNOR; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group
+API; GROUP_ID_NOT_FOUND (no such consumer group, or a classic group with members), GROUP_MAX_SIZE_REACHED
+(`group.consumer.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID (a static
+instance still held by a member that did not leave), FENCED_INSTANCE_ID.
+With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
+name, else TOPIC_AUTHORIZATION_FAILED (Kafka 4.0).
+The group is stored in `__consumer_offsets` with Kafka's ConsumerGroup* records and survives a restart.
+Gaps: no classic/consumer migration of groups with members; served whatever
+`group.coordinator.rebalance.protocols` says (Kafka 4.0 enables "consumer" by default); an invalid regex
+matches nothing (Kafka 4.0: INVALID_REGULAR_EXPRESSION) and regex-matched topics are not authorized one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.base import RequestContext, response_for
+from broker.coordinator.group import api as group_api
+from broker.security.acl import AclOperation, ResourceType
+from protocol.errors import ErrorCode
+
+API_KEY = 68
+MIN_VERSION = 0
+MAX_VERSION = 1
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_REQUEST, ErrorCode.UNSUPPORTED_ASSIGNOR, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND,
+    ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH,
+    ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.FENCED_INSTANCE_ID,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    refusal = _refusal(ctx, request)
+    if refusal:
+        return response_for(request, throttle_time_ms=0, error_code=refusal, member_epoch=0,
+                            heartbeat_interval_ms=0)
+    coordinator = ctx.server.group_coordinator.coordinator
+    return await group_api.consumer_group_heartbeat(coordinator, request, request.API_VERSION,
+                                                    ctx.client_id or "", f"/{ctx.client_host}")
+
+
+def _refusal(ctx: RequestContext, request: Any) -> int:
+    if ctx.server.authorizer is None:
+        return ErrorCode.NONE
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    names = set(request.subscribed_topic_names or [])
+    if names and len(ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(names):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return ErrorCode.NONE
