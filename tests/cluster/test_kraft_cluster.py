@@ -395,3 +395,35 @@ def test_a_restarted_broker_goes_on_from_its_metadata_log_on_disk(
     assert first_fetch.topics[0].partitions[0].fetch_offset > 0  # not from the start: from what is on disk
     assert first_fetch.topics[0].partitions[0].fetch_offset <= end
     produce_and_consume(b.bootstrap, "disk", 5, first=100)
+
+
+def test_transactions_on_kraft_brokers(controller: ControllerThread,
+                                       kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """The transaction coordinator in KRaft mode: __transaction_state created through the controller, producer
+    ids from AllocateProducerIds, markers written across our brokers; read_committed sees only the commit."""
+    brokers = [kraft_broker(i) for i in (1, 2)]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("tx", num_partitions=2, replication_factor=2)])["tx"].result(20)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "kraft-tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("tx", value=b"aborted%d" % i, partition=i % 2)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("tx", value=b"committed%d" % i, partition=i % 2)
+    producer.commit_transaction(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tx-reader", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    consumer.subscribe(["tx"])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 10 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.append(msg.value())
+    consumer.close()
+    assert sorted(seen) == sorted(b"committed%d" % i for i in range(10))
+    assert controller.call(lambda c: c.image.topics.get_topic("__transaction_state")) is not None
