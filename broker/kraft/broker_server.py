@@ -77,6 +77,7 @@ class KRaftBroker:
         self.publisher = MetadataPublisher(server, self.broker_id)
         self.loader = MetadataLoader(on_publish=self.publisher.publish)
         self.store.loader = self.loader
+        self.store.kraft = self
         self.metadata_changed = asyncio.Event()
         self.follower: MetadataLogFollower | None = None
         self._fetch_refused: ErrorCode | None = None
@@ -297,9 +298,16 @@ class KRaftBroker:
 
 
 class _LocalStore(LocalMetadataStore):
-    """The local store, whose topic configs are the metadata image's (the server re-reads them from its store)."""
+    """The local store, whose topic configs are the metadata image's (the server re-reads them from its store)
+    and whose broker epoch is our KRaft registration's."""
 
     loader: MetadataLoader | None = None
+    kraft: KRaftBroker | None = None
+
+    @property  # type: ignore[override]
+    def broker_epoch(self) -> int:
+        """Our KRaft broker epoch (server.broker_epoch reads it here): the registration's offset."""
+        return self.kraft.broker_epoch if self.kraft is not None else -1
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}

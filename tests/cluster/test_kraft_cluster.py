@@ -132,6 +132,8 @@ def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_pa
     # No controlled shutdown: a stopped broker just goes silent, as after kill -9.
     brokers = [kraft_broker(i, **{"controlled.shutdown.enable": "false"}) for i in (1, 2, 3)]
     assert all(not broker_state(controller, i).fenced for i in (1, 2, 3))
+    # Each knows its broker epoch (its follower fetches carry it, Fetch v15+ ReplicaState).
+    assert [b.server.broker_epoch for b in brokers] == [broker_state(controller, i).epoch for i in (1, 2, 3)]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("rf3", num_partitions=1, replication_factor=3)])["rf3"].result(20)
