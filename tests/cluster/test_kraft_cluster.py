@@ -125,6 +125,9 @@ def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
     p0 = partition(controller, "rf1", 0)
     assert p0.leader == 1 and p0.isr == (1,)
     produce_and_consume(b.bootstrap, "rf1")
+    # auto.create.topics.enable: a producer's Metadata for an unknown topic creates it through the controller.
+    produce_and_consume(b.bootstrap, "auto-made", 3)
+    assert controller.call(lambda c: c.image.topics.get_topic("auto-made")) is not None
 
 
 def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_partition(
