@@ -432,3 +432,22 @@ def test_transactions_on_kraft_brokers(controller: ControllerThread,
     consumer.close()
     assert sorted(seen) == sorted(b"committed%d" % i for i in range(10))
     assert controller.call(lambda c: c.image.topics.get_topic("__transaction_state")) is not None
+
+
+def test_kafka_39s_broker_properties_with_bootstrap_servers_only(
+        tmp_path: Path, controller: ControllerThread) -> None:
+    """Kafka 3.9's config/kraft/broker.properties names the quorum by controller.quorum.bootstrap.servers only:
+    the controller's endpoint comes from Fetch v16+ NodeEndpoints (KIP-853)."""
+    address = controller.voters.split("@", 1)[1]
+    props = {"process.roles": "broker", "node.id": "2", "controller.quorum.bootstrap.servers": address,
+             "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,"
+                                               "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", **FAST}
+    b = EmbeddedBroker(props, data_dir=tmp_path / "b2")
+    format_dirs(KafkaConfig(b.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+    b.start()
+    try:
+        assert not broker_state(controller, 2).fenced
+        produce_and_consume(b.bootstrap, "bootstrapped", 3)
+    finally:
+        b.stop()
