@@ -12,9 +12,10 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
   epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
   the new ISR through `Partition.make_leader` at the same epoch, as Kafka's makeLeader does.
-- Caught-up followers count for the HW of partitions we lead only while their broker is unfenced and not in
-  controlled shutdown (Kafka's isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets
-  the HW move past a follower that stopped counting.
+- Caught-up followers count for the HW of partitions we lead, and join their ISR, only while their broker is
+  unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
+  isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
+  stopped counting.
 - `on_first_publish` runs once, after the first image is applied.
 """
 
@@ -51,6 +52,7 @@ class MetadataPublisher:
         self.node_id = node_id
         self.image: MetadataImage | None = None
         self.on_first_publish: Callable[[], None] | None = None
+        self.follower_epochs: dict[int, int] = {}  # broker id -> the epoch its last Fetch carried (v15+)
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         previous, self.image = self.image, image
@@ -133,9 +135,12 @@ class MetadataPublisher:
                     rm.partitions[tp].replica_eligible = self.replica_eligible
 
     def replica_eligible(self, broker_id: int) -> bool:
-        """Kafka's isReplicaIsrEligible in KRaft: the broker is registered, unfenced, not shutting down."""
+        """Kafka's isReplicaIsrEligible in KRaft: the broker is registered, unfenced, not shutting down, and
+        its fetches carry its current broker epoch (or -1, which Kafka accepts too)."""
         broker = self.image.cluster.broker(broker_id) if self.image is not None else None
-        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+        epoch = self.follower_epochs.get(broker_id, -1)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown and \
+            epoch in (-1, broker.epoch)
 
     def _on_cluster_change(self) -> None:
         """A fenced or shutting-down follower no longer holds back the HW of the partitions we lead."""
