@@ -451,3 +451,15 @@ def test_kafka_39s_broker_properties_with_bootstrap_servers_only(
         produce_and_consume(b.bootstrap, "bootstrapped", 3)
     finally:
         b.stop()
+
+
+def test_a_stale_broker_epoch_registers_again(controller: ControllerThread,
+                                              kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1)
+    first = broker_state(controller, 1)
+    controller.call(lambda c: c.brokers.pop(1))  # the controller no longer knows this registration
+    second = wait_for(lambda: (r := broker_state(controller, 1)).epoch > first.epoch and not r.fenced and r,
+                      what="registered again and unfenced")
+    assert second.incarnation_id == first.incarnation_id  # the same process, a new broker epoch
+    assert b.server.broker_epoch == second.epoch
+    produce_and_consume(b.bootstrap, "after-stale", 3)
