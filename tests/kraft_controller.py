@@ -16,7 +16,8 @@ Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/
 tests/kraft_controller_rules.py, mixed into `KRaftController`):
 - ClusterControlManager.registerBroker: cluster id must match (INCONSISTENT_CLUSTER_ID); the broker must support
   the finalized metadata.version (UNSUPPORTED_VERSION; a broker that lists no metadata.version range is refused
-  too); a live registration (heartbeat within the session timeout) with another incarnation id is
+  too) and every other finalized feature (one it does not list counts as supported at level 0 only); a live
+  registration (heartbeat within the session timeout) with another incarnation id is
   DUPLICATE_BROKER_REGISTRATION; otherwise a RegisterBrokerRecord (version by metadata.version, fenced) whose
   offset is the broker epoch.
 - ClusterControlManager.checkBrokerEpoch: AllocateProducerIds, AlterPartition and BrokerHeartbeat from an

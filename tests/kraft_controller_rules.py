@@ -78,6 +78,10 @@ class QuorumRules:
         lo, hi = features.get("metadata.version", (0, -1))
         if not lo <= self.level <= hi:
             return self._controller_error(request, ErrorCode.UNSUPPORTED_VERSION)
+        for name, level in self.image.features.finalized_versions.items():
+            lo, hi = features.get(name, (0, 0))  # a feature the broker does not list: it supports level 0 only
+            if not lo <= level <= hi:
+                return self._controller_error(request, ErrorCode.UNSUPPORTED_VERSION)
         existing = self.brokers.get(request.broker_id)
         now = time.monotonic()
         if existing is not None and existing.incarnation_id != request.incarnation_id and \

@@ -40,6 +40,7 @@ from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.format import feature_release
 from broker.kraft.lifecycle import (
     METADATA_VERSION_RANGE,
+    SUPPORTED_FEATURES,
     BrokerLifecycleManager,
     ControllerChannel,
     ControllerUnavailable,
@@ -160,22 +161,32 @@ class KRaftBroker:
 
     async def _refusal(self, error: ErrorCode) -> str:
         """The one line a refused registration stops the start with; for UNSUPPORTED_VERSION it names the
-        cluster's finalized metadata.version (from the metadata log, once fetched) and how to join."""
+        cluster's finalized feature we do not support (from the metadata log, once fetched) and how to join."""
         text = f"the controller refused this broker's registration: {error.name}"
         if error != ErrorCode.UNSUPPORTED_VERSION:
             return text
         for _ in range(20):  # the metadata log is being fetched meanwhile
-            level = self.loader.image.features.metadata_version
-            if level is not None:
+            features = self.loader.image.features
+            if features.metadata_version is not None:
                 break
             await asyncio.sleep(0.1)
         else:
             return text
+        level = features.metadata_version
         lo, hi = METADATA_VERSION_RANGE
-        return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
-                f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
-                f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
-                f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
+        if not lo <= level <= hi:
+            return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
+                    f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
+                    f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
+                    f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
+        for name, finalized in sorted(features.finalized_versions.items()):
+            supported = SUPPORTED_FEATURES.get(name, (0, 0))
+            if not supported[0] <= finalized <= supported[1]:
+                return (f"{text}: the cluster's finalized {name} is {finalized}; this broker supports {name} "
+                        f"{supported[0]} to {supported[1]}: change it with `kafka-features.sh downgrade --feature "
+                        f"{name}={supported[1]}` (or format a new cluster with `kafka-storage.sh format --feature "
+                        f"{name}={supported[1]}`)")
+        return text
 
     async def _until(self, event: asyncio.Event) -> None:
         """Wait for a start-up step, unless the quorum refuses our metadata fetches for good."""
