@@ -482,3 +482,24 @@ def test_start_refused_on_another_finalized_feature(tmp_path: Path) -> None:
                 "transaction.version=0`") in str(e.value)
     finally:
         c.stop()
+
+
+def test_the_leader_shrinks_the_isr_of_a_silent_follower_through_alter_partition(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i) for i in (1, 2)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("lag", num_partitions=1, replication_factor=2)])["lag"].result(20)
+    produce_and_consume(bootstrap, "lag", 5)
+    p = partition(controller, "lag")
+    leader, follower = p.leader, next(r for r in p.replicas if r != p.leader)
+    assert sorted(p.isr) == [1, 2]
+    # The follower stays registered and unfenced (it heartbeats) but stops fetching.
+    brokers[follower].call(lambda: brokers[follower].server.fetcher_manager.shutdown())
+    shrunk = wait_for(lambda: (q := partition(controller, "lag")).isr == (leader,) and q, timeout=20,
+                      what="ISR shrink")
+    assert not broker_state(controller, follower).fenced
+    assert shrunk.leader_epoch == p.leader_epoch and shrunk.partition_epoch > p.partition_epoch
+    requests = controller.call(lambda c: [r for k, r in c.requests if k == ApiKey.ALTER_PARTITION])
+    assert any(r.broker_id == leader and [s.broker_id for s in r.topics[0].partitions[0].new_isr_with_epochs]
+               == [leader] for r in requests)
