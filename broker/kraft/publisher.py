@@ -16,19 +16,16 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
   isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
   stopped counting.
-- `on_first_publish` runs once, after the first image is applied.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.kraft.delta import MetadataDelta
 from broker.kraft.image import MetadataImage
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
-from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -51,7 +48,6 @@ class MetadataPublisher:
         self.server = server
         self.node_id = node_id
         self.image: MetadataImage | None = None
-        self.on_first_publish: Callable[[], None] | None = None
         self.follower_epochs: dict[int, int] = {}  # broker id -> the epoch its last Fetch carried (v15+)
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -65,8 +61,6 @@ class MetadataPublisher:
                 self._on_cluster_change()
         except Exception:
             log.exception("publishing metadata image at offset %d failed", image.offset)
-        if previous is None and self.on_first_publish is not None:
-            self.on_first_publish()
 
     def _publish_cache(self, previous: MetadataImage | None, image: MetadataImage) -> None:
         cache = self.server.metadata_cache
@@ -160,9 +154,3 @@ class MetadataPublisher:
             partition.on_isr_change(partition)
         log.info("%s: ISR %s at partition epoch %d from the metadata log", partition.topic_partition, state.isr,
                  state.partition_epoch)
-
-
-def topic_partitions(image: MetadataImage, broker_id: int) -> list[TopicPartition]:
-    """The partitions the image assigns to a broker (tests)."""
-    return [TopicPartition(t.name, p) for t in image.topics.by_id.values()
-            for p, reg in t.partitions.items() if broker_id in reg.replicas]
