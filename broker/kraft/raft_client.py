@@ -25,13 +25,14 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
 - With a `store` (broker/kraft/metadata_log.py) fetched batches, truncations and snapshots go to
   `__cluster_metadata-0/` and `quorum-state` follows the leader; a restart loads the latest snapshot there at
   once and holds the batches after it until the first answer's high watermark commits them, then fetches
-  from where the log ends.
+  from where the log ends. The broker writes its own snapshots as Kafka's does (`_maybe_snapshot`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class HeldBatch:
     next_offset: int
     epoch: int
     batch: Any  # protocol.metadata_records.MetadataBatch
+    size: int = 0  # its bytes, counted towards the next snapshot
 
 
 class MetadataLogFollower:
@@ -79,9 +81,14 @@ class MetadataLogFollower:
                  voters: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]] | None = None,
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
                  retry_backoff_ms: int = 20, snapshot_dir: Path | None = None,
-                 store: MetadataLogStore | None = None) -> None:
+                 store: MetadataLogStore | None = None, snapshot_max_bytes: int = 20971520,
+                 snapshot_interval_ms: int = 3600000) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
+        self.snapshot_max_bytes = snapshot_max_bytes
+        self.snapshot_interval_ms = snapshot_interval_ms
+        self._bytes_since_snapshot = 0
+        self._last_snapshot = time.monotonic()
         self.store = store  # the metadata log on disk (`__cluster_metadata-0/`), or None: in memory only
         self.snapshot_dir = store.dir if store is not None else snapshot_dir  # where fetched snapshots are kept
         self.loader = loader
@@ -257,8 +264,9 @@ class MetadataLogFollower:
                 return False
             if batches and self.store is not None:
                 self.store.append(b"".join(bytes(raw.buffer) for raw, _ in batches))
-            for _, batch in batches:
-                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
+            for raw, batch in batches:
+                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch,
+                                           raw.size_in_bytes))
                 self.end_offset = batch.last_offset + 1
                 self.last_epoch = batch.epoch
                 got = True
@@ -340,8 +348,37 @@ class MetadataLogFollower:
             self.loader.load_metadata_batch(held.batch)
             n += 1
         if n:
+            self._bytes_since_snapshot += sum(h.size for h in self.held[:n])
             del self.held[:n]
             self.loader.flush()
+            self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        """Kafka's broker-side SnapshotGenerator: once `snapshot_max_bytes` of records were applied since the last
+        snapshot (metadata.log.max.record.bytes.between.snapshots), or `snapshot_interval_ms` passed with some
+        (metadata.log.max.snapshot.interval.ms), the published image is written as `<end>-<epoch>.checkpoint`
+        beside the log, which a restart then loads instead of replaying the log."""
+        if self.store is None or self.loader.in_transaction or self._bytes_since_snapshot == 0:
+            return
+        now = time.monotonic()
+        due = self._bytes_since_snapshot >= self.snapshot_max_bytes or (
+            self.snapshot_interval_ms > 0 and (now - self._last_snapshot) * 1000 >= self.snapshot_interval_ms)
+        if not due:
+            return
+        from broker.kraft.snapshot import image_records, write_snapshot
+        from storage.snapshot_file import SnapshotId
+
+        image = self.loader.image
+        snapshot = SnapshotId(image.offset + 1, image.provenance.last_contained_epoch)
+        if snapshot.end_offset <= 0 or self.store.snapshot_path(snapshot).exists():
+            return
+        write_snapshot(self.store.dir, snapshot, image_records(image),
+                       last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
+                       timestamp_ms=int(time.time() * 1000))
+        log.info("wrote metadata snapshot %d-%d after %d bytes of records", snapshot.end_offset, snapshot.epoch,
+                 self._bytes_since_snapshot)
+        self._bytes_since_snapshot = 0
+        self._last_snapshot = now
 
     def truncate(self, epoch: int, end_offset: int) -> None:
         """The leader's log diverges from ours after (epoch, end_offset): drop what we hold beyond it."""

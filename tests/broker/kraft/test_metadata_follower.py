@@ -218,3 +218,37 @@ def test_a_fetched_snapshot_on_disk_is_loaded_at_restart(tmp_path: Path) -> None
         finally:
             await again.stop()
     run(main())
+
+
+def test_the_broker_writes_its_own_snapshot_and_a_restart_loads_it(tmp_path: Path) -> None:
+    from broker.kraft.metadata_log import MetadataLogStore
+
+    async def main() -> None:
+        controller = KRaftController()
+        await controller.start()
+        voters = {controller.node_id: (controller.host, controller.port)}
+        directory = tmp_path / "__cluster_metadata-0"
+        f = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                store=MetadataLogStore(directory), snapshot_max_bytes=500)
+        f.start()
+        try:
+            for i in range(20):
+                controller.append([TopicRecord(name=f"t{i}", topic_id=uuid.uuid4(), version=0)])
+            await until(lambda: f.applied_offset == controller.end_offset - 1)
+        finally:
+            await f.stop()
+        snapshots = sorted(p.name for p in directory.iterdir() if p.name.endswith(".checkpoint"))
+        assert snapshots  # at least one, every ~500 bytes of records
+        await controller.stop()  # nothing to fetch: the restart has only its disk
+        again = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(), voters=voters,
+                                    store=MetadataLogStore(directory))
+        again.start()
+        try:
+            end = int(snapshots[-1].split("-")[0])
+            assert again.loader.image.offset == end - 1  # loaded from its snapshot before any fetch
+            # t<i> was appended at offset 2 + i (after the LeaderChange and metadata.version records).
+            present = {i for i in range(20) if again.loader.image.topics.get_topic(f"t{i}") is not None}
+            assert present == {i for i in range(20) if 2 + i < end}
+        finally:
+            await again.stop()
+    run(main())
