@@ -7,6 +7,8 @@ Contract:
   `.index`, `.timeindex`, the leader epoch checkpoint), so Kafka's tools read it.
 - `append(data)` appends fetched batches; `truncate_to(offset)` drops what diverged; `restart_at(offset)` empties
   the log to start after a fetched snapshot (`<end>-<epoch>.checkpoint` in the same directory).
+- `trim_to(snapshot)`: the log starts at a snapshot's end (whole segments below it deleted) and older
+  snapshots go.
 - `load()` reads what the directory holds at start-up: the latest snapshot's id (or None) and the batches after
   it, which the follower holds until the quorum's high watermark says they are committed.
 - `write_quorum_state(leader_id, epoch, voters)`: `quorum-state`, QuorumStateData version 0 as Kafka 3.9 writes
@@ -21,7 +23,7 @@ from pathlib import Path
 from records import iter_batches
 from storage import Log, LogConfig, TopicPartition
 from storage.checkpoints import write_atomically
-from storage.snapshot_file import SnapshotId, latest_snapshot_id, snapshot_path
+from storage.snapshot_file import SnapshotId, latest_snapshot_id, list_snapshots, snapshot_path
 
 METADATA_PARTITION = TopicPartition("__cluster_metadata", 0)
 QUORUM_STATE_FILE = "quorum-state"
@@ -71,6 +73,16 @@ class MetadataLogStore:
 
     def restart_at(self, offset: int) -> None:
         self.log.truncate_fully_and_start_at(offset)
+
+    def trim_to(self, snapshot: SnapshotId) -> None:
+        """A snapshot now covers everything before `snapshot.end_offset`: the log starts there (whole segments
+        below it go) and older snapshots are deleted, as Kafka's KafkaMetadataLog does after a snapshot."""
+        if self.log.log_start_offset < snapshot.end_offset <= self.log.log_end_offset:
+            self.log.maybe_increment_log_start_offset(snapshot.end_offset)
+            self.log.delete_expired_files(2**62)  # now: nothing reads a metadata log segment below its start
+        for older in list_snapshots(self.dir):
+            if older.snapshot_id < snapshot and not older.partial:
+                older.path.unlink(missing_ok=True)
 
     def write_quorum_state(self, leader_id: int, leader_epoch: int, voters: list[int]) -> None:
         state = {"clusterId": "", "leaderId": leader_id, "leaderEpoch": leader_epoch, "votedId": -1,

@@ -377,6 +377,7 @@ class MetadataLogFollower:
                        timestamp_ms=int(time.time() * 1000))
         log.info("wrote metadata snapshot %d-%d after %d bytes of records", snapshot.end_offset, snapshot.epoch,
                  self._bytes_since_snapshot)
+        self.store.trim_to(snapshot)
         self._bytes_since_snapshot = 0
         self._last_snapshot = now
 
