@@ -126,7 +126,9 @@ class KRaftBroker:
             bootstrap=config.quorum_bootstrap_servers,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
-            store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0"),
+            store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
+                                   segment_bytes=config["metadata.log.segment.bytes"],
+                                   segment_ms=config["metadata.log.segment.ms"]),
             snapshot_max_bytes=config["metadata.log.max.record.bytes.between.snapshots"],
             snapshot_interval_ms=config["metadata.log.max.snapshot.interval.ms"])
         self.loader.on_publish = self._on_publish

@@ -30,10 +30,13 @@ QUORUM_STATE_FILE = "quorum-state"
 
 
 class MetadataLogStore:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, segment_bytes: int = 1073741824, segment_ms: int = 604800000) -> None:
+        """`segment_bytes` / `segment_ms`: metadata.log.segment.bytes / metadata.log.segment.ms."""
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.log = Log.open(self.dir, LogConfig(), topic_partition=METADATA_PARTITION)
+        # Retention is the snapshots' business (trim_to), never time or size.
+        config = LogConfig(segment_bytes=segment_bytes, segment_ms=segment_ms, retention_ms=-1)
+        self.log = Log.open(self.dir, config, topic_partition=METADATA_PARTITION)
 
     @property
     def end_offset(self) -> int:

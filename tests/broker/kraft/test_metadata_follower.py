@@ -252,3 +252,29 @@ def test_the_broker_writes_its_own_snapshot_and_a_restart_loads_it(tmp_path: Pat
         finally:
             await again.stop()
     run(main())
+
+
+def test_segments_below_our_snapshot_are_deleted(tmp_path: Path) -> None:
+    from broker.kraft.metadata_log import MetadataLogStore
+
+    async def main() -> None:
+        controller = KRaftController()
+        await controller.start()
+        directory = tmp_path / "__cluster_metadata-0"
+        store = MetadataLogStore(directory, segment_bytes=300)  # a segment every few batches
+        f = MetadataLogFollower(7, controller.cluster_id, MetadataLoader(),
+                                voters={controller.node_id: (controller.host, controller.port)}, store=store,
+                                snapshot_max_bytes=2000)
+        f.start()
+        try:
+            for i in range(40):  # fetched one by one: one append each, a segment rolled every few
+                controller.append([TopicRecord(name=f"t{i}", topic_id=uuid.uuid4(), version=0)])
+                await until(lambda: f.applied_offset == controller.end_offset - 1)
+            assert store.log.log_start_offset > 0
+            segments = sorted(int(p.stem) for p in directory.glob("*.log"))
+            assert segments[0] <= store.log.log_start_offset  # only whole segments below the start went
+            assert segments[0] > 0
+        finally:
+            await f.stop()
+            await controller.stop()
+    run(main())
