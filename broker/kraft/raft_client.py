@@ -9,14 +9,13 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
 - The leader: the voter `controller.quorum.voters` names by the id the quorum reports, or the endpoint a
   Fetch v16+ answer gives for it (NodeEndpoints, KIP-853: how a broker configured with
   `controller.quorum.bootstrap.servers` only finds it); before one is known, the voters (or the bootstrap
-  servers) in turn. NOT_LEADER_OR_FOLLOWER,
-  FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the CurrentLeader of the answer when it is newer (a
-  retarget), else try the next voter after `controller.quorum.retry.backoff.ms`; so do connection failures.
+  servers) in turn. NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the
+  CurrentLeader of the answer when it is newer (a retarget), else try the next voter after
+  `controller.quorum.retry.backoff.ms`; so do connection failures.
 - A DivergingEpoch truncates what we hold to its end offset (at a batch boundary at or below it) before the
   next fetch, as Kafka's follower truncates to the leader's epoch end offset.
-- Records are kept (in memory: the metadata log is not written to `__cluster_metadata-0/` yet, so a restart
-  fetches from offset 0) and applied only when committed: every batch whose last offset is below the high
-  watermark goes to the MetadataLoader, which publishes once per fetch (`on_publish`).
+- Records are held until committed: every batch whose last offset is below the high watermark goes to the
+  MetadataLoader, which publishes once per fetch (`on_publish`).
 - `applied_offset` is the last offset of the published image, what BrokerHeartbeat reports;
   `leader_endpoint()` the quorum leader's (host, port), which the lifecycle manager sends its requests to.
 - A SnapshotId in the answer (our fetch offset is below the leader's log start) is fetched with FetchSnapshot
@@ -25,7 +24,8 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
 - With a `store` (broker/kraft/metadata_log.py) fetched batches, truncations and snapshots go to
   `__cluster_metadata-0/` and `quorum-state` follows the leader; a restart loads the latest snapshot there at
   once and holds the batches after it until the first answer's high watermark commits them, then fetches
-  from where the log ends. The broker writes its own snapshots as Kafka's does (`_maybe_snapshot`).
+  from where the log ends. The broker writes its own snapshots as Kafka's does (`_maybe_snapshot`), after
+  which the log starts at the snapshot's end.
 """
 
 from __future__ import annotations
