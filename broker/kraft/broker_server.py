@@ -13,7 +13,8 @@ of a controller:
   asks to be unfenced and waits for it. Then the server starts serving clients.
 - `controlled_shutdown()`: WantShutDown in the heartbeat, waiting (bounded) for ShouldShutDown, so
   leadership moves away before the broker stops, as Kafka's broker does on SIGTERM.
-- `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, broker epochs -1 in v3) to the active
+- `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, in v3 the broker epochs the followers'
+  fetches carried) to the active
   controller for the leader's ISR changes; refused changes return None (the leader keeps its ISR and retries
   later), unanswered ones are retried while we lead in the same epoch.
 - `admin` and `preferred_election` (broker/kraft/admin.py): CreateTopics (and auto-creation, internal
@@ -271,7 +272,8 @@ class KRaftBroker:
             common = dict(partition_index=tp.partition, leader_epoch=partition.leader_epoch,
                           leader_recovery_state=RECOVERED, partition_epoch=partition_epoch)
             if v >= 3:
-                part = P(new_isr_with_epochs=[P.BrokerState(broker_id=b, broker_epoch=-1) for b in new_isr], **common)
+                part = P(new_isr_with_epochs=[P.BrokerState(broker_id=b, broker_epoch=self._epoch_of(b))
+                                              for b in new_isr], **common)
             else:
                 part = P(new_isr=list(new_isr), **common)
             topic = Req.TopicData(topic_id=partition.topic_id, partitions=[part]) if v >= 2 else \
@@ -291,6 +293,13 @@ class KRaftBroker:
                         return error
                     return list(p.isr), p.partition_epoch
         return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def _epoch_of(self, broker_id: int) -> int:
+        """The broker epoch AlterPartition v3 names for an ISR member: ours, or the one the follower's last fetch
+        carried (-1 when it sent none), as Kafka's leader sends them."""
+        if broker_id == self.broker_id:
+            return self.broker_epoch
+        return self.publisher.follower_epochs.get(broker_id, -1)
 
     # ---- not sent to the controller yet: answered NOT_CONTROLLER by their handlers
     async def alter_partition_reassignments(self, reassignments: Any) -> None:

@@ -164,7 +164,9 @@ def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_pa
     # with an AlterPartition.
     kraft_broker(follower_id, **{"controlled.shutdown.enable": "false"})
     wait_for(lambda: follower_id in partition(controller, "rf3").isr, timeout=30, what="ISR expand")
-    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALTER_PARTITION)) >= 1
+    expands = controller.call(lambda c: [r for k, r in c.requests if k == ApiKey.ALTER_PARTITION])
+    joined = [s for r in expands for s in r.topics[0].partitions[0].new_isr_with_epochs if s.broker_id == follower_id]
+    assert joined and joined[-1].broker_epoch == broker_state(controller, follower_id).epoch  # its new epoch
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
@@ -503,3 +505,6 @@ def test_the_leader_shrinks_the_isr_of_a_silent_follower_through_alter_partition
     requests = controller.call(lambda c: [r for k, r in c.requests if k == ApiKey.ALTER_PARTITION])
     assert any(r.broker_id == leader and [s.broker_id for s in r.topics[0].partitions[0].new_isr_with_epochs]
                == [leader] for r in requests)
+    # The ISR's broker epochs: the leader's own, and each follower's from its fetches (Kafka's BrokerState).
+    epochs = {s.broker_id: s.broker_epoch for r in requests for s in r.topics[0].partitions[0].new_isr_with_epochs}
+    assert epochs[leader] == broker_state(controller, leader).epoch
