@@ -11,7 +11,7 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   path (coordinators resign, logs deleted), leaders and followers through become_leader_or_follower with
   Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
   epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
-  the new ISR through `Partition.make_leader` at the same epoch, as Kafka's makeLeader does.
+  the new ISR in place (`_isr_change`), as Kafka's makeLeader does at an unchanged epoch.
 - Caught-up followers count for the HW of partitions we lead, and join their ISR, only while their broker is
   unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
   isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
@@ -147,9 +147,18 @@ class MetadataPublisher:
                 partition.on_isr_change(partition)
 
     def _isr_change(self, partition: Any, state: Any) -> None:
+        """An ISR the controller changed while we stay leader in the same epoch (Kafka's makeLeader with an
+        unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
+        caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
         from broker.replica_manager import now_ms
 
-        partition.make_leader(state, now_ms())
+        now = now_ms()
+        partition.isr = list(state.isr)
+        partition.pending_isr = None
+        partition.partition_epoch = state.partition_epoch
+        for rid, replica in partition.remote_replicas.items():
+            replica.last_caught_up_time_ms = now if rid in partition.isr else 0
+        partition.maybe_increment_leader_hw(now)
         if partition.on_isr_change is not None:
             partition.on_isr_change(partition)
         log.info("%s: ISR %s at partition epoch %d from the metadata log", partition.topic_partition, state.isr,
