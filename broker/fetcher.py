@@ -273,7 +273,8 @@ class ReplicaFetcher:
             writes = self.server.replica_manager.log_writes
             for ok, (log_, _, _) in zip(await writes.wait_written(unwritten), unwritten, strict=True):
                 if not ok:
-                    log.error("%s: writing fetched data failed; fetching it again", log_.topic_partition)
+                    log.info("%s: fetched data was cut from the log before it was written (a failed write or a "
+                             "truncation); fetching from the log end offset again", log_.topic_partition)
 
     def _process_partition(self, tp: TopicPartition, s: FetchState, p: Any, version: int) -> None:
         error = ErrorCode(p.error_code)

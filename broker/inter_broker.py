@@ -56,6 +56,9 @@ class ClientSecurity:
 PLAINTEXT_CLIENT = ClientSecurity()
 
 
+_STREAM_LIMIT = 16 << 20
+
+
 class BrokerConnection:
     def __init__(self, host: str, port: int, client_id: str, *, timeout_s: float = 30.0,
                  version_caps: dict[int, int] | None = None, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
@@ -79,8 +82,10 @@ class BrokerConnection:
     async def _connect(self) -> None:
         try:
             async with asyncio.timeout(self.timeout_s):
+                # A big buffer limit: with the default 64 KiB a 1 MiB fetch response is read in pause/resume
+                # cycles of 128 KiB (StreamReader stops reading at twice its limit).
                 self._reader, self._writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=self.security.ssl_context,
+                    self.host, self.port, ssl=self.security.ssl_context, limit=_STREAM_LIMIT,
                     server_hostname=self.host if self.security.ssl_context is not None else None)
         except (OSError, TimeoutError, ssl.SSLError) as e:
             raise BrokerUnavailable(f"cannot connect to {self.host}:{self.port}: {e}") from None

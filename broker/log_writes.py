@@ -11,8 +11,9 @@ Contract:
   calls `on_log_end_offset_moved(log)` for each log whose log end offset moved (the ReplicaManager: the leader's
   high watermark, the purgatories, a due flush), then answers the waiters.
 - `wait_written(entries)` is what a produce answer (any acks) and a follower's next fetch wait for: one future
-  per (log, offset) not yet written, done when the log end offset reaches it, or failed with
-  KAFKA_STORAGE_ERROR when its write failed and the log rolled it back. Nothing is answered, and no high
+  per (log, offset) not yet written, done when the log end offset reaches it, or failed when the log was cut
+  back meanwhile (its write failed and was rolled back: KAFKA_STORAGE_ERROR; a truncation, as a leader
+  becoming follower: NOT_LEADER_OR_FOLLOWER). Nothing is answered, and no high
   watermark moves, before the bytes are in the file: the same guarantee as Kafka's in-place append.
 - `close` lets the writers finish what they hold and stops them (shutdown, before the logs close).
 """
@@ -57,7 +58,7 @@ class LogWrites:
     def __init__(self, on_log_end_offset_moved: Callable[[Log], None]) -> None:
         self.on_log_end_offset_moved = on_log_end_offset_moved
         self.writers: dict[tuple[Path, int], LogWriter] = {}
-        # per log: (offset the log end offset must reach, the log's write_rollbacks then, waiter, its index)
+        # per log: (offset the log end offset must reach, the log's truncations then, waiter, its index)
         self._waiters: dict[Log, list[tuple[int, int, _Wait, int]]] = {}
         # One wake-up of the loop serves every writer's completions: the writers' threads only schedule it when
         # none is pending (a lock, not the GIL-holding loop, decides).
@@ -100,11 +101,11 @@ class LogWrites:
                     self._answer(log_, waiters)
 
     def _answer(self, log_: Log, waiters: list[tuple[int, int, _Wait, int]]) -> None:
-        leo, rollbacks = log_.log_end_offset, log_.write_rollbacks
+        leo, truncations = log_.log_end_offset, log_.truncations
         left = []
         for entry in waiters:
             offset, at, wait, index = entry
-            if at != rollbacks:
+            if at != truncations:
                 wait.settle(index, False)
             elif leo >= offset:
                 wait.settle(index, True)
@@ -116,17 +117,18 @@ class LogWrites:
             del self._waiters[log_]
 
     def unwritten(self, log_: Log | None, offset: int) -> tuple[Log, int, int] | None:
-        """(log, offset, rollbacks) when `offset` (exclusive end of an append) is not written yet, else None."""
+        """(log, offset, truncations) when `offset` (exclusive end of an append) is not written yet, else None."""
         if log_ is None or log_.writer is None or log_.log_end_offset >= offset:
             return None
-        return log_, offset, log_.write_rollbacks
+        return log_, offset, log_.truncations
 
     def wait_written(self, entries: list[tuple[Log, int, int]]) -> asyncio.Future[list[bool]]:
-        """For each (log, offset, rollbacks): True once written, False when its write failed; one future."""
+        """For each (log, offset, truncations): True once written; False when the log was cut back meanwhile
+        (its write failed and was rolled back, or a truncation: it may never be written). One future."""
         future: asyncio.Future[list[bool]] = asyncio.get_running_loop().create_future()
         wait = _Wait(future, len(entries))
         for index, (log_, offset, at) in enumerate(entries):
-            if at != log_.write_rollbacks:
+            if at != log_.truncations:
                 wait.settle(index, False)
             elif log_.log_end_offset >= offset:
                 wait.settle(index, True)

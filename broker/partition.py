@@ -181,6 +181,9 @@ class Partition(IsrManagement):
     def make_leader(self, state: PartitionState, now_ms: int) -> bool:
         """Become (or stay) leader. Returns True if this broker was not the leader before."""
         assert self.log is not None
+        # The new epoch starts at the end of everything appended: appends the writer still holds count (a new
+        # epoch placed below them would make followers truncate what they have and fetch it again, forever).
+        self.log.wait_for_writes()
         was_leader = self.is_leader
         self.controller_epoch = state.controller_epoch
         self.assigned_replicas = list(state.replicas)
@@ -215,6 +218,8 @@ class Partition(IsrManagement):
     def make_follower(self, state: PartitionState) -> bool:
         """Become a follower of `state.leader`. Returns True if the leader or epoch changed."""
         changed = self.leader_id != state.leader or self.leader_epoch != state.leader_epoch
+        if self.log is not None:
+            self.log.wait_for_writes()  # what we appended as leader is in the log before we follow
         self.controller_epoch = state.controller_epoch
         self.assigned_replicas = list(state.replicas)
         self.isr = list(state.isr)

@@ -329,8 +329,11 @@ class ReplicaManager:
         assert self.log_writes is not None
         written = await self.log_writes.wait_written([pending for _, pending in unwritten])
         for (tp, _), ok in zip(unwritten, written, strict=True):
-            if not ok:
-                results[tp] = ProducePartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)
+            if not ok:  # cut from the log before it was written: leadership lost (truncated), or a failed write
+                partition = self.partitions.get(tp)
+                leads = partition is not None and partition.is_leader
+                results[tp] = ProducePartitionResult(ErrorCode.KAFKA_STORAGE_ERROR if leads
+                                                     else ErrorCode.NOT_LEADER_OR_FOLLOWER)
         answer = self._answer_appended(timeout_ms, required_acks, results)
         return (await answer) if isinstance(answer, asyncio.Future) else answer
 

@@ -13,7 +13,8 @@ while appends continue (a lock guards the segment list and the recovery point). 
 state, indexes and ``appended_end_offset`` move at once) and written by the writer: ``log_end_offset``, the end
 of what is written and therefore what reads, the high watermark and followers see, moves only when the writer's
 completions are applied (``LogWriter.apply_completed``, on the same thread). Truncation, close and deletion first
-wait for the log's writes; a failed write rolls every later reservation back (``write_rollbacks`` counts it).
+wait for the log's writes; a failed write rolls every later reservation back. ``truncations`` counts every cut
+(truncation or rollback): whoever waits for an offset to be written learns from it that it may never be.
 
 ``Log.open`` loads and recovers the directory through ``storage.log_loader`` (Kafka's LogLoader); a leader
 append is checked once, and its offsets assigned, by ``storage.log_validator`` (Kafka's LogValidator).
@@ -95,7 +96,7 @@ class Log(LogTransactions, LogRetention):
         self.writer: LogWriter | None = None
         self._unwritten_end: int | None = None  # end of the reserved appends the writer still holds
         self._write_failed = False
-        self.write_rollbacks = 0
+        self.truncations = 0  # times the log was cut back: a wait for an offset reserved before may never end
 
     # ==== opening and recovery =========================================================================
     @classmethod
@@ -302,7 +303,7 @@ class Log(LogTransactions, LogRetention):
         else:
             position = seg.reserve(buf, batches)
             self._unwritten_end = last.next_offset
-            self.writer.submit(PendingWrite(self, seg, position, buf, last.next_offset, self.write_rollbacks))
+            self.writer.submit(PendingWrite(self, seg, position, buf, last.next_offset, self.truncations))
         return LogAppendInfo(
             first_offset=first.base_offset,
             last_offset=last.last_offset,
@@ -445,6 +446,7 @@ class Log(LogTransactions, LogRetention):
             self.truncate_fully_and_start_at(offset)
             return
         log.info("%s: truncating from %d to %d", self.topic_partition, self.log_end_offset, offset)
+        self.truncations += 1
         with self._lock:
             doomed = [s for s in self.segments if s.base_offset >= offset and s is not self.segments[0]]
             self._schedule_deletion(doomed, _now_ms())
@@ -467,6 +469,7 @@ class Log(LogTransactions, LogRetention):
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating fully, restarting at %d", self.topic_partition, offset)
         self.wait_for_writes()
+        self.truncations += 1
         now = _now_ms()
         with self._lock:
             self._schedule_deletion(list(self.segments), now)
@@ -486,7 +489,7 @@ class Log(LogTransactions, LogRetention):
 
     def on_written(self, job: PendingWrite) -> None:
         """The writer is done with one append (``LogWriter.apply_completed`` calls this, in order)."""
-        if job.rollbacks != self.write_rollbacks:
+        if job.truncations != self.truncations:
             return  # reserved before a rollback that already undid it
         if job.error is None and not self._write_failed:
             job.segment.mark_written(len(job.data))
@@ -502,9 +505,8 @@ class Log(LogTransactions, LogRetention):
         """A write failed: forget every append after the last written one, as if none had been made."""
         log.error("%s: a write failed; appends from offset %d to %d are rolled back", self.topic_partition,
                   self.log_end_offset, self.appended_end_offset)
-        self.write_rollbacks += 1
         self._write_failed = False
-        self._truncate(self.log_end_offset)
+        self._truncate(self.log_end_offset)  # counts in `truncations`: stale jobs and waiters see it
         self._unwritten_end = None
         if self.writer is not None:
             self.writer.clear_failure(self)

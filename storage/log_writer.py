@@ -61,7 +61,7 @@ class PendingWrite:
     position: int
     data: Any  # bytes-like, kept alive until written
     end_offset: int  # the log end offset once this write is in the file
-    rollbacks: int  # the log's write_rollbacks when it was reserved
+    truncations: int  # the log's truncations when it was reserved
     error: OSError | None = None
 
 

@@ -159,3 +159,66 @@ def test_a_producers_next_request_is_appended_while_the_previous_waits(broker: E
         assert [r.responses[0].partition_responses[0].base_offset for r in (first, second)] == [0, 0]
     finally:
         sock.close()
+
+
+def test_a_wait_for_a_write_ends_when_the_log_is_truncated_under_it(tmp_path: Path, stall: Stall) -> None:
+    """A leader that becomes a follower truncates a log whose appends were still being written: whoever waited
+    for them (a produce answer, a follower's next fetch) is told they are gone instead of waiting forever."""
+    import asyncio
+
+    from broker.log_writes import LogWrites
+    from storage import Log, LogConfig, TopicPartition
+    from tests.storage.conftest import build_batch
+
+    stalled, _ = partitions_on_two_writers()
+
+    async def scenario() -> None:
+        moved: list[Log] = []
+        writes = LogWrites(moved.append)
+        log_ = Log.open(tmp_path / f"{TOPIC}-{stalled}", LogConfig(),
+                        topic_partition=TopicPartition(TOPIC, stalled))
+        writes.attach(log_)
+        log_.append_as_leader(build_batch(2), 0, now_ms=0)
+        pending = writes.unwritten(log_, 2)
+        assert pending is not None
+        waited = writes.wait_written([pending])
+        assert stall.entered.wait(5)
+        stall.release.set()
+        log_.truncate_to(1)  # waits for the write, then cuts it
+        assert await asyncio.wait_for(waited, 5) == [False]
+        assert moved == [log_]
+        log_.close()
+        writes.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_new_leader_epoch_starts_after_the_appends_the_writer_still_holds(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-elected leader whose last appends are still being written starts its new epoch after them (as Kafka,
+    whose appends are in the log when it becomes leader): an epoch placed below them made followers truncate and
+    fetch the same batches again without end."""
+    import asyncio
+
+    from broker.log_writes import LogWrites
+
+    from .replication import TP, lead, records, replica_manager
+
+    s = Stall(f"{TP.topic}-{TP.partition}")
+    monkeypatch.setattr(log_writer_module, "injected_stall", s)
+
+    async def scenario() -> None:
+        rm = replica_manager(tmp_path, 0)
+        rm.log_writes = LogWrites(rm._on_log_end_offset_moved)
+        partition = lead(rm, 1, isr=[0])
+        pending = rm.append_records(30_000, 1, {TP: records(3)})
+        assert isinstance(pending, asyncio.Future)
+        assert s.entered.wait(5)
+        threading.Timer(0.2, s.release.set).start()
+        lead(rm, 2, isr=[0])  # waits for the write, then starts epoch 2 at offset 3
+        assert partition.leader_epoch_start_offset == 3
+        assert partition.log.leader_epoch_cache.end_offset_for(1, partition.log.log_end_offset) == (1, 3)
+        assert (await asyncio.wait_for(pending, 5))[TP].error == 0
+        rm.log_writes.close()
+
+    asyncio.run(scenario())

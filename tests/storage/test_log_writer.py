@@ -131,7 +131,7 @@ def test_a_failed_write_rolls_back_every_later_reservation(tmp_path: Path, gate:
     assert lg.appended_end_offset == 8
     gate.open.set()
     settle(lg)
-    assert lg.write_rollbacks == 1
+    assert lg.truncations == 1
     assert lg.log_end_offset == lg.appended_end_offset == 2
     assert os.path.getsize(lg.active_segment.log_path) == lg.active_segment.size
     # the log goes on: the next append takes the rolled-back offsets and is written
@@ -159,7 +159,7 @@ def test_a_producers_state_after_a_rollback_accepts_its_retry(tmp_path: Path, ga
     lg.append_as_leader(bytearray(raw), 0, now_ms=0)
     gate.open.set()
     settle(lg)
-    assert lg.log_end_offset == 0 and lg.write_rollbacks == 1
+    assert lg.log_end_offset == 0 and lg.truncations == 1
     monkeypatch.undo()
     lg.writer = writer
     # sequence 0 again is not a duplicate: the failed batch is gone from the producer state too
