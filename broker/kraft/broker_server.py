@@ -294,6 +294,10 @@ class KRaftBroker:
                     return list(p.isr), p.partition_epoch
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
+    def note_follower_epoch(self, broker_id: int, epoch: int) -> None:
+        """The broker epoch a follower's Fetch (v15+) carried (the Fetch handler tells us)."""
+        self.publisher.follower_epochs[broker_id] = epoch
+
     def _epoch_of(self, broker_id: int) -> int:
         """The broker epoch AlterPartition v3 names for an ISR member: ours, or the one the follower's last fetch
         carried (-1 when it sent none), as Kafka's leader sends them."""
