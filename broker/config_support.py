@@ -23,7 +23,8 @@ IMPLEMENTED: frozenset[str] = frozenset({
     # KRaft broker (broker/kraft/, docs/kraft.md)
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
     "metadata.log.dir", "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
-    "initial.broker.registration.timeout.ms",
+    "initial.broker.registration.timeout.ms", "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.max.snapshot.interval.ms", "metadata.log.segment.bytes", "metadata.log.segment.ms",
     # topics and leadership
     "num.partitions", "default.replication.factor", "min.insync.replicas", "auto.create.topics.enable",
     "delete.topic.enable", "unclean.leader.election.enable", "auto.leader.rebalance.enable",

@@ -245,7 +245,9 @@ class ReplicaFetcher:
                                           max_bytes=self.max_bytes, isolation_level=0, session_id=0,
                                           session_epoch=-1, topics=topics, forgotten_topics_data=[], rack_id="")
             if v >= 15:
-                fields["replica_state"] = Req.ReplicaState(replica_id=self.broker_id, replica_epoch=-1)
+                # KRaft brokers send their broker epoch (Kafka 3.7+, KIP-903); ZooKeeper-mode ones -1.
+                epoch = self.server.broker_epoch if self.server.config.is_kraft else -1
+                fields["replica_state"] = Req.ReplicaState(replica_id=self.broker_id, replica_epoch=epoch)
                 fields["replica_id"] = -1
             else:
                 fields["replica_id"] = self.broker_id

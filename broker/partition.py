@@ -124,6 +124,9 @@ class Partition(IsrManagement):
         self.leader_epoch_start_offset = -1
         self.partition_epoch = 0
         self.controller_epoch = 0
+        # KRaft (Kafka's isReplicaIsrEligible): a caught-up follower counts for the HW only if its broker is
+        # unfenced and not shutting down; the KRaft publisher sets this, ZooKeeper mode keeps every one.
+        self.replica_eligible: Callable[[int], bool] = lambda _: True
         self.assigned_replicas: list[int] = []
         self.remote_replicas: dict[int, Replica] = {}
         self._high_watermark = 0
@@ -276,7 +279,8 @@ class Partition(IsrManagement):
         maximal = self.maximal_isr
         for rid, replica in self.remote_replicas.items():
             # An ISR member whose LEO is still unknown (-1) holds the HW where it is, as in Kafka.
-            if rid in maximal or now_ms - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms:
+            if rid in maximal or (now_ms - replica.last_caught_up_time_ms <= self.replica_lag_time_max_ms
+                                  and self.replica_eligible(rid)):
                 new_hw = min(new_hw, replica.log_end_offset)
         if new_hw > self._high_watermark:
             log.debug("%s: high watermark %d -> %d", self.topic_partition, self._high_watermark, new_hw)

@@ -47,6 +47,7 @@ class IsrManagement:
     remote_replicas: dict[int, Replica]
     _high_watermark: int
     is_leader: bool  # a property of Partition
+    replica_eligible: Callable[[int], bool]  # KRaft's isReplicaIsrEligible (always True in ZooKeeper mode)
     maybe_increment_leader_hw: Callable[[int], bool]
 
     def __init__(self) -> None:
@@ -72,7 +73,7 @@ class IsrManagement:
         if replica.broker_id in self.isr:
             return
         if replica.log_end_offset >= self._high_watermark and \
-                replica.log_end_offset >= self.leader_epoch_start_offset:
+                replica.log_end_offset >= self.leader_epoch_start_offset and self.replica_eligible(replica.broker_id):
             self._propose_isr(sorted(set(self.isr) | {replica.broker_id}), "expand")
 
     def maybe_shrink_isr(self, now_ms: int) -> None:

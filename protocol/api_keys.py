@@ -144,6 +144,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- a KRaft broker's requests to the controller (issue 20) ---
     ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.FETCH_SNAPSHOT: (0, 1),
     # --- SCRAM credentials (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),

@@ -1,9 +1,9 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration and
-BrokerHeartbeat, loaded through kafka-python's machinery (`load_json=`) so they behave like every other message.
-Reach them through `protocol.messages`
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
+BrokerHeartbeat and FetchSnapshot, loaded through kafka-python's machinery (`load_json=`) so they behave like
+every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
 
@@ -93,4 +93,12 @@ class BrokerHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class BrokerHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class FetchSnapshotRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class FetchSnapshotResponse(ApiMessage, load_json=_SCHEMAS):
     pass

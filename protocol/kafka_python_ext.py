@@ -249,12 +249,21 @@ def _encode_context(self: StructField, version: int, compact: bool = False, tagg
 _FIELD_DEFAULTS: dict[type, dict[str, Any]] = {}
 
 
+def _field_default(field: Any) -> Any:
+    """A field's schema default; None for a struct field, which kafka-python gives none (FetchSnapshot's
+    SnapshotId is the first untagged one we load)."""
+    try:
+        return field.default
+    except (AttributeError, NotImplementedError):
+        return None
+
+
 def _data_container_getattr(self: DataContainer, name: str) -> Any:
     """DataContainer.__getattr__ (the schema default of a field never set), with the defaults cached."""
     cls = type(self)
     defaults = _FIELD_DEFAULTS.get(cls)
     if defaults is None:
-        defaults = _FIELD_DEFAULTS[cls] = {n: f.default for n, f in cls._struct.fields.items()}
+        defaults = _FIELD_DEFAULTS[cls] = {n: _field_default(f) for n, f in cls._struct.fields.items()}
     try:
         return defaults[name]
     except KeyError:
@@ -290,7 +299,7 @@ def _data_container_init(self: DataContainer, *args: Any, version: int | None = 
                 self.tags.add(name)
             setattr(self, name, field_vals.pop(name))
         else:
-            setattr(self, name, field.default)
+            setattr(self, name, _field_default(field))
     for name in [n for n in field_vals if n.startswith('_')]:
         if self.unknown_tags is None:
             self.unknown_tags = {}

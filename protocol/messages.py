@@ -6,10 +6,10 @@ Contract:
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
   AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
-  BrokerHeartbeat) are defined in `inter_broker_messages.py` from our own specs in `protocol/schemas/`, loaded
-  through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr (v5+) and UpdateMetadata
-  (v8+) is named `RequestType` there (attribute `request_type`): a field named `type` would shadow
-  kafka-python's `ApiMessage.type` class property.
+  BrokerHeartbeat, FetchSnapshot) are defined in `inter_broker_messages.py` from our own specs in
+  `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr
+  (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute `request_type`): a field named `type`
+  would shadow kafka-python's `ApiMessage.type` class property.
 - `request_class(api_key)` / `response_class(api_key)` return the unversioned class; index it with a
   version (`cls[v]`) for a versioned one. Unknown keys raise `UnknownApiKey`. Each API's classes are
   imported on its first use (`from protocol.messages import X` works for every class in the table).
@@ -118,6 +118,7 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     # --- a KRaft broker's requests to the controller (issue 20) ---
     ApiKey.BROKER_REGISTRATION: _pair_in(_OURS, "BrokerRegistration"),
     ApiKey.BROKER_HEARTBEAT: _pair_in(_OURS, "BrokerHeartbeat"),
+    ApiKey.FETCH_SNAPSHOT: _pair_in(_OURS, "FetchSnapshot"),
     # --- client quotas (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "DescribeClientQuotas"),
     ApiKey.ALTER_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "AlterClientQuotas"),

@@ -60,6 +60,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if v >= 15:
         # v15+ moved the replica id into the tagged ReplicaState field; consumers leave it out.
         replica_id = request.replica_state.replica_id if request.replica_state is not None else -1
+        # A KRaft broker keeps the broker epoch a follower fetches with (Kafka 3.7+, KIP-903): ISR eligibility.
+        note_epoch = getattr(getattr(server, "controller", None), "note_follower_epoch", None)
+        if replica_id >= 0 and note_epoch is not None:
+            note_epoch(replica_id, request.replica_state.replica_epoch)
     else:
         replica_id = request.replica_id
     if replica_id >= 0:

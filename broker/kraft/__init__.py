@@ -9,5 +9,8 @@
 - lifecycle.py: BrokerRegistration, BrokerHeartbeat, controlled shutdown; the channel to the controller
 - publisher.py: images published to the MetadataCache, topic configs and the ReplicaManager
 - broker_server.py: `KRaftBroker`, what KafkaServer.controller is in KRaft mode (Controller.create picks it)
+- admin.py: the admin requests sent to the controller (CreateTopics, DeleteTopics, CreatePartitions, configs,
+  ElectLeaders)
+- metadata_log.py: `__cluster_metadata-0/` on disk
 - zk_apis.py: the APIs a KRaft broker does not enable
 """

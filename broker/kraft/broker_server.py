@@ -8,21 +8,25 @@ of a controller:
   meta.properties (an unformatted dir is refused with Kafka's hint to format it); starts the metadata log
   follower (broker/kraft/raft_client.py), whose committed records load into the image and are published to
   the broker (broker/kraft/publisher.py); registers (broker/kraft/lifecycle.py) within
-  `initial.broker.registration.timeout.ms`; waits until the controller says our metadata caught up, then
+  `initial.broker.registration.timeout.ms` (a quorum answering INCONSISTENT_CLUSTER_ID to our fetches stops
+  the start at once); waits until the controller says our metadata caught up, then
   asks to be unfenced and waits for it. Then the server starts serving clients.
 - `controlled_shutdown()`: WantShutDown in the heartbeat, waiting (bounded) for ShouldShutDown, so
   leadership moves away before the broker stops, as Kafka's broker does on SIGTERM.
-- `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, broker epochs -1 in v3) to the active
+- `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, in v3 the broker epochs the followers'
+  fetches carried) to the active
   controller for the leader's ISR changes; refused changes return None (the leader keeps its ISR and retries
   later), unanswered ones are retried while we lead in the same epoch.
-- `admin`: CreateTopics (and auto-creation, internal topics) sent to the controller, answered once the topic
-  has leaders in our metadata. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its
-  principal; we send our own CreateTopics, as Kafka's auto-topic creation does.
+- `admin` and `preferred_election` (broker/kraft/admin.py): CreateTopics (and auto-creation, internal
+  topics), DeleteTopics, CreatePartitions, topic config changes and ElectLeaders sent to the controller,
+  answered once our metadata shows them. Partition reassignments are not: their handlers answer
+  NOT_CONTROLLER. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
+  we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
   configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): DeleteTopics, CreatePartitions, config changes, reassignments and elections
-through the controller; the metadata log on disk.
+Not done yet (docs/kraft.md): reassignments, broker configs, quotas, ACLs and SCRAM through the
+controller.
 """
 
 from __future__ import annotations
@@ -30,14 +34,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from broker.controller.admin_manager import NewTopic, TopicResult
 from broker.controller.producer_ids import RpcProducerIdManager
-from broker.kraft.lifecycle import BrokerLifecycleManager, ControllerChannel, ControllerUnavailable
+from broker.kraft.admin import KRaftAdmin, KRaftElections
+from broker.kraft.format import feature_release
+from broker.kraft.lifecycle import (
+    METADATA_VERSION_RANGE,
+    SUPPORTED_FEATURES,
+    BrokerLifecycleManager,
+    ControllerChannel,
+    ControllerUnavailable,
+)
 from broker.kraft.loader import MetadataLoader
+from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
 from broker.metadata import LocalMetadataStore, MetadataError
@@ -66,11 +76,14 @@ class KRaftBroker:
         self.publisher = MetadataPublisher(server, self.broker_id)
         self.loader = MetadataLoader(on_publish=self.publisher.publish)
         self.store.loader = self.loader
+        self.store.kraft = self
         self.metadata_changed = asyncio.Event()
         self.follower: MetadataLogFollower | None = None
+        self._fetch_refused: ErrorCode | None = None
         self.channel: ControllerChannel | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.admin = KRaftAdmin(self)
+        self.preferred_election = KRaftElections(self)
 
     async def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
@@ -113,8 +126,14 @@ class KRaftBroker:
             self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
             bootstrap=config.quorum_bootstrap_servers,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+            store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
+                                   segment_bytes=config["metadata.log.segment.bytes"],
+                                   segment_ms=config["metadata.log.segment.ms"]),
+            snapshot_max_bytes=config["metadata.log.max.record.bytes.between.snapshots"],
+            snapshot_interval_ms=config["metadata.log.max.snapshot.interval.ms"])
         self.loader.on_publish = self._on_publish
+        self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",
                                          timeout_s=config["request.timeout.ms"] / 1000)
         ep = server.endpoint
@@ -131,13 +150,12 @@ class KRaftBroker:
         lifecycle = self.lifecycle
         try:
             async with asyncio.timeout(timeout_s):
-                await lifecycle.registered.wait()
+                await self._until(lifecycle.registered)
                 if lifecycle.registration_failed is not None:
-                    raise MetadataError(f"the controller refused this broker's registration: "
-                                        f"{lifecycle.registration_failed.name}")
-                await lifecycle.caught_up.wait()
+                    raise MetadataError(await self._refusal(lifecycle.registration_failed))
+                await self._until(lifecycle.caught_up)
                 lifecycle.set_ready_to_unfence()
-                await lifecycle.unfenced.wait()
+                await self._until(lifecycle.unfenced)
         except TimeoutError:
             raise MetadataError("The broker was unable to register with the controller and be unfenced within "
                                 f"initial.broker.registration.timeout.ms ({timeout_s * 1000:.0f} ms)") from None
@@ -145,6 +163,51 @@ class KRaftBroker:
         server.metadata_ready.set()
         log.info("KRaft broker %d registered (epoch %d), caught up with the metadata log at %d and unfenced",
                  self.broker_id, lifecycle.broker_epoch, self.follower.applied_offset)
+
+    async def _refusal(self, error: ErrorCode) -> str:
+        """The one line a refused registration stops the start with; for UNSUPPORTED_VERSION it names the
+        cluster's finalized feature we do not support (from the metadata log, once fetched) and how to join."""
+        text = f"the controller refused this broker's registration: {error.name}"
+        if error != ErrorCode.UNSUPPORTED_VERSION:
+            return text
+        for _ in range(20):  # the metadata log is being fetched meanwhile
+            features = self.loader.image.features
+            if features.metadata_version is not None:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            return text
+        level = features.metadata_version
+        lo, hi = METADATA_VERSION_RANGE
+        if not lo <= level <= hi:
+            return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
+                    f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
+                    f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
+                    f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
+        for name, finalized in sorted(features.finalized_versions.items()):
+            supported = SUPPORTED_FEATURES.get(name, (0, 0))
+            if not supported[0] <= finalized <= supported[1]:
+                return (f"{text}: the cluster's finalized {name} is {finalized}; this broker supports {name} "
+                        f"{supported[0]} to {supported[1]}: change it with `kafka-features.sh downgrade --feature "
+                        f"{name}={supported[1]}` (or format a new cluster with `kafka-storage.sh format --feature "
+                        f"{name}={supported[1]}`)")
+        return text
+
+    async def _until(self, event: asyncio.Event) -> None:
+        """Wait for a start-up step, unless the quorum refuses our metadata fetches for good."""
+        while not event.is_set():
+            if self._fetch_refused is not None:
+                raise MetadataError(f"the controller quorum refused this broker's metadata fetch: "
+                                    f"{self._fetch_refused.name} (cluster.id {self.cluster_id} in meta.properties)")
+            try:
+                async with asyncio.timeout(0.1):
+                    await event.wait()
+            except TimeoutError:
+                pass
+
+    def _on_fetch_error(self, error: ErrorCode) -> None:
+        if error == ErrorCode.INCONSISTENT_CLUSTER_ID:
+            self._fetch_refused = error
 
     def _on_publish(self, delta: Any, image: Any) -> None:
         self.publisher.publish(delta, image)
@@ -209,7 +272,8 @@ class KRaftBroker:
             common = dict(partition_index=tp.partition, leader_epoch=partition.leader_epoch,
                           leader_recovery_state=RECOVERED, partition_epoch=partition_epoch)
             if v >= 3:
-                part = P(new_isr_with_epochs=[P.BrokerState(broker_id=b, broker_epoch=-1) for b in new_isr], **common)
+                part = P(new_isr_with_epochs=[P.BrokerState(broker_id=b, broker_epoch=self._epoch_of(b))
+                                              for b in new_isr], **common)
             else:
                 part = P(new_isr=list(new_isr), **common)
             topic = Req.TopicData(topic_id=partition.topic_id, partitions=[part]) if v >= 2 else \
@@ -230,6 +294,24 @@ class KRaftBroker:
                     return list(p.isr), p.partition_epoch
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
+    def note_follower_epoch(self, broker_id: int, epoch: int) -> None:
+        """The broker epoch a follower's Fetch (v15+) carried (the Fetch handler tells us)."""
+        self.publisher.follower_epochs[broker_id] = epoch
+
+    def _epoch_of(self, broker_id: int) -> int:
+        """The broker epoch AlterPartition v3 names for an ISR member: ours, or the one the follower's last fetch
+        carried (-1 when it sent none), as Kafka's leader sends them."""
+        if broker_id == self.broker_id:
+            return self.broker_epoch
+        return self.publisher.follower_epochs.get(broker_id, -1)
+
+    # ---- not sent to the controller yet: answered NOT_CONTROLLER by their handlers
+    async def alter_partition_reassignments(self, reassignments: Any) -> None:
+        return None
+
+    async def list_partition_reassignments(self, tps: Any) -> None:
+        return None
+
     # ---- AllocateProducerIds
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         assert self.channel is not None
@@ -241,9 +323,16 @@ class KRaftBroker:
 
 
 class _LocalStore(LocalMetadataStore):
-    """The local store, whose topic configs are the metadata image's (the server re-reads them from its store)."""
+    """The local store, whose topic configs are the metadata image's (the server re-reads them from its store)
+    and whose broker epoch is our KRaft registration's."""
 
     loader: MetadataLoader | None = None
+    kraft: KRaftBroker | None = None
+
+    @property  # type: ignore[override]
+    def broker_epoch(self) -> int:
+        """Our KRaft broker epoch (server.broker_epoch reads it here): the registration's offset."""
+        return self.kraft.broker_epoch if self.kraft is not None else -1
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}
@@ -262,87 +351,3 @@ class KRaftProducerIdManager(RpcProducerIdManager):
 
     async def _ask_controller(self) -> tuple[int, int]:
         return await self.kraft.allocate_producer_ids(self.kraft.broker_id, self.kraft.broker_epoch)
-
-
-class KRaftAdmin:
-    """The admin entry points a KRaft broker serves by asking the controller (CreateTopics)."""
-
-    def __init__(self, kraft: KRaftBroker) -> None:
-        self.kraft = kraft
-        self._auto_creating: dict[str, asyncio.Task] = {}
-
-    async def shutdown(self) -> None:
-        for task in list(self._auto_creating.values()):
-            task.cancel()
-        await asyncio.gather(*self._auto_creating.values(), return_exceptions=True)
-
-    def _topic_ready(self, name: str) -> bool:
-        tm = self.kraft.server.metadata_cache.topics.get(name)
-        return tm is not None and bool(tm.partitions) and all(p.leader >= 0 for p in tm.partitions.values())
-
-    async def create_topics(self, topics: list[NewTopic], *, validate_only: bool, timeout_ms: int
-                            ) -> dict[str, TopicResult]:
-        channel = self.kraft.channel
-        assert channel is not None
-        Req = request_class(ApiKey.CREATE_TOPICS)
-
-        def build(v: int) -> Any:
-            T = Req.CreatableTopic
-            return Req[v](timeout_ms=timeout_ms, validate_only=validate_only, topics=[T(
-                name=t.name, num_partitions=t.num_partitions if not t.assignment else -1,
-                replication_factor=t.replication_factor if not t.assignment else -1,
-                assignments=[T.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
-                             for p, b in sorted(t.assignment.items())],
-                configs=[T.CreatableTopicConfig(name=k, value=val) for k, val in t.configs.items()])
-                for t in topics])
-
-        try:
-            resp = await channel.send(build, ApiKey.CREATE_TOPICS)
-        except ControllerUnavailable as e:
-            return {t.name: TopicResult(ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for t in topics}
-        results: dict[str, TopicResult] = {}
-        for r in resp.topics:
-            results[r.name] = TopicResult(
-                ErrorCode(r.error_code), r.error_message, getattr(r, "topic_id", None),
-                getattr(r, "num_partitions", -1), getattr(r, "replication_factor", -1),
-                {t.name: t.configs for t in topics}.get(r.name, {}))
-        created = [n for n, r in results.items() if r.error == ErrorCode.NONE]
-        if created and not validate_only:
-            deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-            while not all(self._topic_ready(n) for n in created):
-                if time.monotonic() >= deadline:
-                    for n in created:
-                        if not self._topic_ready(n):
-                            results[n] = TopicResult(ErrorCode.REQUEST_TIMED_OUT,
-                                                     "Topic creation did not complete in time")
-                    break
-                self.kraft.metadata_changed.clear()
-                try:
-                    async with asyncio.timeout(min(0.1, deadline - time.monotonic())):
-                        await self.kraft.metadata_changed.wait()
-                except TimeoutError:
-                    pass
-        for n in created:
-            tm = self.kraft.server.metadata_cache.topics.get(n)
-            if tm is not None and results[n].error == ErrorCode.NONE:
-                results[n].topic_id = tm.topic_id
-                results[n].num_partitions = len(tm.partitions)
-                results[n].replication_factor = len(next(iter(tm.partitions.values())).replicas)
-        return results
-
-    def auto_create_topic(self, name: str) -> None:
-        if name in self._auto_creating:
-            return
-        task = asyncio.get_running_loop().create_task(
-            self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000))
-        self._auto_creating[name] = task
-        task.add_done_callback(lambda _: self._auto_creating.pop(name, None))
-
-    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
-                                    configs: Mapping[str, str]) -> None:
-        if name in self.kraft.server.metadata_cache.topics:
-            return
-        alive = len(self.kraft.server.metadata_cache.brokers)
-        rf = max(1, min(replication_factor, alive))
-        await self.create_topics([NewTopic(name, partitions, rf, configs=dict(configs))], validate_only=False,
-                                 timeout_ms=30000)

@@ -44,6 +44,14 @@ def feature_level(version: MetadataVersion) -> int:
     return version.ordinal - _LEVEL_1.ordinal + 1
 
 
+def feature_release(level: int) -> str:
+    """The metadata.version of a feature level ("3.7-IV4" for 19), or the level itself when unknown here."""
+    for version in MetadataVersion.all():
+        if version >= _LEVEL_1 and feature_level(version) == level:
+            return str(version)
+    return str(level)
+
+
 def new_directory_id(taken: set[uuid.UUID]) -> uuid.UUID:
     """Kafka's generateValidDirectoryId: random, not reserved (the first 100 ids), text form without '-'."""
     while True:

@@ -11,20 +11,21 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   path (coordinators resign, logs deleted), leaders and followers through become_leader_or_follower with
   Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
   epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
-  the new ISR through `Partition.make_leader` at the same epoch, as Kafka's makeLeader does.
-- `on_first_publish` runs once, after the first image is applied.
+  the new ISR in place (`_isr_change`), as Kafka's makeLeader does at an unchanged epoch.
+- Caught-up followers count for the HW of partitions we lead, and join their ISR, only while their broker is
+  unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
+  isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
+  stopped counting.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.kraft.delta import MetadataDelta
 from broker.kraft.image import MetadataImage
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
-from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -47,7 +48,7 @@ class MetadataPublisher:
         self.server = server
         self.node_id = node_id
         self.image: MetadataImage | None = None
-        self.on_first_publish: Callable[[], None] | None = None
+        self.follower_epochs: dict[int, int] = {}  # broker id -> the epoch its last Fetch carried (v15+)
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         previous, self.image = self.image, image
@@ -56,10 +57,10 @@ class MetadataPublisher:
             self._publish_configs(previous, image)
             if delta.topics_delta is not None:
                 self._apply_local_changes(delta)
+            if previous is not None and previous.cluster is not image.cluster:
+                self._on_cluster_change()
         except Exception:
             log.exception("publishing metadata image at offset %d failed", image.offset)
-        if previous is None and self.on_first_publish is not None:
-            self.on_first_publish()
 
     def _publish_cache(self, previous: MetadataImage | None, image: MetadataImage) -> None:
         cache = self.server.metadata_cache
@@ -108,10 +109,13 @@ class MetadataPublisher:
         for tp, info in {**changes.leaders, **changes.followers}.items():
             partition = rm.partitions.get(tp)
             state = info.partition_state(is_new=partition is None)
-            if partition is not None and partition.log is not None and partition.is_leader and \
-                    tp in changes.leaders and state.leader_epoch == partition.leader_epoch:
-                if state.partition_epoch > partition.partition_epoch:
+            if partition is not None and partition.log is not None and state.leader_epoch == partition.leader_epoch \
+                    and state.leader == partition.leader_id:
+                # Same leader, same epoch: only the ISR (and the partition epoch) moved.
+                if partition.is_leader and state.partition_epoch > partition.partition_epoch:
                     self._isr_change(partition, state)
+                elif not partition.is_leader:
+                    partition.isr, partition.partition_epoch = list(state.isr), state.partition_epoch
                 continue
             states[tp] = state
         if states:
@@ -120,18 +124,42 @@ class MetadataPublisher:
             failed = {tp: e for tp, e in errors.items() if e != 0}
             if failed:
                 log.warning("applying leadership from the metadata log: %s", failed)
+            for tp in states:
+                if tp in rm.partitions:
+                    rm.partitions[tp].replica_eligible = self.replica_eligible
 
-    def _isr_change(self, partition: Any, state: Any) -> None:
+    def replica_eligible(self, broker_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible in KRaft: the broker is registered, unfenced, not shutting down, and
+        its fetches carry its current broker epoch (or -1, which Kafka accepts too)."""
+        broker = self.image.cluster.broker(broker_id) if self.image is not None else None
+        epoch = self.follower_epochs.get(broker_id, -1)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown and \
+            epoch in (-1, broker.epoch)
+
+    def _on_cluster_change(self) -> None:
+        """A fenced or shutting-down follower no longer holds back the HW of the partitions we lead."""
         from broker.replica_manager import now_ms
 
-        partition.make_leader(state, now_ms())
+        now = now_ms()
+        for partition in list(self.server.replica_manager.partitions.values()):
+            if partition.is_leader and partition.log is not None and partition.maybe_increment_leader_hw(now) \
+                    and partition.on_isr_change is not None:
+                partition.on_isr_change(partition)
+
+    def _isr_change(self, partition: Any, state: Any) -> None:
+        """An ISR the controller changed while we stay leader in the same epoch (Kafka's makeLeader with an
+        unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
+        caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
+        from broker.replica_manager import now_ms
+
+        now = now_ms()
+        partition.isr = list(state.isr)
+        partition.pending_isr = None
+        partition.partition_epoch = state.partition_epoch
+        for rid, replica in partition.remote_replicas.items():
+            replica.last_caught_up_time_ms = now if rid in partition.isr else 0
+        partition.maybe_increment_leader_hw(now)
         if partition.on_isr_change is not None:
             partition.on_isr_change(partition)
         log.info("%s: ISR %s at partition epoch %d from the metadata log", partition.topic_partition, state.isr,
                  state.partition_epoch)
-
-
-def topic_partitions(image: MetadataImage, broker_id: int) -> list[TopicPartition]:
-    """The partitions the image assigns to a broker (tests)."""
-    return [TopicPartition(t.name, p) for t in image.topics.by_id.values()
-            for p, reg in t.partitions.items() if broker_id in reg.replicas]

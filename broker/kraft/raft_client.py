@@ -6,35 +6,46 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
   ReplicaState, the field replica_id before), our cluster id, the leader epoch we know as current leader
   epoch, the next offset and the epoch of the last batch we hold; the leader waits up to 500 ms (Kafka's
   raft fetch max wait) when there is nothing new.
-- The leader: the voter `controller.quorum.voters` names by the id the quorum reports; before one is known,
-  the voters (or `controller.quorum.bootstrap.servers`) in turn. NOT_LEADER_OR_FOLLOWER,
-  FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the CurrentLeader of the answer when it is newer (a
-  retarget), else try the next voter after `controller.quorum.retry.backoff.ms`; so do connection failures.
+- The leader: the voter `controller.quorum.voters` names by the id the quorum reports, or the endpoint a
+  Fetch v16+ answer gives for it (NodeEndpoints, KIP-853: how a broker configured with
+  `controller.quorum.bootstrap.servers` only finds it); before one is known, the voters (or the bootstrap
+  servers) in turn. NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH take the
+  CurrentLeader of the answer when it is newer (a retarget), else try the next voter after
+  `controller.quorum.retry.backoff.ms`; so do connection failures.
 - A DivergingEpoch truncates what we hold to its end offset (at a batch boundary at or below it) before the
   next fetch, as Kafka's follower truncates to the leader's epoch end offset.
-- Records are kept (in memory: the metadata log is not written to `__cluster_metadata-0/` yet, so a restart
-  fetches from offset 0) and applied only when committed: every batch whose last offset is below the high
-  watermark goes to the MetadataLoader, which publishes once per fetch (`on_publish`).
+- Records are held until committed: every batch whose last offset is below the high watermark goes to the
+  MetadataLoader, which publishes once per fetch (`on_publish`).
 - `applied_offset` is the last offset of the published image, what BrokerHeartbeat reports;
   `leader_endpoint()` the quorum leader's (host, port), which the lifecycle manager sends its requests to.
-Not implemented: FetchSnapshot (a leader pointing to a snapshot is logged and retried), the metadata log and
-`quorum-state` on disk.
+- A SnapshotId in the answer (our fetch offset is below the leader's log start) is fetched with FetchSnapshot
+  (v0-1, chunk by chunk), kept in `snapshot_dir` as `<end offset>-<epoch>.checkpoint` and loaded as the new
+  image (`MetadataLoader.load_snapshot`); fetching goes on from its end offset.
+- With a `store` (broker/kraft/metadata_log.py) fetched batches, truncations and snapshots go to
+  `__cluster_metadata-0/` and `quorum-state` follows the leader; a restart loads the latest snapshot there at
+  once and holds the batches after it until the first answer's high watermark commits them, then fetches
+  from where the log ends. The broker writes its own snapshots as Kafka's does (`_maybe_snapshot`), after
+  which the log starts at the snapshot's end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.kraft.loader import MetadataLoader
+from broker.kraft.metadata_log import MetadataLogStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from protocol.metadata_records import MetadataParseError, decode_metadata_batches
+from protocol.metadata_records import MetadataParseError, decode_metadata_batch, decode_metadata_batches
+from records import CorruptRecordError, InvalidRecordError, iter_batches
 
 log = logging.getLogger("broker.kraft.raft")
 
@@ -43,21 +54,43 @@ FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.FETCH_MAX_WAIT_MS
 _RETARGET = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
 
 
+def _whole_batches(view: memoryview) -> list[Any]:
+    """The complete batches of a fetch answer; a size-limited read may end inside the last one, which is
+    fetched again next time (Kafka's reader ignores such a tail too)."""
+    out: list[Any] = []
+    try:
+        for raw in iter_batches(view):
+            out.append(raw)
+    except CorruptRecordError as e:
+        if not ("runs past the end" in str(e) or "trailing bytes" in str(e)):
+            raise
+    return out
+
+
 @dataclass
 class HeldBatch:
     base_offset: int
     next_offset: int
     epoch: int
     batch: Any  # protocol.metadata_records.MetadataBatch
+    size: int = 0  # its bytes, counted towards the next snapshot
 
 
 class MetadataLogFollower:
     def __init__(self, node_id: int, cluster_id: str, loader: MetadataLoader, *,
                  voters: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]] | None = None,
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
-                 retry_backoff_ms: int = 20) -> None:
+                 retry_backoff_ms: int = 20, snapshot_dir: Path | None = None,
+                 store: MetadataLogStore | None = None, snapshot_max_bytes: int = 20971520,
+                 snapshot_interval_ms: int = 3600000) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
+        self.snapshot_max_bytes = snapshot_max_bytes
+        self.snapshot_interval_ms = snapshot_interval_ms
+        self._bytes_since_snapshot = 0
+        self._last_snapshot = time.monotonic()
+        self.store = store  # the metadata log on disk (`__cluster_metadata-0/`), or None: in memory only
+        self.snapshot_dir = store.dir if store is not None else snapshot_dir  # where fetched snapshots are kept
         self.loader = loader
         self.voters = voters
         self.bootstrap = bootstrap or []
@@ -67,6 +100,7 @@ class MetadataLogFollower:
         self.leader_id = -1
         self.leader_epoch = -1
         self.high_watermark = -1
+        self.node_endpoints: dict[int, tuple[str, int]] = {}  # from Fetch v16+ NodeEndpoints (KIP-853)
         self.held: list[HeldBatch] = []  # fetched, not yet applied (above the high watermark)
         self.end_offset = 0  # next offset to fetch
         self.last_epoch = -1  # epoch of the last batch held or applied
@@ -82,13 +116,35 @@ class MetadataLogFollower:
         return self.loader.image.offset
 
     def leader_endpoint(self) -> tuple[str, int] | None:
-        if self.leader_id >= 0 and self.leader_id in self.voters:
-            return self.voters[self.leader_id]
-        return None
+        if self.leader_id < 0:
+            return None
+        return self.voters.get(self.leader_id) or self.node_endpoints.get(self.leader_id)
 
     # ---- lifecycle
     def start(self) -> None:
+        if self.store is not None:
+            self._load_local_log()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="kraft-metadata-fetch")
+
+    def _load_local_log(self) -> None:
+        """What an earlier run left on disk: its latest snapshot is loaded at once; the batches after it are
+        held until the quorum's high watermark says they are committed."""
+        assert self.store is not None
+        snapshot, data = self.store.load()
+        if snapshot is not None:
+            from broker.kraft.snapshot import read_snapshot_records
+
+            header, records = read_snapshot_records(self.store.snapshot_path(snapshot))
+            self.loader.load_snapshot(snapshot.end_offset, snapshot.epoch, header.last_contained_log_timestamp,
+                                      [r.message for r in records])
+            self.end_offset, self.last_epoch = snapshot.end_offset, snapshot.epoch
+        for batch in decode_metadata_batches(memoryview(data)):
+            if batch.base_offset >= self.end_offset:
+                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
+                self.end_offset, self.last_epoch = batch.last_offset + 1, batch.epoch
+        if snapshot is not None or self.held:
+            log.info("metadata log on disk: snapshot %s, %d batches up to offset %d", snapshot, len(self.held),
+                     self.end_offset)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -98,6 +154,8 @@ class MetadataLogFollower:
         if self._conn is not None:
             self._conn[1].close()
             self._conn = None
+        if self.store is not None:
+            self.store.close()
 
     def _target(self) -> tuple[str, int]:
         leader = self.leader_endpoint()
@@ -166,6 +224,8 @@ class MetadataLogFollower:
                 self.on_fetch_error(error)
             self._lose_leader()
             return False
+        for node in getattr(resp, "node_endpoints", None) or ():
+            self.node_endpoints[node.node_id] = (node.host, node.port)
         partition = resp.responses[0].partitions[0]
         error = ErrorCode(partition.error_code)
         leader = partition.current_leader
@@ -173,6 +233,8 @@ class MetadataLogFollower:
                 (leader.leader_id, leader.leader_epoch) != (self.leader_id, self.leader_epoch):
             log.info("metadata quorum leader: %d at epoch %d", leader.leader_id, leader.leader_epoch)
             self.leader_id, self.leader_epoch = leader.leader_id, leader.leader_epoch
+            if self.store is not None:
+                self.store.write_quorum_state(self.leader_id, self.leader_epoch, list(self.voters))
             if self.on_leader_change is not None:
                 self.on_leader_change(self.leader_id, self.leader_epoch)
             if error in _RETARGET:
@@ -188,21 +250,23 @@ class MetadataLogFollower:
             self.truncate(div.epoch, div.end_offset)
             return True
         if partition.snapshot_id is not None and partition.snapshot_id.end_offset >= 0:
-            log.error("the quorum leader points to snapshot %s: FetchSnapshot is not implemented",
-                      partition.snapshot_id)
-            return False
+            if partition.high_watermark >= 0:
+                self.high_watermark = partition.high_watermark
+            return await self.fetch_snapshot(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
         records = partition.records
         got = False
         if records:
             try:
-                batches = list(decode_metadata_batches(memoryview(records)))
-            except MetadataParseError as e:
+                batches = [(raw, decode_metadata_batch(raw)) for raw in _whole_batches(memoryview(records))
+                           if raw.base_offset >= self.end_offset]
+            except (MetadataParseError, CorruptRecordError, InvalidRecordError) as e:
                 log.error("metadata log batch at %d cannot be read: %s", self.end_offset, e)
                 return False
-            for batch in batches:
-                if batch.base_offset < self.end_offset:
-                    continue
-                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
+            if batches and self.store is not None:
+                self.store.append(b"".join(bytes(raw.buffer) for raw, _ in batches))
+            for raw, batch in batches:
+                self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch,
+                                           raw.size_in_bytes))
                 self.end_offset = batch.last_offset + 1
                 self.last_epoch = batch.epoch
                 got = True
@@ -210,6 +274,70 @@ class MetadataLogFollower:
             self.high_watermark = partition.high_watermark
         self.apply_committed()
         return got or partition.high_watermark >= 0
+
+    async def fetch_snapshot(self, end_offset: int, epoch: int) -> bool:
+        """The leader's log starts after what we hold: fetch its snapshot (FetchSnapshot, chunk by chunk from
+        position 0), keep it as `<end>-<epoch>.checkpoint` in `snapshot_dir`, load it as the new image and go
+        on fetching from its end offset (Kafka's KafkaRaftClient.handleFetchSnapshotResponse)."""
+        Req = request_class(ApiKey.FETCH_SNAPSHOT)
+        conn = self._connection()
+        data = bytearray()
+        size = -1
+        while size < 0 or len(data) < size:
+            position = len(data)
+
+            def build(v: int, position: int = position) -> Any:
+                part = Req.TopicSnapshot.PartitionSnapshot(
+                    partition=0, current_leader_epoch=self.leader_epoch, position=position,
+                    snapshot_id=Req.TopicSnapshot.PartitionSnapshot.SnapshotId(end_offset=end_offset, epoch=epoch))
+                return Req[v](cluster_id=self.cluster_id, replica_id=self.node_id, max_bytes=8 * 1024 * 1024,
+                              topics=[Req.TopicSnapshot(name="__cluster_metadata", partitions=[part])])
+
+            resp = await conn.send(build, ApiKey.FETCH_SNAPSHOT)
+            error = ErrorCode(resp.error_code)
+            part = resp.topics[0].partitions[0] if error == ErrorCode.NONE and resp.topics else None
+            if part is not None:
+                error = ErrorCode(part.error_code)
+            if error != ErrorCode.NONE or part is None:
+                log.warning("FetchSnapshot %d-%d at %d: %s", end_offset, epoch, position, error.name)
+                if error in _RETARGET:
+                    self._lose_leader()
+                return False
+            if part.position != position:
+                log.warning("FetchSnapshot answered position %d for %d", part.position, position)
+                return False
+            size = part.size
+            data += bytes(part.unaligned_records or b"")
+        from broker.kraft.snapshot import read_snapshot_records
+        from storage.snapshot_file import SnapshotId, snapshot_path
+
+        directory = self.snapshot_dir
+        temp = None
+        if directory is None:
+            import tempfile
+            temp = tempfile.TemporaryDirectory()
+            directory = Path(temp.name)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = snapshot_path(directory, SnapshotId(end_offset, epoch))
+            partial = path.with_name(path.name + ".part")
+            partial.write_bytes(data)
+            partial.replace(path)
+            header, records = read_snapshot_records(path)
+        finally:
+            if temp is not None:
+                temp.cleanup()
+        self.loader.load_snapshot(end_offset, epoch, header.last_contained_log_timestamp,
+                                  [r.message for r in records])
+        if self.store is not None:
+            self.store.restart_at(end_offset)
+        self.held = []
+        self.end_offset = end_offset
+        self.last_epoch = epoch
+        log.info("loaded the quorum's snapshot %d-%d (%d bytes, %d records)", end_offset, epoch, len(data),
+                 len(records))
+        self.apply_committed()
+        return True
 
     def apply_committed(self) -> None:
         """Load every held batch below the high watermark and publish once."""
@@ -220,8 +348,38 @@ class MetadataLogFollower:
             self.loader.load_metadata_batch(held.batch)
             n += 1
         if n:
+            self._bytes_since_snapshot += sum(h.size for h in self.held[:n])
             del self.held[:n]
             self.loader.flush()
+            self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        """Kafka's broker-side SnapshotGenerator: once `snapshot_max_bytes` of records were applied since the last
+        snapshot (metadata.log.max.record.bytes.between.snapshots), or `snapshot_interval_ms` passed with some
+        (metadata.log.max.snapshot.interval.ms), the published image is written as `<end>-<epoch>.checkpoint`
+        beside the log, which a restart then loads instead of replaying the log."""
+        if self.store is None or self.loader.in_transaction or self._bytes_since_snapshot == 0:
+            return
+        now = time.monotonic()
+        due = self._bytes_since_snapshot >= self.snapshot_max_bytes or (
+            self.snapshot_interval_ms > 0 and (now - self._last_snapshot) * 1000 >= self.snapshot_interval_ms)
+        if not due:
+            return
+        from broker.kraft.snapshot import image_records, write_snapshot
+        from storage.snapshot_file import SnapshotId
+
+        image = self.loader.image
+        snapshot = SnapshotId(image.offset + 1, image.provenance.last_contained_epoch)
+        if snapshot.end_offset <= 0 or self.store.snapshot_path(snapshot).exists():
+            return
+        write_snapshot(self.store.dir, snapshot, image_records(image),
+                       last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
+                       timestamp_ms=int(time.time() * 1000))
+        log.info("wrote metadata snapshot %d-%d after %d bytes of records", snapshot.end_offset, snapshot.epoch,
+                 self._bytes_since_snapshot)
+        self.store.trim_to(snapshot)
+        self._bytes_since_snapshot = 0
+        self._last_snapshot = now
 
     def truncate(self, epoch: int, end_offset: int) -> None:
         """The leader's log diverges from ours after (epoch, end_offset): drop what we hold beyond it."""
@@ -232,5 +390,7 @@ class MetadataLogFollower:
             cut = self.applied_offset + 1
         self.held = [h for h in self.held if h.next_offset <= cut]
         self.end_offset = self.held[-1].next_offset if self.held else self.applied_offset + 1
+        if self.store is not None:
+            self.store.truncate_to(self.end_offset)
         self.last_epoch = self.held[-1].epoch if self.held else self.loader.image.provenance.last_contained_epoch
         log.info("metadata log truncated to %d (diverging epoch %d ends at %d)", self.end_offset, epoch, end_offset)

@@ -19,14 +19,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.kraft.zk_apis import ZK_BROKER_ONLY
-from broker.testing import EmbeddedBroker
+from broker.testing import BrokerProcess, EmbeddedBroker
 from protocol import ApiKey, request_class
 from storage import TopicPartition
 from tests.broker.wire import recv, roundtrip, send
 from tests.kraft_controller import ControllerThread
 
 FAST = {"broker.heartbeat.interval.ms": "100", "replica.lag.time.max.ms": "2000",
-        "replica.fetch.wait.max.ms": "100", "initial.broker.registration.timeout.ms": "20000"}
+        "replica.fetch.wait.max.ms": "100", "initial.broker.registration.timeout.ms": "20000",
+        "offsets.topic.replication.factor": "3"}  # capped at the live brokers when the topic is created
 
 
 @pytest.fixture
@@ -74,25 +75,26 @@ def partition(controller: ControllerThread, topic: str, p: int = 0) -> Any:
     return controller.call(lambda c: c.image.topics.get_partition(topic, p))
 
 
-def produce_and_consume(bootstrap: str, topic: str, n: int = 20) -> None:
+def produce_and_consume(bootstrap: str, topic: str, n: int = 20, first: int = 0) -> None:
+    """Produce values v<first>..v<first+n-1> (acks=all, idempotent) and read them back from the start."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     delivered: list[Any] = []
-    for i in range(n):
-        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i,
-                         on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
+    expected = {b"v%d" % i for i in range(first, first + n)}
+    for value in sorted(expected):
+        producer.produce(topic, value=value, on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
     assert producer.flush(20) == 0
     assert all(isinstance(d, int) for d in delivered), delivered
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
-    values = []
+    seen: set[bytes] = set()
     deadline = time.monotonic() + 30
-    while len(values) < n and time.monotonic() < deadline:
+    while not expected <= seen and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            values.append(msg.value())
+            seen.add(msg.value())
     consumer.close()
-    assert sorted(values) == sorted(b"v%d" % i for i in range(n))
+    assert expected <= seen, sorted(expected - seen)
 
 
 def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
@@ -123,6 +125,9 @@ def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
     p0 = partition(controller, "rf1", 0)
     assert p0.leader == 1 and p0.isr == (1,)
     produce_and_consume(b.bootstrap, "rf1")
+    # auto.create.topics.enable: a producer's Metadata for an unknown topic creates it through the controller.
+    produce_and_consume(b.bootstrap, "auto-made", 3)
+    assert controller.call(lambda c: c.image.topics.get_topic("auto-made")) is not None
 
 
 def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_partition(
@@ -130,6 +135,8 @@ def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_pa
     # No controlled shutdown: a stopped broker just goes silent, as after kill -9.
     brokers = [kraft_broker(i, **{"controlled.shutdown.enable": "false"}) for i in (1, 2, 3)]
     assert all(not broker_state(controller, i).fenced for i in (1, 2, 3))
+    # Each knows its broker epoch (its follower fetches carry it, Fetch v15+ ReplicaState).
+    assert [b.server.broker_epoch for b in brokers] == [broker_state(controller, i).epoch for i in (1, 2, 3)]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("rf3", num_partitions=1, replication_factor=3)])["rf3"].result(20)
@@ -151,9 +158,353 @@ def test_three_brokers_replicate_an_rf3_topic_and_the_isr_moves_through_alter_pa
     wait_for(lambda: follower_id not in partition(controller, "rf3").isr, what="ISR shrink")
     wait_for(lambda: follower_id not in leader_broker.call(
         lambda: leader_broker.server.replica_manager.partitions[tp].isr), what="leader's ISR shrink")
-    produce_and_consume(",".join(b.bootstrap for i, b in enumerate(brokers, 1) if i != follower_id), "rf3", 10)
+    produce_and_consume(",".join(b.bootstrap for i, b in enumerate(brokers, 1) if i != follower_id), "rf3", 10,
+                        first=100)
     # It comes back with a new incarnation, registers again, catches up: the leader adds it back to the ISR
     # with an AlterPartition.
     kraft_broker(follower_id, **{"controlled.shutdown.enable": "false"})
     wait_for(lambda: follower_id in partition(controller, "rf3").isr, timeout=30, what="ISR expand")
-    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALTER_PARTITION)) >= 1
+    expands = controller.call(lambda c: [r for k, r in c.requests if k == ApiKey.ALTER_PARTITION])
+    joined = [s for r in expands for s in r.topics[0].partitions[0].new_isr_with_epochs if s.broker_id == follower_id]
+    assert joined and joined[-1].broker_epoch == broker_state(controller, follower_id).epoch  # its new epoch
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i) for i in (1, 2)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("cs", num_partitions=2, replication_factor=2)])["cs"].result(20)
+    produce_and_consume(bootstrap, "cs", 20)
+    leaders = {partition(controller, "cs", p).leader for p in (0, 1)}
+    assert leaders == {1, 2}  # striped: each broker leads one partition
+    brokers[1].stop()  # KafkaServer.shutdown: WantShutDown, then ShouldShutDown, then the rest
+    # The controller moved leadership to 2 while 1 was in controlled shutdown, and fenced 1 only at the end.
+    from protocol.metadata_records import BrokerRegistrationChangeRecord, PartitionChangeRecord
+    records = controller.call(lambda c: [m for m in _log_records(c)])
+    kinds = [(type(m).__name__, getattr(m, "in_controlled_shutdown", None), getattr(m, "fenced", None),
+              getattr(m, "leader", None)) for m in records
+             if isinstance(m, (BrokerRegistrationChangeRecord, PartitionChangeRecord))]
+    shutdown_at = kinds.index(("BrokerRegistrationChangeRecord", 1, 0, None))
+    fenced_at = max(i for i, k in enumerate(kinds) if k[0] == "BrokerRegistrationChangeRecord" and k[2] == 1)
+    moved_at = [i for i, k in enumerate(kinds) if k[0] == "PartitionChangeRecord" and k[3] == 2]
+    assert moved_at and shutdown_at < min(moved_at) < fenced_at
+    assert {partition(controller, "cs", p).leader for p in (0, 1)} == {2}
+    assert broker_state(controller, 1).fenced
+    produce_and_consume(brokers[2].bootstrap, "cs", 10, first=100)
+
+
+def _log_records(c: Any) -> list[Any]:
+    from protocol.metadata_records import decode_metadata_batches
+    out = []
+    for _, _, data in c.batches:
+        for batch in decode_metadata_batches(data):
+            if not batch.is_control:
+                out.extend(r.message for r in batch.records)
+    return out
+
+
+def test_leader_failover_keeps_every_acknowledged_write(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i, **{"controlled.shutdown.enable": "false"}) for i in (1, 2, 3)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("fo", num_partitions=1, replication_factor=3,
+                                  config={"min.insync.replicas": "2"})])["fo"].result(20)
+    produce_and_consume(bootstrap, "fo", 20)
+    old = partition(controller, "fo")
+    assert controller.call(lambda c: c.image.configs.topic_config("fo")) == {"min.insync.replicas": "2"}
+    brokers[old.leader].stop()  # silent: the session expires, the controller fences it and elects another leader
+    new = wait_for(lambda: (p := partition(controller, "fo")).leader not in (-1, old.leader) and p, what="new leader")
+    assert new.leader_epoch == old.leader_epoch + 1 and old.leader not in new.isr
+    rest = ",".join(b.bootstrap for i, b in brokers.items() if i != old.leader)
+    producer = Producer({"bootstrap.servers": rest, "acks": "all", "enable.idempotence": True})
+    for i in range(20, 40):
+        producer.produce("fo", value=b"v%d" % i)
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": rest, "group.id": "fo-check", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["fo"])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 40 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.add(msg.value())
+    consumer.close()
+    assert seen == {b"v%d" % i for i in range(40)}
+    # The topic's config came from the metadata log; DescribeCluster lists only the unfenced brokers.
+    survivor = next(b for i, b in brokers.items() if i != old.leader)
+    assert survivor.call(lambda: dict(survivor.server.topic_configs.overrides("fo"))) == {"min.insync.replicas": "2"}
+    survivor_admin = AdminClient({"bootstrap.servers": survivor.bootstrap})
+    cluster = survivor_admin.describe_cluster().result(30)
+    assert sorted(n.id for n in cluster.nodes) == sorted(i for i in brokers if i != old.leader)
+    # Idempotent producers got their ids from blocks the controller handed out.
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALLOCATE_PRODUCER_IDS)) >= 1
+
+
+def test_start_refused_unformatted_or_of_another_cluster(tmp_path: Path, controller: ControllerThread) -> None:
+    props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
+             "controller.listener.names": "CONTROLLER", **FAST, "initial.broker.registration.timeout.ms": "3000"}
+    unformatted = EmbeddedBroker(props, data_dir=tmp_path / "u")
+    with pytest.raises(RuntimeError, match="No `meta.properties` found in .* format"):
+        unformatted.start()
+    other = EmbeddedBroker(props, data_dir=tmp_path / "o")
+    format_dirs(KafkaConfig(other.props), "AAAAAAAAAAAAAAAAAAAAAA", out=open("/dev/null", "w"))  # noqa: SIM115
+    with pytest.raises(RuntimeError, match="refused this broker's metadata fetch: INCONSISTENT_CLUSTER_ID"):
+        other.start()
+
+
+def test_sigterm_and_kill_of_a_broker_process(tmp_path: Path, controller: ControllerThread,
+                                             kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """`python -m broker` as a KRaft broker: SIGTERM is a controlled shutdown (exit 0 after ShouldShutDown);
+    after kill -9 the controller fences it; restarted, it registers with a new incarnation and rejoins the ISR."""
+    other = kraft_broker(2)
+    props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
+             "controller.listener.names": "CONTROLLER", **FAST}
+    proc = BrokerProcess(props, data_dir=tmp_path / "p1")
+    format_dirs(KafkaConfig(proc.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+    try:
+        proc.start()
+        first = broker_state(controller, 1)
+        assert not first.fenced
+        admin = AdminClient({"bootstrap.servers": other.bootstrap})
+        admin.create_topics([NewTopic("p", num_partitions=2, replication_factor=2)])["p"].result(20)
+        produce_and_consume(other.bootstrap, "p", 10)
+        assert 1 in {partition(controller, "p", i).leader for i in (0, 1)}
+        assert proc.stop() == 0
+        assert "controlled shutdown complete" in proc.log_path.read_text()
+        assert {partition(controller, "p", i).leader for i in (0, 1)} == {2}
+        assert broker_state(controller, 1).in_controlled_shutdown and broker_state(controller, 1).fenced
+        proc.start()  # a new incarnation registers again and is unfenced
+        second = broker_state(controller, 1)
+        assert second.incarnation_id != first.incarnation_id and second.epoch > first.epoch and not second.fenced
+        wait_for(lambda: all(1 in partition(controller, "p", i).isr for i in (0, 1)), timeout=30, what="rejoin ISR")
+        proc.kill()  # silent: fenced when its session expires, out of every ISR
+        wait_for(lambda: broker_state(controller, 1).fenced, what="fenced after kill -9")
+        assert all(1 not in partition(controller, "p", i).isr for i in (0, 1))
+        produce_and_consume(other.bootstrap, "p", 10, first=100)
+    finally:
+        proc.kill()
+
+
+def test_start_refused_on_a_metadata_version_we_do_not_support(tmp_path: Path) -> None:
+    old = ControllerThread(metadata_version=6).start()  # 3.3-IV2: below the lowest Kafka 4.x accepts
+    try:
+        props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": old.voters,
+                 "controller.listener.names": "CONTROLLER", **FAST}
+        b = EmbeddedBroker(props, data_dir=tmp_path / "b")
+        format_dirs(KafkaConfig(b.props), old.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+        with pytest.raises(RuntimeError) as e:
+            b.start()
+        assert ("the controller refused this broker's registration: UNSUPPORTED_VERSION: the cluster's finalized "
+                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 21 (3.9-IV0): change it with "
+                "`kafka-features.sh upgrade --metadata 3.9-IV0`") in str(e.value)
+    finally:
+        old.stop()
+
+
+def test_a_topic_removed_in_the_metadata_log_is_deleted_from_the_broker(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1, **{"log.segment.delete.delay.ms": "0"})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("gone", num_partitions=1, replication_factor=1)])["gone"].result(20)
+    produce_and_consume(b.bootstrap, "gone", 5)
+    tp = TopicPartition("gone", 0)
+    assert b.call(lambda: tp in b.server.replica_manager.partitions)
+    controller.call(lambda c: c.delete_topic("gone"))
+    wait_for(lambda: b.call(lambda: tp not in b.server.replica_manager.partitions
+                            and "gone" not in b.server.metadata_cache.topics), what="partition removed")
+    wait_for(lambda: not any(p.name.startswith("gone-0") for p in b.data_dir.iterdir()), what="log dir removed")
+
+
+def test_a_broker_joining_after_a_snapshot_loads_it(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    first = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    admin.create_topics([NewTopic("snap", num_partitions=2, replication_factor=1)])["snap"].result(20)
+    produce_and_consume(first.bootstrap, "snap", 10)
+    end = controller.call(lambda c: c.take_snapshot())  # the log before it is gone
+    second = kraft_broker(2)
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.FETCH_SNAPSHOT)) >= 1
+    assert second.call(lambda: sorted(second.server.metadata_cache.topics["snap"].partitions)) == [0, 1]
+    assert (second.data_dir / "__cluster_metadata-0").is_dir()
+    assert any(p.name.startswith(f"{end:020d}-") for p in (second.data_dir / "__cluster_metadata-0").iterdir())
+    produce_and_consume(second.bootstrap, "snap", 10, first=100)
+
+
+def test_delete_topics_create_partitions_and_topic_configs_go_to_the_controller(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+
+    b = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("adm", num_partitions=1, replication_factor=1)])["adm"].result(20)
+    admin.create_partitions([NewPartitions("adm", 3)])["adm"].result(20)
+    assert b.call(lambda: sorted(b.server.metadata_cache.topics["adm"].partitions)) == [0, 1, 2]
+    assert controller.call(lambda c: sorted(c.image.topics.get_topic("adm").partitions)) == [0, 1, 2]
+    with pytest.raises(Exception, match="Topic already has 3 partition"):
+        admin.create_partitions([NewPartitions("adm", 3)])["adm"].result(20)
+    resource = ConfigResource("TOPIC", "adm", incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    assert controller.call(lambda c: dict(c.image.configs.topic_config("adm"))) == {"retention.ms": "3600000"}
+    described = admin.describe_configs([ConfigResource("TOPIC", "adm")])
+    entries = next(iter(described.values())).result(20)
+    assert entries["retention.ms"].value == "3600000"
+    resource = ConfigResource("TOPIC", "adm", incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    assert controller.call(lambda c: dict(c.image.configs.topic_config("adm"))) == {}
+    admin.delete_topics(["adm"])["adm"].result(20)
+    assert controller.call(lambda c: c.image.topics.get_topic("adm")) is None
+    assert b.call(lambda: "adm" not in b.server.metadata_cache.topics)
+    assert controller.call(lambda c: {k for k, _ in c.requests} >= {
+        ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DELETE_TOPICS})
+
+
+def test_elect_leaders_goes_to_the_controller(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = [kraft_broker(i) for i in (1, 2)]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("el", num_partitions=1, replication_factor=2)])["el"].result(20)
+    p = partition(controller, "el")
+    preferred, other = p.replicas
+    # Leadership away from the preferred replica (the controller fences it, then it comes back).
+    controller.call(lambda c: c.fence(preferred))
+    wait_for(lambda: partition(controller, "el").leader == other, what="leader moved")
+    wait_for(lambda: not broker_state(controller, preferred).fenced, what="unfenced again by its heartbeat")
+    wait_for(lambda: preferred in partition(controller, "el").isr, timeout=30, what="back in the ISR")
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as TP
+
+    results = admin.elect_leaders(ElectionType.PREFERRED, [TP("el", 0)]).result(40)
+    assert all(e is None for e in results.values()), results
+    wait_for(lambda: partition(controller, "el").leader == preferred, what="preferred leader elected")
+    assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ELECT_LEADERS)) >= 1
+    wait_for(lambda: brokers[0].call(lambda: brokers[0].server.metadata_cache.partition("el", 0).leader) ==
+             preferred, what="our metadata shows it")
+
+
+def test_a_restarted_broker_goes_on_from_its_metadata_log_on_disk(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("disk", num_partitions=1, replication_factor=1)])["disk"].result(20)
+    produce_and_consume(b.bootstrap, "disk", 5)
+    b.stop()
+    directory = b.data_dir / "__cluster_metadata-0"
+    assert (directory / "quorum-state").exists() and any(p.suffix == ".log" for p in directory.iterdir())
+    before = controller.call(lambda c: len(c.requests))
+    end = wait_for(lambda: controller.call(lambda c: c.end_offset), what="log end")
+    b.start()
+    first_fetch = controller.call(lambda c: next(r for k, r in c.requests[before:] if k == ApiKey.FETCH))
+    assert first_fetch.topics[0].partitions[0].fetch_offset > 0  # not from the start: from what is on disk
+    assert first_fetch.topics[0].partitions[0].fetch_offset <= end
+    produce_and_consume(b.bootstrap, "disk", 5, first=100)
+
+
+def test_transactions_on_kraft_brokers(controller: ControllerThread,
+                                       kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """The transaction coordinator in KRaft mode: __transaction_state created through the controller, producer
+    ids from AllocateProducerIds, markers written across our brokers; read_committed sees only the commit."""
+    brokers = [kraft_broker(i) for i in (1, 2)]
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("tx", num_partitions=2, replication_factor=2)])["tx"].result(20)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "kraft-tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("tx", value=b"aborted%d" % i, partition=i % 2)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce("tx", value=b"committed%d" % i, partition=i % 2)
+    producer.commit_transaction(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tx-reader", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    consumer.subscribe(["tx"])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 10 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.append(msg.value())
+    consumer.close()
+    assert sorted(seen) == sorted(b"committed%d" % i for i in range(10))
+    assert controller.call(lambda c: c.image.topics.get_topic("__transaction_state")) is not None
+
+
+def test_kafka_39s_broker_properties_with_bootstrap_servers_only(
+        tmp_path: Path, controller: ControllerThread) -> None:
+    """Kafka 3.9's config/kraft/broker.properties names the quorum by controller.quorum.bootstrap.servers only:
+    the controller's endpoint comes from Fetch v16+ NodeEndpoints (KIP-853)."""
+    address = controller.voters.split("@", 1)[1]
+    props = {"process.roles": "broker", "node.id": "2", "controller.quorum.bootstrap.servers": address,
+             "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,"
+                                               "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", **FAST}
+    b = EmbeddedBroker(props, data_dir=tmp_path / "b2")
+    format_dirs(KafkaConfig(b.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+    b.start()
+    try:
+        assert not broker_state(controller, 2).fenced
+        produce_and_consume(b.bootstrap, "bootstrapped", 3)
+    finally:
+        b.stop()
+
+
+def test_a_stale_broker_epoch_registers_again(controller: ControllerThread,
+                                              kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    b = kraft_broker(1)
+    first = broker_state(controller, 1)
+    controller.call(lambda c: c.brokers.pop(1))  # the controller no longer knows this registration
+    second = wait_for(lambda: (r := broker_state(controller, 1)).epoch > first.epoch and not r.fenced and r,
+                      what="registered again and unfenced")
+    assert second.incarnation_id == first.incarnation_id  # the same process, a new broker epoch
+    assert b.server.broker_epoch == second.epoch
+    produce_and_consume(b.bootstrap, "after-stale", 3)
+
+
+def test_start_refused_on_another_finalized_feature(tmp_path: Path) -> None:
+    from protocol.metadata_records import FeatureLevelRecord
+
+    c = ControllerThread().start()
+    try:
+        c.call(lambda ctl: ctl.append([FeatureLevelRecord(name="transaction.version", feature_level=2, version=0)]))
+        props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": c.voters,
+                 "controller.listener.names": "CONTROLLER", **FAST}
+        b = EmbeddedBroker(props, data_dir=tmp_path / "b")
+        format_dirs(KafkaConfig(b.props), c.call(lambda ctl: ctl.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+        with pytest.raises(RuntimeError) as e:
+            b.start()
+        assert ("UNSUPPORTED_VERSION: the cluster's finalized transaction.version is 2; this broker supports "
+                "transaction.version 0 to 0: change it with `kafka-features.sh downgrade --feature "
+                "transaction.version=0`") in str(e.value)
+    finally:
+        c.stop()
+
+
+def test_the_leader_shrinks_the_isr_of_a_silent_follower_through_alter_partition(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    brokers = {i: kraft_broker(i) for i in (1, 2)}
+    bootstrap = ",".join(b.bootstrap for b in brokers.values())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("lag", num_partitions=1, replication_factor=2)])["lag"].result(20)
+    produce_and_consume(bootstrap, "lag", 5)
+    p = partition(controller, "lag")
+    leader, follower = p.leader, next(r for r in p.replicas if r != p.leader)
+    assert sorted(p.isr) == [1, 2]
+    # The follower stays registered and unfenced (it heartbeats) but stops fetching.
+    brokers[follower].call(lambda: brokers[follower].server.fetcher_manager.shutdown())
+    shrunk = wait_for(lambda: (q := partition(controller, "lag")).isr == (leader,) and q, timeout=20,
+                      what="ISR shrink")
+    assert not broker_state(controller, follower).fenced
+    assert shrunk.leader_epoch == p.leader_epoch and shrunk.partition_epoch > p.partition_epoch
+    requests = controller.call(lambda c: [r for k, r in c.requests if k == ApiKey.ALTER_PARTITION])
+    assert any(r.broker_id == leader and [s.broker_id for s in r.topics[0].partitions[0].new_isr_with_epochs]
+               == [leader] for r in requests)
+    # The ISR's broker epochs: the leader's own, and each follower's from its fetches (Kafka's BrokerState).
+    epochs = {s.broker_id: s.broker_epoch for r in requests for s in r.topics[0].partitions[0].new_isr_with_epochs}
+    assert epochs[leader] == broker_state(controller, leader).epoch

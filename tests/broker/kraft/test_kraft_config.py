@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import ConfigError, KafkaConfig
-from broker.kraft.format import FormatterError, feature_level, format_dirs
+from broker.kraft.format import FormatterError, feature_level, feature_release, format_dirs
 from broker.kraft.snapshot import read_snapshot_records
 from broker.metadata_version import MetadataVersion
 from storage.checkpoints import read_properties, uuid_from_kafka_str
@@ -87,6 +87,7 @@ def test_feature_levels_of_metadata_version() -> None:
     assert feature_level(MetadataVersion.parse("3.3-IV0")) == 4
     assert feature_level(MetadataVersion.parse("3.7-IV4")) == 19
     assert feature_level(MetadataVersion.parse("3.9-IV0")) == 21
+    assert feature_release(19) == "3.7-IV4" and feature_release(7) == "3.3-IV3" and feature_release(99) == "99"
 
 
 def test_format_writes_meta_properties_v1_and_bootstrap_in_every_dir(tmp_path: Path) -> None:

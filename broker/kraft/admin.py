@@ -1,0 +1,249 @@
+"""The admin requests a KRaft broker sends to the controller (Kafka's ForwardingManager and
+AutoTopicCreationManager, without the Envelope): CreateTopics (admin, auto-creation, internal topics),
+DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs) and ElectLeaders.
+
+Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
+metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
+leader), within the request's timeout (REQUEST_TIMED_OUT after it); the controller's errors pass through as
+they are. An unreachable controller is REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from broker.controller.admin_manager import NewTopic, TopicResult
+from broker.kraft.lifecycle import ControllerUnavailable
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.kraft.broker_server import KRaftBroker
+
+
+class KRaftElections:
+    """ElectLeaders sent to the controller (what the ElectLeaders handler calls as `preferred_election`)."""
+
+    def __init__(self, kraft: KRaftBroker) -> None:
+        self.kraft = kraft
+
+    async def elect_leaders(self, tps: list[Any], election_type: int) -> dict[Any, int | ErrorCode]:
+        """Per partition: the leader to wait for in our metadata (the preferred replica), or an ErrorCode
+        (NONE for an unclean election, whose leader only the controller knows)."""
+        channel = self.kraft.channel
+        assert channel is not None
+        Req = request_class(ApiKey.ELECT_LEADERS)
+        by_topic: dict[str, list[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+
+        def build(v: int) -> Any:
+            fields: dict[str, Any] = dict(timeout_ms=30000, topic_partitions=[
+                Req.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
+            if v >= 1:
+                fields["election_type"] = election_type
+            return Req[v](**fields)
+
+        try:
+            resp = await channel.send(build, ApiKey.ELECT_LEADERS)
+        except ControllerUnavailable:
+            return dict.fromkeys(tps, ErrorCode.REQUEST_TIMED_OUT)
+        cache = self.kraft.server.metadata_cache
+        out: dict[Any, int | ErrorCode] = {}
+        by_key = {(tp.topic, tp.partition): tp for tp in tps}
+        for r in resp.replica_election_results:
+            for p in r.partition_result:
+                tp = by_key.get((r.topic, p.partition_id))
+                if tp is None:
+                    continue
+                error = ErrorCode(p.error_code)
+                pm = cache.partition(r.topic, p.partition_id)
+                if error == ErrorCode.NONE and election_type == 0 and pm is not None and pm.replicas:
+                    out[tp] = pm.replicas[0]
+                else:
+                    out[tp] = error
+        return out
+
+
+class KRaftAdmin:
+    """The admin entry points a KRaft broker serves by asking the controller."""
+
+    def __init__(self, kraft: KRaftBroker) -> None:
+        self.kraft = kraft
+        self._auto_creating: dict[str, asyncio.Task] = {}
+
+    async def shutdown(self) -> None:
+        for task in list(self._auto_creating.values()):
+            task.cancel()
+        await asyncio.gather(*self._auto_creating.values(), return_exceptions=True)
+
+    def _topic_ready(self, name: str) -> bool:
+        tm = self.kraft.server.metadata_cache.topics.get(name)
+        return tm is not None and bool(tm.partitions) and all(p.leader >= 0 for p in tm.partitions.values())
+
+    async def create_topics(self, topics: list[NewTopic], *, validate_only: bool, timeout_ms: int
+                            ) -> dict[str, TopicResult]:
+        channel = self.kraft.channel
+        assert channel is not None
+        Req = request_class(ApiKey.CREATE_TOPICS)
+
+        def build(v: int) -> Any:
+            T = Req.CreatableTopic
+            return Req[v](timeout_ms=timeout_ms, validate_only=validate_only, topics=[T(
+                name=t.name, num_partitions=t.num_partitions if not t.assignment else -1,
+                replication_factor=t.replication_factor if not t.assignment else -1,
+                assignments=[T.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
+                             for p, b in sorted(t.assignment.items())],
+                configs=[T.CreatableTopicConfig(name=k, value=val) for k, val in t.configs.items()])
+                for t in topics])
+
+        try:
+            resp = await channel.send(build, ApiKey.CREATE_TOPICS)
+        except ControllerUnavailable as e:
+            return {t.name: TopicResult(ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for t in topics}
+        results: dict[str, TopicResult] = {}
+        for r in resp.topics:
+            results[r.name] = TopicResult(
+                ErrorCode(r.error_code), r.error_message, getattr(r, "topic_id", None),
+                getattr(r, "num_partitions", -1), getattr(r, "replication_factor", -1),
+                {t.name: t.configs for t in topics}.get(r.name, {}))
+        created = [n for n, r in results.items() if r.error == ErrorCode.NONE]
+        if created and not validate_only:
+            deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+            while not all(self._topic_ready(n) for n in created):
+                if time.monotonic() >= deadline:
+                    for n in created:
+                        if not self._topic_ready(n):
+                            results[n] = TopicResult(ErrorCode.REQUEST_TIMED_OUT,
+                                                     "Topic creation did not complete in time")
+                    break
+                self.kraft.metadata_changed.clear()
+                try:
+                    async with asyncio.timeout(min(0.1, deadline - time.monotonic())):
+                        await self.kraft.metadata_changed.wait()
+                except TimeoutError:
+                    pass
+        for n in created:
+            tm = self.kraft.server.metadata_cache.topics.get(n)
+            if tm is not None and results[n].error == ErrorCode.NONE:
+                results[n].topic_id = tm.topic_id
+                results[n].num_partitions = len(tm.partitions)
+                results[n].replication_factor = len(next(iter(tm.partitions.values())).replicas)
+        return results
+
+    async def _wait(self, ready: Any, timeout_ms: int) -> bool:
+        """Until `ready()` holds in our published metadata, or `timeout_ms` passes."""
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+        while not ready():
+            if time.monotonic() >= deadline:
+                return False
+            self.kraft.metadata_changed.clear()
+            try:
+                async with asyncio.timeout(min(0.1, max(deadline - time.monotonic(), 0.001))):
+                    await self.kraft.metadata_changed.wait()
+            except TimeoutError:
+                pass
+        return True
+
+    async def _send(self, build: Any, api_key: int) -> Any:
+        channel = self.kraft.channel
+        assert channel is not None
+        return await channel.send(build, api_key)
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, tuple[ErrorCode, str | None]]:
+        """DeleteTopics to the controller; answered once the topics are gone from our metadata."""
+        Req = request_class(ApiKey.DELETE_TOPICS)
+
+        def build(v: int) -> Any:
+            if v >= 6:
+                return Req[v](timeout_ms=timeout_ms, topics=[Req.DeleteTopicState(name=n) for n in names])
+            return Req[v](timeout_ms=timeout_ms, topic_names=list(names))
+
+        try:
+            resp = await self._send(build, ApiKey.DELETE_TOPICS)
+        except ControllerUnavailable as e:
+            return {n: (ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for n in names}
+        results = {r.name: (ErrorCode(r.error_code), getattr(r, "error_message", None)) for r in resp.responses}
+        deleted = [n for n, (e, _) in results.items() if e == ErrorCode.NONE]
+        cache = self.kraft.server.metadata_cache
+        if deleted and not await self._wait(lambda: not any(n in cache.topics for n in deleted), timeout_ms):
+            for n in deleted:
+                if n in cache.topics:
+                    results[n] = (ErrorCode.REQUEST_TIMED_OUT, None)
+        return results
+
+    async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
+                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+        """CreatePartitions to the controller; answered once the new partitions have leaders here."""
+        Req = request_class(ApiKey.CREATE_PARTITIONS)
+        T = Req.CreatePartitionsTopic
+
+        def build(v: int) -> Any:
+            assignments = None if assignment is None else [
+                T.CreatePartitionsAssignment(broker_ids=list(a)) for a in assignment]
+            return Req[v](topics=[T(name=topic, count=count, assignments=assignments)], timeout_ms=timeout_ms,
+                          validate_only=validate_only)
+
+        try:
+            resp = await self._send(build, ApiKey.CREATE_PARTITIONS)
+        except ControllerUnavailable as e:
+            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
+        r = resp.results[0]
+        error = ErrorCode(r.error_code)
+        if error != ErrorCode.NONE or validate_only:
+            return error, r.error_message
+        cache = self.kraft.server.metadata_cache
+
+        def ready() -> bool:
+            tm = cache.topics.get(topic)
+            return tm is not None and len(tm.partitions) >= count and all(p.leader >= 0 for p in tm.partitions.values())
+        if not await self._wait(ready, timeout_ms):
+            return ErrorCode.REQUEST_TIMED_OUT, None
+        return ErrorCode.NONE, None
+
+    async def alter_topic_configs(self, topic: str, configs: dict[str, str], validate_only: bool
+                                  ) -> tuple[ErrorCode, str | None]:
+        """The topic's overrides become `configs`: IncrementalAlterConfigs to the controller, SET for what
+        changes and DELETE for what goes; answered once our metadata has them."""
+        current = dict(self.kraft.server.topic_configs.overrides(topic))
+        Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        R = Req.AlterConfigsResource
+        ops = [R.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()
+               if current.get(k) != v]
+        ops += [R.AlterableConfig(name=k, config_operation=1, value=None) for k in current if k not in configs]
+
+        def build(v: int) -> Any:
+            return Req[v](resources=[R(resource_type=2, resource_name=topic, configs=ops)],
+                          validate_only=validate_only)
+
+        try:
+            resp = await self._send(build, ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        except ControllerUnavailable as e:
+            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
+        r = resp.responses[0]
+        error = ErrorCode(r.error_code)
+        if error != ErrorCode.NONE or validate_only:
+            return error, r.error_message
+        overrides = self.kraft.server.topic_configs
+        await self._wait(lambda: dict(overrides.overrides(topic)) == dict(configs), 30000)
+        return ErrorCode.NONE, None
+
+    def auto_create_topic(self, name: str) -> None:
+        if name in self._auto_creating:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000))
+        self._auto_creating[name] = task
+        task.add_done_callback(lambda _: self._auto_creating.pop(name, None))
+
+    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                    configs: Mapping[str, str]) -> None:
+        if name in self.kraft.server.metadata_cache.topics:
+            return
+        alive = len(self.kraft.server.metadata_cache.brokers)
+        rf = max(1, min(replication_factor, alive))
+        await self.create_topics([NewTopic(name, partitions, rf, configs=dict(configs))], validate_only=False,
+                                 timeout_ms=30000)

@@ -1,0 +1,187 @@
+"""The test controller's QuorumController rules (tests/kraft_controller.py), each error it can answer, over a
+real socket with our codec: what the KRaft broker tests lean on."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from broker.inter_broker import BrokerConnection
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+from tests.kraft_controller import KRaftController
+
+E = ErrorCode
+
+
+def run(coro: Any) -> None:
+    asyncio.run(asyncio.wait_for(coro, 30))
+
+
+async def started(**kw: Any) -> tuple[KRaftController, BrokerConnection]:
+    c = KRaftController(**kw)
+    await c.start()
+    return c, BrokerConnection(c.host, c.port, "test")
+
+
+async def register(conn: BrokerConnection, c: KRaftController, broker_id: int, *, cluster_id: str | None = None,
+                   mv: tuple[int, int] = (7, 21), incarnation: uuid.UUID | None = None) -> Any:
+    Req = request_class(ApiKey.BROKER_REGISTRATION)
+    return await conn.send(lambda v: Req[v](
+        broker_id=broker_id, cluster_id=cluster_id or c.cluster_id, incarnation_id=incarnation or uuid.uuid4(),
+        listeners=[Req.Listener(name="PLAINTEXT", host="h", port=9000 + broker_id, security_protocol=0)],
+        features=[Req.Feature(name="metadata.version", min_supported_version=mv[0], max_supported_version=mv[1])],
+        rack=None, log_dirs=[uuid.uuid4()]), ApiKey.BROKER_REGISTRATION)
+
+
+async def heartbeat(conn: BrokerConnection, broker_id: int, epoch: int, offset: int, *, fence: bool = False,
+                    shut_down: bool = False) -> Any:
+    return await conn.send(lambda v: request_class(ApiKey.BROKER_HEARTBEAT)[v](
+        broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset, want_fence=fence,
+        want_shut_down=shut_down), ApiKey.BROKER_HEARTBEAT)
+
+
+async def unfenced(conn: BrokerConnection, c: KRaftController, broker_id: int) -> int:
+    epoch = (await register(conn, c, broker_id)).broker_epoch
+    resp = await heartbeat(conn, broker_id, epoch, c.end_offset)
+    assert resp.is_caught_up and not resp.is_fenced
+    return epoch
+
+
+async def create(conn: BrokerConnection, name: str, partitions: int, rf: int) -> Any:
+    Req = request_class(ApiKey.CREATE_TOPICS)
+    resp = await conn.send(lambda v: Req[v](timeout_ms=1000, validate_only=False, topics=[Req.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=rf, assignments=[], configs=[])]),
+        ApiKey.CREATE_TOPICS)
+    return resp.topics[0]
+
+
+async def alter(conn: BrokerConnection, broker_id: int, epoch: int, topic_id: uuid.UUID, leader_epoch: int,
+                partition_epoch: int, isr: list[tuple[int, int]], version: int = 3) -> Any:
+    Req = request_class(ApiKey.ALTER_PARTITION)
+    conn.version_caps = {ApiKey.ALTER_PARTITION: version}
+    P = Req.TopicData.PartitionData
+    part = dict(partition_index=0, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                leader_recovery_state=0)
+    if version >= 3:
+        part["new_isr_with_epochs"] = [P.BrokerState(broker_id=b, broker_epoch=e) for b, e in isr]
+    else:
+        part["new_isr"] = [b for b, _ in isr]
+    resp = await conn.send(lambda v: Req[v](broker_id=broker_id, broker_epoch=epoch, topics=[
+        Req.TopicData(topic_id=topic_id, topic_name="t", partitions=[P(**part)])]), ApiKey.ALTER_PARTITION)
+    return resp
+
+
+def test_registration_rules() -> None:
+    async def main() -> None:
+        c, conn = await started()
+        try:
+            assert (await register(conn, c, 1, cluster_id="other")).error_code == E.INCONSISTENT_CLUSTER_ID
+            assert (await register(conn, c, 1, mv=(20, 21))).error_code == E.UNSUPPORTED_VERSION
+            first = await register(conn, c, 1)
+            assert first.error_code == 0 and first.broker_epoch == c.end_offset - 1
+            assert c.image.cluster.broker(1).fenced
+            # Another incarnation while the first one's session is alive.
+            assert (await register(conn, c, 1)).error_code == E.DUPLICATE_BROKER_REGISTRATION
+            # Heartbeats: a stale epoch; not caught up stays fenced; caught up is unfenced.
+            assert (await heartbeat(conn, 1, first.broker_epoch + 1, 0)).error_code == E.STALE_BROKER_EPOCH
+            behind = await heartbeat(conn, 1, first.broker_epoch, first.broker_epoch - 1)
+            assert (behind.is_caught_up, behind.is_fenced) == (False, True)
+            assert (await heartbeat(conn, 1, first.broker_epoch, c.end_offset, fence=True)).is_fenced
+            up = await heartbeat(conn, 1, first.broker_epoch, c.end_offset)
+            assert up.is_caught_up and not up.is_fenced and not c.image.cluster.broker(1).fenced
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
+
+
+def test_create_topics_and_alter_partition_rules() -> None:
+    async def main() -> None:
+        c, conn = await started(session_timeout_ms=60000)
+        try:
+            e1, e2, e3 = [await unfenced(conn, c, i) for i in (1, 2, 3)]
+            assert (await create(conn, "t", 0, 1)).error_code == E.INVALID_PARTITIONS
+            too_many = await create(conn, "t", 1, 4)
+            assert too_many.error_code == E.INVALID_REPLICATION_FACTOR
+            assert too_many.error_message == ("Unable to replicate the partition 4 time(s): The target replication "
+                                              "factor of 4 cannot be reached because only 3 broker(s) are registered.")
+            made = await create(conn, "t", 1, 3)
+            assert made.error_code == 0 and made.num_partitions == 1 and made.replication_factor == 3
+            assert (await create(conn, "t", 1, 3)).error_code == E.TOPIC_ALREADY_EXISTS
+            tid = made.topic_id
+            p = c.image.topics.get_partition("t", 0)
+            assert p.replicas == (1, 2, 3) and p.leader == 1 and p.isr == (1, 2, 3)
+            epochs = {1: e1, 2: e2, 3: e3}
+
+            def errors(resp: Any) -> Any:
+                return resp.error_code or resp.topics[0].partitions[0].error_code
+            assert errors(await alter(conn, 1, e1 + 100, tid, 0, 0, [(1, e1)])) == E.STALE_BROKER_EPOCH
+            assert errors(await alter(conn, 1, e1, uuid.uuid4(), 0, 0, [(1, e1)])) == E.UNKNOWN_TOPIC_ID
+            assert errors(await alter(conn, 1, e1, tid, 1, 0, [(1, e1)])) == E.NOT_CONTROLLER
+            assert errors(await alter(conn, 2, e2, tid, 0, 0, [(2, e2)])) == E.INVALID_REQUEST  # not the leader
+            assert errors(await alter(conn, 1, e1, tid, 0, 0, [(1, e1), (4, -1)])) == E.INVALID_REQUEST
+            assert errors(await alter(conn, 1, e1, tid, 0, 0, [(2, e2)])) == E.INVALID_REQUEST  # leader left out
+            assert errors(await alter(conn, 1, e1, tid, 0, 0, [(1, e1), (2, e2 + 1)])) == E.INELIGIBLE_REPLICA
+            shrunk = (await alter(conn, 1, e1, tid, 0, 0, [(1, e1), (2, e2)])).topics[0].partitions[0]
+            assert (shrunk.error_code, shrunk.isr, shrunk.partition_epoch, shrunk.leader_epoch) == (0, [1, 2], 1, 0)
+            assert c.image.topics.get_partition("t", 0).isr == (1, 2)
+            assert errors(await alter(conn, 1, e1, tid, 0, 0, [(1, e1)])) == E.INVALID_UPDATE_VERSION
+            # Fencing broker 1 (its session expired): out of the ISR, leadership to 2 (leader epoch bumped).
+            c.fence(1)
+            p = c.image.topics.get_partition("t", 0)
+            assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch) == (2, (2,), 1, 2)
+            assert errors(await alter(conn, 2, e2, tid, 0, 2, [(2, e2)])) == E.FENCED_LEADER_EPOCH
+            assert errors(await alter(conn, 2, e2, tid, 1, 2, [(2, e2), (1, e1)])) == E.INELIGIBLE_REPLICA
+            assert errors(await alter(conn, 2, e2, tid, 1, 2, [(2, -1), (1, -1)], version=1)) == \
+                E.OPERATION_NOT_ATTEMPTED
+            grown = (await alter(conn, 2, e2, tid, 1, 2, [(2, epochs[2]), (3, epochs[3])])).topics[0].partitions[0]
+            assert (grown.isr, grown.partition_epoch) == ([2, 3], 3)
+            # The last ISR member fenced: no leader, the ISR keeps it.
+            c.fence(3)
+            c.fence(2)
+            p = c.image.topics.get_partition("t", 0)
+            assert (p.leader, p.isr) == (-1, (2,))
+            # Unfencing 2 again elects it.
+            again = await heartbeat(conn, 2, e2, c.end_offset)
+            assert not again.is_fenced and c.image.topics.get_partition("t", 0).leader == 2
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
+
+
+def test_controlled_shutdown_and_session_expiry() -> None:
+    async def main() -> None:
+        c, conn = await started(session_timeout_ms=500)
+        try:
+            e1, e2 = [await unfenced(conn, c, i) for i in (1, 2)]
+            await create(conn, "t", 1, 2)
+            assert c.image.topics.get_partition("t", 0).leader == 1
+            # Broker 2 has not seen the leadership move yet: no ShouldShutDown.
+            first = await heartbeat(conn, 1, e1, c.end_offset, shut_down=True)
+            assert not first.should_shut_down and c.image.cluster.broker(1).in_controlled_shutdown
+            p = c.image.topics.get_partition("t", 0)
+            assert (p.leader, p.isr) == (2, (2,))
+            await heartbeat(conn, 2, e2, c.end_offset)
+            done = await heartbeat(conn, 1, e1, c.end_offset, shut_down=True)
+            assert done.should_shut_down and c.image.cluster.broker(1).fenced
+            # Broker 2 stops heartbeating: fenced after the session timeout; the partition has no leader left.
+            await asyncio.sleep(1.0)
+            assert c.image.cluster.broker(2).fenced
+            p = c.image.topics.get_partition("t", 0)
+            assert (p.leader, p.isr) == (-1, (2,))
+            # AllocateProducerIds: blocks of 1000, with the broker epoch checked.
+            e3 = await unfenced(conn, c, 3)
+            Req = request_class(ApiKey.ALLOCATE_PRODUCER_IDS)
+            stale = await conn.send(lambda v: Req[v](broker_id=3, broker_epoch=e3 + 1), ApiKey.ALLOCATE_PRODUCER_IDS)
+            assert stale.error_code == E.STALE_BROKER_EPOCH
+            blocks = [await conn.send(lambda v: Req[v](broker_id=3, broker_epoch=e3), ApiKey.ALLOCATE_PRODUCER_IDS)
+                      for _ in range(2)]
+            assert [(b.producer_id_start, b.producer_id_len) for b in blocks] == [(0, 1000), (1000, 1000)]
+            assert c.image.producer_ids.next_producer_id == 2000
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
