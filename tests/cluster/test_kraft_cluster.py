@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.config import KafkaConfig
@@ -84,9 +85,12 @@ def produce_and_consume(bootstrap: str, topic: str, n: int = 20, first: int = 0)
         producer.produce(topic, value=value, on_delivery=lambda err, msg: delivered.append(err or msg.offset()))
     assert producer.flush(20) == 0
     assert all(isinstance(d, int) for d in delivered), delivered
+    # Assigned, not subscribed: what is tested is replication, and a group would need its __consumer_offsets
+    # partition (one replica in these tests) on a broker that is up.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     seen: set[bytes] = set()
     deadline = time.monotonic() + 30
     while not expected <= seen and time.monotonic() < deadline:
