@@ -100,17 +100,22 @@ class LogWrites:
                 if waiters:
                     self._answer(log_, waiters)
 
+    @staticmethod
+    def _outcome(log_: Log, offset: int, at: int) -> bool | None:
+        """True: written; False: the log was cut back since `at` (it may never be); None: not yet."""
+        if at != log_.truncations:
+            return False
+        return True if log_.log_end_offset >= offset else None
+
     def _answer(self, log_: Log, waiters: list[tuple[int, int, _Wait, int]]) -> None:
-        leo, truncations = log_.log_end_offset, log_.truncations
         left = []
         for entry in waiters:
             offset, at, wait, index = entry
-            if at != truncations:
-                wait.settle(index, False)
-            elif leo >= offset:
-                wait.settle(index, True)
-            else:
+            outcome = self._outcome(log_, offset, at)
+            if outcome is None:
                 left.append(entry)
+            else:
+                wait.settle(index, outcome)
         if left:
             self._waiters[log_] = left
         else:
@@ -128,12 +133,11 @@ class LogWrites:
         future: asyncio.Future[list[bool]] = asyncio.get_running_loop().create_future()
         wait = _Wait(future, len(entries))
         for index, (log_, offset, at) in enumerate(entries):
-            if at != log_.truncations:
-                wait.settle(index, False)
-            elif log_.log_end_offset >= offset:
-                wait.settle(index, True)
-            else:
+            outcome = self._outcome(log_, offset, at)
+            if outcome is None:
                 self._waiters.setdefault(log_, []).append((offset, at, wait, index))
+            else:
+                wait.settle(index, outcome)
         if not entries:
             future.set_result([])
         return future

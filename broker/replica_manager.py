@@ -416,7 +416,8 @@ class ReplicaManager:
             # rest is in the log line above.
             return ProducePartitionResult(e.code)
         info = appended.info
-        if not info.duplicate:
+        if not info.duplicate and partition.log.writer is None:  # type: ignore[union-attr]
+            # Written in place (with a writer thread, its completion does this: _on_log_end_offset_moved).
             # Followers' delayed fetches wait on the LEO, consumers' and acks=all produces on the HW.
             self.fetch_purgatory.check_and_complete(tp)
             if appended.high_watermark_moved:

@@ -9,7 +9,7 @@ the range from the segments' ``.txnindex`` (``include_aborted_transactions``).
 
 Every method is synchronous and called from one thread, except ``flush``, which may run in a worker thread
 while appends continue (a lock guards the segment list and the recovery point). With a ``writer``
-(``storage.log_writer``, one thread per log dir) an append is reserved on that thread (offsets, producer
+(``storage.log_writer``, a thread of its log dir) an append is reserved on the caller's thread (offsets, producer
 state, indexes and ``appended_end_offset`` move at once) and written by the writer: ``log_end_offset``, the end
 of what is written and therefore what reads, the high watermark and followers see, moves only when the writer's
 completions are applied (``LogWriter.apply_completed``, on the same thread). Truncation, close and deletion first
@@ -507,7 +507,6 @@ class Log(LogTransactions, LogRetention):
                   self.log_end_offset, self.appended_end_offset)
         self._write_failed = False
         self._truncate(self.log_end_offset)  # counts in `truncations`: stale jobs and waiters see it
-        self._unwritten_end = None
         if self.writer is not None:
             self.writer.clear_failure(self)
 

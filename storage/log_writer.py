@@ -1,11 +1,11 @@
-"""The writer thread of one log directory: appends reach the disk off the caller's thread, in order.
+"""A writer thread of a log directory: appends reach the disk off the caller's thread, in order.
 
 Contract:
 - A ``Log`` with a ``writer`` reserves an append on the caller's thread (offsets assigned, producer state,
   index entries, ``appended_end_offset`` moved) and hands its bytes here as a ``PendingWrite``; the thread
   ``pwritev``s them at their reserved position, in submission order (several queued writes of one segment in
   one call). A write that stalls in the kernel (dirty-page throttling, a slow device) holds up only the writes
-  queued behind it on this directory, never the thread that submitted it.
+  queued behind it on this thread, never the thread that submitted it.
 - Written jobs wait in ``completed`` until the owner's thread calls ``apply_completed`` (``notify`` tells it
   there is something to take, once per batch); only then does each log's ``log_end_offset`` (what readers,
   the high watermark and followers see) move, on the owner's thread, so a log's readable state changes on one
@@ -168,15 +168,13 @@ class LogWriter:
         first = self._queue.popleft()
         batch = [first]
         end = first.position + len(first.data)
-        size = len(first.data)
-        while self._queue and len(batch) < _MAX_BUFFERS and size < _MAX_CALL_BYTES:
+        while self._queue and len(batch) < _MAX_BUFFERS and end - first.position < _MAX_CALL_BYTES:
             nxt = self._queue[0]
             if nxt.segment is not first.segment or nxt.position != end:
                 break
             self._queue.popleft()
             batch.append(nxt)
             end += len(nxt.data)
-            size += len(nxt.data)
         return batch
 
     def _write(self, batch: list[PendingWrite]) -> None:
