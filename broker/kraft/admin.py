@@ -187,14 +187,9 @@ class KRaftAdmin:
             return Req[v](topics=[T(name=topic, count=count, assignments=assignments)], timeout_ms=timeout_ms,
                           validate_only=validate_only)
 
-        try:
-            resp = await self._send(build, ApiKey.CREATE_PARTITIONS)
-        except ControllerUnavailable as e:
-            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
-        r = resp.results[0]
-        error = ErrorCode(r.error_code)
-        if error != ErrorCode.NONE or validate_only:
-            return error, r.error_message
+        early = await self._send_one(build, ApiKey.CREATE_PARTITIONS, lambda resp: resp.results[0], validate_only)
+        if early is not None:
+            return early
         cache = self.kraft.server.metadata_cache
 
         def ready() -> bool:
@@ -219,17 +214,27 @@ class KRaftAdmin:
             return Req[v](resources=[R(resource_type=2, resource_name=topic, configs=ops)],
                           validate_only=validate_only)
 
-        try:
-            resp = await self._send(build, ApiKey.INCREMENTAL_ALTER_CONFIGS)
-        except ControllerUnavailable as e:
-            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
-        r = resp.responses[0]
-        error = ErrorCode(r.error_code)
-        if error != ErrorCode.NONE or validate_only:
-            return error, r.error_message
+        early = await self._send_one(build, ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda resp: resp.responses[0],
+                                     validate_only)
+        if early is not None:
+            return early
         overrides = self.kraft.server.topic_configs
         await self._wait(lambda: dict(overrides.overrides(topic)) == dict(configs), 30000)
         return ErrorCode.NONE, None
+
+    async def _send_one(self, build: Any, api_key: int, result_of: Any, validate_only: bool
+                        ) -> tuple[ErrorCode, str | None] | None:
+        """A one-resource request to the controller: its (error, message) when it failed, only validated, or
+        the controller was unreachable (REQUEST_TIMED_OUT); None when the controller applied it."""
+        try:
+            resp = await self._send(build, api_key)
+        except ControllerUnavailable as e:
+            return ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}"
+        r = result_of(resp)
+        error = ErrorCode(r.error_code)
+        if error != ErrorCode.NONE or validate_only:
+            return error, r.error_message
+        return None
 
     def auto_create_topic(self, name: str) -> None:
         if name in self._auto_creating:
