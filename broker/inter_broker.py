@@ -119,6 +119,10 @@ class _ResponseReader(asyncio.BufferedProtocol):
         self._fail(ConnectionError("connection closed by the broker"))
         return False
 
+    @property
+    def lost(self) -> bool:
+        return self._lost is not None
+
     async def read_frame(self) -> bytearray:
         if self._frames:
             return self._frames.popleft()
@@ -208,6 +212,9 @@ class BrokerConnection:
     async def send(self, build: Any, api_key: int) -> Any:
         """`build(version) -> request`; sends it at the best common version, returns the response."""
         async with self._lock:
+            if self._reader is not None and self._reader.lost:
+                # The broker closed it (or it failed) while we were idle: a closed transport refuses writes.
+                self.close()
             if self._reader is None:
                 await self._connect()
             version = self.version_for(api_key)
@@ -229,7 +236,7 @@ class BrokerConnection:
         except asyncio.CancelledError:
             self.close()  # the answer would arrive for nobody and be read as the next request's
             raise
-        except (OSError, TimeoutError) as e:
+        except (OSError, TimeoutError, RuntimeError) as e:  # RuntimeError: uvloop's write on a closed transport
             self.close()
             raise BrokerUnavailable(f"request to {self.host}:{self.port} failed: {e or type(e).__name__}") from None
         try:

@@ -73,3 +73,30 @@ def test_a_connection_lost_mid_frame_fails_the_waiter() -> None:
             await waiter
 
     asyncio.run(scenario())
+
+
+def test_a_connection_the_broker_closed_while_idle_is_opened_again(broker) -> None:  # type: ignore[no-untyped-def]
+    # A replica fetcher idle while its leader restarts: the old transport is closed, and the next request must
+    # open a new connection (uvloop refuses writes on a closed transport; a fetcher that kept the dead
+    # connection never fetched again, seen in test_controlled_shutdown).
+    from broker.inter_broker import BrokerConnection
+    from protocol import ApiKey, request_class
+
+    Meta = request_class(ApiKey.METADATA)
+
+    async def scenario() -> None:
+        conn = BrokerConnection("127.0.0.1", broker.port, "test", timeout_s=10)
+        first = await conn.send(lambda v: Meta[v](topics=[]), ApiKey.METADATA)
+        reader = conn._reader
+        assert reader is not None and reader.transport is not None
+        reader.transport.close()
+        await asyncio.sleep(0.05)  # the loop reports the close to the protocol
+        assert reader.lost
+        again = await conn.send(lambda v: Meta[v](topics=[]), ApiKey.METADATA)
+        assert [b.node_id for b in again.brokers] == [b.node_id for b in first.brokers]
+        assert conn._reader is not reader
+        conn.close()
+
+    import uvloop
+
+    uvloop.run(scenario())
