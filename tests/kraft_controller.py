@@ -4,7 +4,8 @@ real socket, for our KRaft brokers to register with and follow. A test fixture, 
 What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-17 of `__cluster_metadata-0`
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
-ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0.
+ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
+ListPartitionReassignments 0.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -30,9 +31,9 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   broker.session.timeout.ms: fenced (out of every ISR, leaders moved). Fencing and unfencing are
   BrokerRegistrationChangeRecords from metadata.version 3.3-IV2 (level 6), Fence/UnfenceBrokerRecords before.
 - ReplicationControlManager.generateLeaderAndIsrUpdates / PartitionChangeBuilder (clean elections only, no ELR,
-  no reassignment): target ISR without the removed broker, unless that empties it (the ISR then keeps its last
-  member); the current leader stays if it is still in the target ISR and acceptable, else the first replica in
-  it that is acceptable (unfenced, not shutting down), else no leader (-1).
+  a fenced broker never completes a reassignment): target ISR without the removed broker, unless that empties it
+  (the ISR then keeps its last member); the current leader stays if it is still in the target ISR and
+  acceptable, else the first replica in it that is acceptable (unfenced, not shutting down), else no leader (-1).
 - ReplicationControlManager.createTopics: TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR
   ("... only N broker(s) are registered"), manual assignments; replicas striped over the unfenced brokers
   (ours round-robin from the partition index, Kafka's StripedReplicaPlacer starts at a random broker); leader the
@@ -43,6 +44,8 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   INELIGIBLE_REPLICA (v2+; OPERATION_NOT_ATTEMPTED below: a fenced, shutting-down, unregistered replica or a
   broker epoch mismatch in v3); a PartitionChangeRecord only when the ISR changes; the ISR shrink bumps the leader
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
+- Partition reassignments (ReplicationControlManager.alterPartitionReassignments / listPartitionReassignments,
+  PartitionChangeBuilder completing them from AlterPartition): tests/kraft_controller_reassign.py says which.
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
   incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
@@ -56,7 +59,7 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   the log start answers the SnapshotId; FetchSnapshot (KafkaRaftClient.handleFetchSnapshotRequest) serves its
   bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
-NOT_CONTROLLER pointing elsewhere), ELR, reassignments, automatic unclean elections (unclean.leader.election
+NOT_CONTROLLER pointing elsewhere), ELR, automatic unclean elections (unclean.leader.election
 .enable), broker configs, DescribeQuorum.
 """
 
@@ -88,7 +91,8 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAA
 SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
           ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
-          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2)}
+          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
+          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0)}
 
 
 class KRaftController(QuorumRules):

@@ -28,6 +28,7 @@ from protocol.metadata_records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from tests.kraft_controller_reassign import NO_LEADER_CHANGE, ReassignmentRules
 
 log = logging.getLogger("tests.kraft_controller")
 
@@ -44,7 +45,7 @@ class BrokerState:
     shutdown_offset: int | None = None  # the log end after its controlled shutdown's records
 
 
-class QuorumRules:
+class QuorumRules(ReassignmentRules):
     """What the rules need from the controller they are mixed into."""
 
     cluster_id: str
@@ -449,17 +450,16 @@ class QuorumRules:
                     out.append(part(error))
                     continue
                 assert p is not None
-                new_isr = [b for b, _ in brokers]
-                if new_isr != list(p.isr) or pd.leader_recovery_state != int(p.leader_recovery_state):
-                    change: dict[str, Any] = {"isr": new_isr}
-                    if pd.leader_recovery_state != int(p.leader_recovery_state):
-                        change["leader_recovery_state"] = pd.leader_recovery_state
-                    if self.level < IBP_3_6_IV0 and not set(p.isr) <= set(new_isr):
-                        change["leader"] = p.leader
-                    record = PartitionChangeRecord(partition_id=pd.partition_index, topic_id=topic.topic_id,
-                                                   **change, version=partition_record_version(self.level))
+                record = self.partition_change(topic.topic_id, pd.partition_index, p,
+                                               isr=[b for b, _ in brokers],
+                                               leader_recovery_state=pd.leader_recovery_state)
+                if record is not None:
                     records.append(record)
                     p = p.merge(record)
+                    if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
+                        # The ISR completed a reassignment that moved leadership away from the sender.
+                        out.append(part(ErrorCode.NEW_LEADER_ELECTED if v > 1 else ErrorCode.FENCED_LEADER_EPOCH))
+                        continue
                 out.append(part(ErrorCode.NONE, p))
             out_topics.append(Resp.TopicData(topic_name=t.topic_name if v < 2 else None,
                                              topic_id=topic.topic_id if topic is not None and v >= 2 else t.topic_id,

@@ -1,6 +1,7 @@
 """The admin requests a KRaft broker sends to the controller (Kafka's ForwardingManager and
 AutoTopicCreationManager, without the Envelope): CreateTopics (admin, auto-creation, internal topics),
-DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs) and ElectLeaders.
+DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs), ElectLeaders, and
+AlterPartitionReassignments / ListPartitionReassignments.
 
 Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
@@ -235,6 +236,57 @@ class KRaftAdmin:
         if error != ErrorCode.NONE or validate_only:
             return error, r.error_message
         return None
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[Any, tuple[int, ...] | None]
+                                            ) -> dict[Any, tuple[ErrorCode, str | None]] | None:
+        """AlterPartitionReassignments to the controller (the AlterPartitionReassignments handler's
+        `controller.alter_partition_reassignments`): each partition's (error, message) as the controller answered
+        it, once it recorded the reassignment's first step; None (the handler's NOT_CONTROLLER, which clients
+        retry) when the controller is unreachable or answers a top-level error."""
+        Req = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+        T = Req.ReassignableTopic
+        by_topic: dict[str, list[Any]] = {}
+        for tp, replicas in reassignments.items():
+            by_topic.setdefault(tp.topic, []).append(T.ReassignablePartition(
+                partition_index=tp.partition, replicas=None if replicas is None else list(replicas)))
+
+        def build(v: int) -> Any:
+            return Req[v](timeout_ms=30000, topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+        try:
+            resp = await self._send(build, ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+        except ControllerUnavailable:
+            return None
+        if resp.error_code != ErrorCode.NONE:
+            return None
+        by_key = {(tp.topic, tp.partition): tp for tp in reassignments}
+        return {by_key[(t.name, p.partition_index)]: (ErrorCode(p.error_code), p.error_message)
+                for t in resp.responses for p in t.partitions if (t.name, p.partition_index) in by_key}
+
+    async def list_partition_reassignments(self, tps: list[Any] | None
+                                           ) -> dict[Any, tuple[list[int], list[int], list[int]]] | None:
+        """ListPartitionReassignments to the controller: (replicas, adding, removing) of each partition being
+        reassigned (of those named, or all); None when the controller is unreachable or refuses."""
+        from storage import TopicPartition
+
+        Req = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+        topics = None
+        if tps is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in tps:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [Req.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()]
+
+        try:
+            resp = await self._send(lambda v: Req[v](timeout_ms=30000, topics=topics),
+                                    ApiKey.LIST_PARTITION_REASSIGNMENTS)
+        except ControllerUnavailable:
+            return None
+        if resp.error_code != ErrorCode.NONE:
+            return None
+        return {TopicPartition(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                                            list(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
 
     def auto_create_topic(self, name: str) -> None:
         if name in self._auto_creating:

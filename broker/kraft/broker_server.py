@@ -19,14 +19,15 @@ of a controller:
   later), unanswered ones are retried while we lead in the same epoch.
 - `admin` and `preferred_election` (broker/kraft/admin.py): CreateTopics (and auto-creation, internal
   topics), DeleteTopics, CreatePartitions, topic config changes and ElectLeaders sent to the controller,
-  answered once our metadata shows them. Partition reassignments are not: their handlers answer
-  NOT_CONTROLLER. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
+  answered once our metadata shows them; AlterPartitionReassignments and ListPartitionReassignments sent to the
+  controller and answered as it answers (a reassignment runs through the metadata log: an added replica here
+  becomes a follower, catches up, joins the ISR through the leader's AlterPartition, and the controller
+  completes the move). Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
   we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
   configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): reassignments, broker configs, quotas, ACLs and SCRAM through the
-controller.
+Not done yet (docs/kraft.md): broker configs, quotas, ACLs and SCRAM through the controller.
 """
 
 from __future__ import annotations
@@ -305,12 +306,12 @@ class KRaftBroker:
             return self.broker_epoch
         return self.publisher.follower_epochs.get(broker_id, -1)
 
-    # ---- not sent to the controller yet: answered NOT_CONTROLLER by their handlers
-    async def alter_partition_reassignments(self, reassignments: Any) -> None:
-        return None
+    # ---- partition reassignments: sent to the controller (broker/kraft/admin.py)
+    async def alter_partition_reassignments(self, reassignments: Any) -> Any:
+        return await self.admin.alter_partition_reassignments(reassignments)
 
-    async def list_partition_reassignments(self, tps: Any) -> None:
-        return None
+    async def list_partition_reassignments(self, tps: Any) -> Any:
+        return await self.admin.list_partition_reassignments(tps)
 
     # ---- AllocateProducerIds
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
