@@ -15,7 +15,9 @@ and messages):
 - BROKER: "" is the cluster-wide default, "<this broker's id>" this broker ("Node id must be an integer,
   but it is: x" / "Unexpected broker id, expected 0, but received 3": INVALID_REQUEST); validation failures
   of dynamic broker configs answer INVALID_REQUEST with Kafka's message (broker/dynamic_config.py);
-  dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does).
+  dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does). KRaft mode: validated
+  here, then set on the controller as IncrementalAlterConfigs of the BROKER resource (ConfigRecords), answered
+  once this broker's metadata has them (broker/kraft/admin.py `alter_broker_configs`).
 - Other resource types: INVALID_REQUEST.
 - APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
 """
@@ -203,7 +205,11 @@ async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], v
         else:
             props = {c.name: c.value for c in configs}
         try:
-            await dynamic.alter(entity, props, validate_only)
+            await dynamic.alter(entity, props, validate_only or server.config.is_kraft)
+            if server.config.is_kraft and not validate_only:  # the controller writes the ConfigRecords
+                assert server.controller is not None
+                return await server.controller.admin.alter_broker_configs(
+                    "" if entity == DEFAULT_ENTITY else entity, props, validate_only)
         except NotPersistable as e:
             raise invalid_config(BROKER, name, e) from None
         except ConfigError as e:

@@ -5,7 +5,8 @@ What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
-ListPartitionReassignments 0.
+ListPartitionReassignments 0; AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
+DeleteAcls 0-3.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -46,9 +47,11 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
 - Partition reassignments (ReplicationControlManager.alterPartitionReassignments / listPartitionReassignments,
   PartitionChangeBuilder completing them from AlterPartition): tests/kraft_controller_reassign.py says which.
+- Client quotas, SCRAM credentials and ACLs (ClientQuotaControlManager, ScramControlManager,
+  AclControlManager): tests/kraft_controller_security.py says which.
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
-  incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
+  incrementalAlterConfigs of topics and brokers (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
   unclean, see `_elect_leaders`).
 - The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
@@ -60,7 +63,7 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
 NOT_CONTROLLER pointing elsewhere), ELR, automatic unclean elections (unclean.leader.election
-.enable), broker configs, DescribeQuorum.
+.enable), DescribeQuorum.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ from protocol.metadata_records import (
 )
 from records import build_batch
 from tests.kraft_controller_rules import BrokerState, QuorumRules
+from tests.kraft_controller_security import SecurityRules
 
 log = logging.getLogger("tests.kraft_controller")
 
@@ -92,10 +96,12 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
           ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
           ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
-          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0)}
+          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+          ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
+          ApiKey.DELETE_ACLS: (0, 3)}
 
 
-class KRaftController(QuorumRules):
+class KRaftController(QuorumRules, SecurityRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
                  epoch: int = 1) -> None:

@@ -341,23 +341,26 @@ class QuorumRules(ReassignmentRules):
         return self._response(request, throttle_time_ms=0, results=out)
 
     async def _incremental_alter_configs(self, request: Any) -> Any:
-        """ConfigurationControlManager.incrementalAlterConfigs for topics: SET and DELETE as ConfigRecords (a
-        null value deletes); an unknown topic UNKNOWN_TOPIC_OR_PARTITION."""
+        """ConfigurationControlManager.incrementalAlterConfigs for topics and brokers (dynamic broker configs:
+        "" the cluster default, else a broker id): SET and DELETE as ConfigRecords (a null value deletes); an
+        unknown topic UNKNOWN_TOPIC_OR_PARTITION, a broker name not an integer INVALID_REQUEST."""
         Resp = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
         out, records = [], []
         for r in request.resources:
             error, message = ErrorCode.NONE, None
             if not self.is_leader:
                 error = ErrorCode.NOT_CONTROLLER
-            elif r.resource_type != 2:
-                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic configs only"
-            elif self.image.topics.get_topic(r.resource_name) is None:
+            elif r.resource_type == 4 and r.resource_name and not r.resource_name.lstrip("-").isdigit():
+                error, message = ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {r.resource_name}"
+            elif r.resource_type not in (2, 4):
+                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic and broker configs only"
+            elif r.resource_type == 2 and self.image.topics.get_topic(r.resource_name) is None:
                 error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
             elif not request.validate_only:
                 for c in r.configs:
                     value = None if c.config_operation == 1 else c.value
-                    records.append(ConfigRecord(resource_type=2, resource_name=r.resource_name, name=c.name,
-                                                value=value, version=0))
+                    records.append(ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name,
+                                                name=c.name, value=value, version=0))
             out.append(Resp.AlterConfigsResourceResponse(error_code=error, error_message=message,
                                                          resource_type=r.resource_type,
                                                          resource_name=r.resource_name))

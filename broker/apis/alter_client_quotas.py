@@ -9,6 +9,9 @@ notification). Any broker serves it in ZooKeeper mode, as Kafka's.
   ("Configuration ... must be a LONG value"), an entity type named twice or unknown, no entity type, or an `ip`
   entity (IP quotas are not kept here; Kafka's `ip` entity with `connection_creation_rate`).
 - With an authorizer, ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every entity.
+- KRaft mode (`process.roles=broker`): once authorized here, the request goes on to the controller as it came
+  and its answer is returned (broker/kraft/admin.py `forward`); the ClientQuotaRecords come back to every
+  broker through the metadata log. A controller that cannot be reached closes the connection.
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     Entry = response_type(request).EntryData
     allowed = ctx.authorize_cluster(AclOperation.ALTER_CONFIGS)
     controller = ctx.server.controller
+    if allowed and ctx.server.config.is_kraft:  # the controller writes ClientQuotaRecords (broker/kraft/admin.py)
+        return await controller.admin.forward(request)
     store = QuotaStore(controller.store)
     out = []
     for entry in request.entries:

@@ -4,6 +4,8 @@ Deletes the stored ACLs each filter matches and answers, per filter, the ACLs it
 filters match is reported by the first). Needs ALTER on the cluster (every filter result
 CLUSTER_AUTHORIZATION_FAILED otherwise); SECURITY_DISABLED without an authorizer. An UNKNOWN (0) element
 closes the connection as Kafka's request parser does; v0 reads pattern type ANY as LITERAL, as Kafka does.
+KRaft mode (`process.roles=broker`): after those checks the request goes on to the controller as it came
+(broker/kraft/admin.py `forward`), which answers the matching ACLs and writes RemoveAccessControlEntryRecords.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _delete(ctx: RequestContext, request: Any, filters: list[AclBindingFilter], FilterResult: Any) -> Any:
+    if ctx.server.config.is_kraft:  # the controller removes the ACL records (broker/kraft/admin.py)
+        return await ctx.server.controller.admin.forward(request)
     assert ctx.server.authorizer is not None
     deleted = await ctx.server.authorizer.delete_acls(filters)
     Matching = FilterResult.DeleteAclsMatchingAcl

@@ -1,7 +1,10 @@
 """The admin requests a KRaft broker sends to the controller (Kafka's ForwardingManager and
 AutoTopicCreationManager, without the Envelope): CreateTopics (admin, auto-creation, internal topics),
 DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs), ElectLeaders, and
-AlterPartitionReassignments / ListPartitionReassignments.
+AlterPartitionReassignments / ListPartitionReassignments; dynamic broker configs (IncrementalAlterConfigs of
+BROKER resources); and, sent on as the client sent them (`forward`), AlterClientQuotas,
+AlterUserScramCredentials, CreateAcls and DeleteAcls, whose effects come back through the metadata log
+(broker/kraft/security_sync.py).
 
 Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import NewTopic, TopicResult
 from broker.kraft.lifecycle import ControllerUnavailable
-from protocol import ApiKey, request_class
+from protocol import ApiKey, request_class, response_class
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -287,6 +290,45 @@ class KRaftAdmin:
         return {TopicPartition(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
                                                             list(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
+
+    async def forward(self, request: Any) -> Any:
+        """The client's request sent on to the controller as it came (Kafka's ForwardingManager without the
+        Envelope: the client was authorized here), at the version it came in when the controller serves it
+        (else the best common one), and the controller's answer at the client's version. ControllerUnavailable
+        when the controller cannot be reached (the connection is closed; the client retries)."""
+        key = request.API_KEY
+        Req = request_class(key)
+        values = {name: getattr(request, name) for name in request.fields}
+        resp = await self._send(lambda v: Req[v](**values), key)
+        Resp = response_class(key)[request.API_VERSION]
+        return Resp(**{name: getattr(resp, name) for name in resp.fields if name in Resp.fields})
+
+    async def alter_broker_configs(self, entity: str, props: Mapping[str, str], validate_only: bool
+                                   ) -> tuple[ErrorCode, str | None]:
+        """A dynamic broker config set ("" the cluster default, else a broker id) becomes `props`:
+        IncrementalAlterConfigs of the BROKER resource to the controller, SET for what changes and DELETE for
+        what goes; answered once our metadata has it."""
+        from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
+
+        configs = self.kraft.loader.image.configs
+        current = dict(configs.config(CONFIG_RESOURCE_BROKER, entity))
+        Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        R = Req.AlterConfigsResource
+        ops = [R.AlterableConfig(name=k, config_operation=0, value=v) for k, v in props.items()
+               if current.get(k) != v]
+        ops += [R.AlterableConfig(name=k, config_operation=1, value=None) for k in current if k not in props]
+
+        def build(v: int) -> Any:
+            return Req[v](resources=[R(resource_type=CONFIG_RESOURCE_BROKER, resource_name=entity, configs=ops)],
+                          validate_only=validate_only)
+
+        early = await self._send_one(build, ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda resp: resp.responses[0],
+                                     validate_only)
+        if early is not None:
+            return early
+        await self._wait(lambda: dict(self.kraft.loader.image.configs.config(CONFIG_RESOURCE_BROKER, entity))
+                         == dict(props), 30000)
+        return ErrorCode.NONE, None
 
     def auto_create_topic(self, name: str) -> None:
         if name in self._auto_creating:

@@ -25,9 +25,10 @@ of a controller:
   completes the move). Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
   we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
-- `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
-  configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): broker configs, quotas, ACLs and SCRAM through the controller.
+- `store`: a local metadata store (log dir 0) that holds a copy of the image's dynamic broker configs, client
+  quotas, SCRAM credentials and ACLs (broker/kraft/security_sync.py), in the layout the dynamic config, the
+  quota manager, the SCRAM login and the authorizer read; the requests that change them go to the controller
+  (topic configs are read from the image directly).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
+from broker.kraft.security_sync import security_changed, sync_image_security
 from broker.metadata import LocalMetadataStore, MetadataError
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
@@ -211,7 +213,14 @@ class KRaftBroker:
             self._fetch_refused = error
 
     def _on_publish(self, delta: Any, image: Any) -> None:
+        previous = self.publisher.image
         self.publisher.publish(delta, image)
+        if security_changed(previous, image):
+            # Broker configs, quotas, credentials and ACLs into the store their consumers read (in order: one
+            # metadata thread), off the event loop.
+            future = self._executor.submit(sync_image_security, self.store, image, self.broker_id,
+                                           self.server.authorizer is not None)
+            future.add_done_callback(_log_failure)
         self.metadata_changed.set()
 
     async def controlled_shutdown(self) -> None:
@@ -337,6 +346,12 @@ class _LocalStore(LocalMetadataStore):
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}
+
+
+def _log_failure(future: concurrent.futures.Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("applying broker configs, quotas, credentials or ACLs from the metadata log failed",
+                  exc_info=future.exception())
 
 
 class RetriableAlterPartition(Exception):
