@@ -5,7 +5,8 @@ What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
-ListPartitionReassignments 0; AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
+ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN) when it has users;
+AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
 DeleteAcls 0-3.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
@@ -98,14 +99,18 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
           ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
           ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
           ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
-          ApiKey.DELETE_ACLS: (0, 3)}
+          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
 class KRaftController(QuorumRules, SecurityRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
-                 epoch: int = 1) -> None:
+                 epoch: int = 1, ssl_context: Any = None, sasl_plain_users: dict[str, str] | None = None) -> None:
         self.node_id = node_id
+        # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN
+        # (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_plain_users` (SASL_PLAINTEXT / SASL_SSL).
+        self.ssl_context = ssl_context
+        self.sasl_plain_users = sasl_plain_users
         self.cluster_id = cluster_id
         self.level = metadata_version
         self.session_timeout_s = session_timeout_ms / 1000
@@ -243,7 +248,7 @@ class KRaftController(QuorumRules, SecurityRules):
 
     # ------------------------------------------------------------------ server
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, ssl=self.ssl_context)
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
         self._spawn(self._expire_sessions())
 
@@ -269,6 +274,7 @@ class KRaftController(QuorumRules, SecurityRules):
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        authenticated = self.sasl_plain_users is None
         try:
             while True:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -276,7 +282,12 @@ class KRaftController(QuorumRules, SecurityRules):
                 request = decode_request(bytearray(frame))
                 api_key = request.header.request_api_key
                 self.requests.append((api_key, request))
-                response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
+                if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+                    response, authenticated = self._sasl(request)
+                elif not authenticated and api_key != ApiKey.API_VERSIONS:
+                    break  # Kafka's authenticator closes a connection that skips SASL
+                else:
+                    response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
                 response.with_header(correlation_id=request.header.correlation_id)
                 size, parts = encode_response_parts(response)
                 writer.write(struct.pack(">i", size) + b"".join(bytes(p) for p in parts))
@@ -291,6 +302,21 @@ class KRaftController(QuorumRules, SecurityRules):
     @staticmethod
     def _response(request: Any, **fields: Any) -> Any:
         return response_class(request.API_KEY)[request.API_VERSION](**fields)
+
+    def _sasl(self, request: Any) -> tuple[Any, bool]:
+        """SASL PLAIN on the controller listener: (the answer, whether the connection is now authenticated)."""
+        if request.API_KEY == ApiKey.SASL_HANDSHAKE:
+            ok = self.sasl_plain_users is not None and request.mechanism == "PLAIN"
+            return self._response(request, error_code=0 if ok else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                  mechanisms=["PLAIN"] if self.sasl_plain_users is not None else []), False
+        _, user, password = bytes(request.auth_bytes).decode().split("\0")
+        ok = self.sasl_plain_users is not None and self.sasl_plain_users.get(user) == password
+        fields: dict[str, Any] = dict(
+            error_code=0 if ok else ErrorCode.SASL_AUTHENTICATION_FAILED, auth_bytes=b"",
+            error_message=None if ok else "Authentication failed: Invalid username or password")
+        if request.API_VERSION >= 1:
+            fields["session_lifetime_ms"] = 0
+        return self._response(request, **fields), ok
 
     @property
     def is_leader(self) -> bool:

@@ -38,6 +38,7 @@ import concurrent.futures
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker.config import ConfigError
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.format import feature_release
@@ -54,6 +55,7 @@ from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
 from broker.kraft.security_sync import security_changed, sync_image_security
 from broker.metadata import LocalMetadataStore, MetadataError
+from broker.security.client import controller_security
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties, uuid_from_kafka_str
@@ -122,12 +124,14 @@ class KRaftBroker:
         server, config = self.server, self.server.config
         dir_ids = self._read_meta_properties()
         server.metadata_cache.cluster_id = self.cluster_id
-        if config.controller_security_protocol != "PLAINTEXT":
-            raise MetadataError(f"controller listener {config.controller_listener_names[0]}: security protocol "
-                                f"{config.controller_security_protocol} is not supported yet (PLAINTEXT only)")
+        try:
+            security = controller_security(config)  # TLS and SASL as the inter-broker connections do them
+        except (ConfigError, OSError, ValueError) as e:
+            raise MetadataError(f"controller listener {config.controller_listener_names[0]} "
+                                f"({config.controller_security_protocol}): {e}") from None
         self.follower = MetadataLogFollower(
             self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
-            bootstrap=config.quorum_bootstrap_servers,
+            bootstrap=config.quorum_bootstrap_servers, security=security,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
             store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
@@ -138,6 +142,7 @@ class KRaftBroker:
         self.loader.on_publish = self._on_publish
         self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",
+                                         security=security,
                                          timeout_s=config["request.timeout.ms"] / 1000)
         ep = server.endpoint
         self.lifecycle = BrokerLifecycleManager(
