@@ -303,6 +303,16 @@ class KRaftAdmin:
         Resp = response_class(key)[request.API_VERSION]
         return Resp(**{name: getattr(resp, name) for name in resp.fields if name in Resp.fields})
 
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """A dynamic broker config set from the metadata image ("<default>" or a broker id), usable entries
+        only, as DynamicBrokerConfig.persisted reads the store's."""
+        from broker.dynamic_config import DEFAULT_ENTITY, from_persistent
+        from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
+
+        name = "" if entity == DEFAULT_ENTITY else entity
+        stored = dict(self.kraft.loader.image.configs.config(CONFIG_RESOURCE_BROKER, name))
+        return from_persistent(stored, name != "", "the cluster default" if name == "" else f"broker {name}")
+
     async def alter_broker_configs(self, entity: str, props: Mapping[str, str], validate_only: bool
                                    ) -> tuple[ErrorCode, str | None]:
         """A dynamic broker config set ("" the cluster default, else a broker id) becomes `props`:

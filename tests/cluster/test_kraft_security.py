@@ -189,6 +189,10 @@ def test_dynamic_broker_configs_set_through_one_broker(
     described = admin.describe_configs([ConfigResource(ResourceType.BROKER, "1")])
     entries = next(iter(described.values())).result(20)
     assert entries["log.cleaner.threads"].value == "2" and entries["message.max.bytes"].value == "2000000"
+    # Broker 2's config set through broker 1 (sent on to the controller, as Kafka's KRaft broker does).
+    alter("2", "log.cleaner.threads", "3")
+    wait_for(lambda: b2.call(lambda: b2.server.config["log.cleaner.threads"]) == 3, what="broker 2's config")
+    assert b1.call(lambda: b1.server.config["log.cleaner.threads"]) == 2
     # Deleting the default: back to the static value on broker 2.
     alter("", "message.max.bytes", None)
     wait_for(lambda: b2.call(lambda: b2.server.config["message.max.bytes"]) != 2000000, what="default removed")
