@@ -9,7 +9,10 @@ AlterUserScramCredentials, CreateAcls and DeleteAcls, whose effects come back th
 Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
 leader), within the request's timeout (REQUEST_TIMED_OUT after it); the controller's errors pass through as
-they are. An unreachable controller is REQUEST_TIMED_OUT.
+they are. An unreachable controller is REQUEST_TIMED_OUT, except for the reassignment requests (None: their
+handlers answer NOT_CONTROLLER) and the forwarded ones (ControllerUnavailable: the client's connection closes).
+The reassignments and forwarded requests are answered as the controller answers, without waiting for our
+metadata (as Kafka's broker answers them).
 """
 
 from __future__ import annotations
