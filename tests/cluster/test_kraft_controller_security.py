@@ -1,4 +1,5 @@
-"""A KRaft broker of ours reaching the controller quorum over TLS and SASL (controller listener SSL, SASL_SSL),
+"""A KRaft broker of ours reaching the controller quorum over TLS and SASL (controller listener SSL, SASL_SSL,
+SASL_PLAINTEXT),
 with the client-side TLS and SASL of its inter-broker connections, against the test controller listening with TLS
 (and SASL PLAIN): registration, the metadata log, topic creation through the controller, produce and consume."""
 
@@ -92,3 +93,19 @@ def test_a_broker_authenticates_to_the_controller_with_sasl_ssl(tmp_path: Path, 
                                                        "sasl.mechanism.controller.protocol": "PLAIN"})
     with pytest.raises(Exception, match="sasl.jaas.config needs the username and password"):
         bad.start()
+
+
+def test_a_broker_authenticates_to_the_controller_with_sasl_plaintext(tmp_path: Path) -> None:
+    c = ControllerThread(session_timeout_ms=1500, sasl_plain_users={"broker": "pt-secret"}).start()
+    try:
+        b = start_broker(tmp_path, c, 1, **{
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": PLAIN.format("pt-secret")}).start()
+        try:
+            assert not c.call(lambda c: c.image.cluster.broker(1).fenced)
+            produce_and_consume(b.bootstrap, "over-sasl-plaintext", 5)
+        finally:
+            b.stop()
+    finally:
+        c.stop()
