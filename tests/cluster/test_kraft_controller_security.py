@@ -1,7 +1,7 @@
 """A KRaft broker of ours reaching the controller quorum over TLS and SASL (controller listener SSL, SASL_SSL,
-SASL_PLAINTEXT),
-with the client-side TLS and SASL of its inter-broker connections, against the test controller listening with TLS
-(and SASL PLAIN): registration, the metadata log, topic creation through the controller, produce and consume."""
+SASL_PLAINTEXT), with the client-side TLS and SASL of its inter-broker connections, against the test controller
+listening with TLS and/or SASL PLAIN: registration, the metadata log, topic creation through the controller,
+produce and consume."""
 
 from __future__ import annotations
 
