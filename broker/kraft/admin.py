@@ -10,7 +10,7 @@ Contract: each sends its request to the active controller (`KRaftBroker.channel`
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
 leader), within the request's timeout (REQUEST_TIMED_OUT after it); the controller's errors pass through as
 they are. An unreachable controller is REQUEST_TIMED_OUT, except for the reassignment requests (None: their
-handlers answer NOT_CONTROLLER) and the forwarded ones (ControllerUnavailable: the client's connection closes).
+handlers answer NOT_CONTROLLER).
 The reassignments and forwarded requests are answered as the controller answers, without waiting for our
 metadata (as Kafka's broker answers them).
 """
@@ -18,6 +18,7 @@ metadata (as Kafka's broker answers them).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,8 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.kraft.broker_server import KRaftBroker
+
+log = logging.getLogger("broker.kraft")
 
 
 class KRaftElections:
@@ -297,12 +300,16 @@ class KRaftAdmin:
     async def forward(self, request: Any) -> Any:
         """The client's request sent on to the controller as it came (Kafka's ForwardingManager without the
         Envelope: the client was authorized here), at the version it came in when the controller serves it
-        (else the best common one), and the controller's answer at the client's version. ControllerUnavailable
-        when the controller cannot be reached (the connection is closed; the client retries)."""
+        (else the best common one), and the controller's answer at the client's version. None when the
+        controller cannot be reached: the handler answers REQUEST_TIMED_OUT, as Kafka's forwarding does."""
         key = request.API_KEY
         Req = request_class(key)
         values = {name: getattr(request, name) for name in request.fields}
-        resp = await self._send(lambda v: Req[v](**values), key)
+        try:
+            resp = await self._send(lambda v: Req[v](**values), key)
+        except ControllerUnavailable as e:
+            log.warning("%s not sent to the controller: %s", ApiKey(key).name, e)
+            return None
         Resp = response_class(key)[request.API_VERSION]
         return Resp(**{name: getattr(resp, name) for name in resp.fields if name in Resp.fields})
 
