@@ -5,7 +5,7 @@ What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
-ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN) when it has users;
+ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
 AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
 DeleteAcls 0-3.
 
@@ -105,12 +105,13 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
 class KRaftController(QuorumRules, SecurityRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
-                 epoch: int = 1, ssl_context: Any = None, sasl_plain_users: dict[str, str] | None = None) -> None:
+                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None) -> None:
         self.node_id = node_id
-        # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN
-        # (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_plain_users` (SASL_PLAINTEXT / SASL_SSL).
+        # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN,
+        # SCRAM-SHA-256 or SCRAM-SHA-512 (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_users`, user ->
+        # password (SASL_PLAINTEXT / SASL_SSL).
         self.ssl_context = ssl_context
-        self.sasl_plain_users = sasl_plain_users
+        self.sasl_users = sasl_users
         self.cluster_id = cluster_id
         self.level = metadata_version
         self.session_timeout_s = session_timeout_ms / 1000
@@ -274,7 +275,8 @@ class KRaftController(QuorumRules, SecurityRules):
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        authenticated = self.sasl_plain_users is None
+        authenticated = self.sasl_users is None
+        sasl: dict[str, Any] = {}  # this connection's mechanism and SCRAM exchange
         try:
             while True:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -283,7 +285,7 @@ class KRaftController(QuorumRules, SecurityRules):
                 api_key = request.header.request_api_key
                 self.requests.append((api_key, request))
                 if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
-                    response, authenticated = self._sasl(request)
+                    response, authenticated = await self._sasl(request, sasl)
                 elif not authenticated and api_key != ApiKey.API_VERSIONS:
                     break  # Kafka's authenticator closes a connection that skips SASL
                 else:
@@ -303,20 +305,41 @@ class KRaftController(QuorumRules, SecurityRules):
     def _response(request: Any, **fields: Any) -> Any:
         return response_class(request.API_KEY)[request.API_VERSION](**fields)
 
-    def _sasl(self, request: Any) -> tuple[Any, bool]:
-        """SASL PLAIN on the controller listener: (the answer, whether the connection is now authenticated)."""
+    async def _sasl(self, request: Any, state: dict[str, Any]) -> tuple[Any, bool]:
+        """SASL on the controller listener: (the answer, whether the connection is now authenticated)."""
+        from broker.security import scram
+
+        mechanisms = ["PLAIN", *scram.MECHANISMS] if self.sasl_users is not None else []
         if request.API_KEY == ApiKey.SASL_HANDSHAKE:
-            ok = self.sasl_plain_users is not None and request.mechanism == "PLAIN"
+            ok = request.mechanism in mechanisms
+            if ok:
+                state["mechanism"] = request.mechanism
             return self._response(request, error_code=0 if ok else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                                  mechanisms=["PLAIN"] if self.sasl_plain_users is not None else []), False
-        _, user, password = bytes(request.auth_bytes).decode().split("\0")
-        ok = self.sasl_plain_users is not None and self.sasl_plain_users.get(user) == password
-        fields: dict[str, Any] = dict(
-            error_code=0 if ok else ErrorCode.SASL_AUTHENTICATION_FAILED, auth_bytes=b"",
-            error_message=None if ok else "Authentication failed: Invalid username or password")
+                                  mechanisms=mechanisms), False
+        users, mechanism, token = self.sasl_users or {}, state.get("mechanism"), bytes(request.auth_bytes)
+        done, reply = False, b""
+        try:
+            if mechanism == "PLAIN":
+                _, user, password = token.decode().split("\0")
+                if users.get(user) != password:
+                    raise scram.ScramError("bad password")
+                done = True
+            elif mechanism in scram.MECHANISMS:
+                async def lookup(user: str, mech: str) -> Any:
+                    password = users.get(user)
+                    return None if password is None else scram.credential_from_password(mech, password, 4096)
+                server = state.setdefault("scram", scram.ScramServer(mechanism, lookup))
+                reply = await server.evaluate(token)
+                done = server.complete
+            else:
+                raise scram.ScramError("no handshake")
+            error, message = ErrorCode.NONE, None
+        except (scram.ScramError, ValueError):
+            error, message = ErrorCode.SASL_AUTHENTICATION_FAILED, "Authentication failed: Invalid username or password"
+        fields: dict[str, Any] = dict(error_code=error, error_message=message, auth_bytes=reply)
         if request.API_VERSION >= 1:
             fields["session_lifetime_ms"] = 0
-        return self._response(request, **fields), ok
+        return self._response(request, **fields), done
 
     @property
     def is_leader(self) -> bool:

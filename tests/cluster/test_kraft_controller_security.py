@@ -36,7 +36,7 @@ def server_context(pki: Pki) -> ssl.SSLContext:
 @pytest.fixture
 def tls_controller(pki: Pki, request: pytest.FixtureRequest) -> Iterator[ControllerThread]:
     users = getattr(request, "param", None)
-    c = ControllerThread(session_timeout_ms=1500, ssl_context=server_context(pki), sasl_plain_users=users).start()
+    c = ControllerThread(session_timeout_ms=1500, ssl_context=server_context(pki), sasl_users=users).start()
     yield c
     c.stop()
 
@@ -95,16 +95,22 @@ def test_a_broker_authenticates_to_the_controller_with_sasl_ssl(tmp_path: Path, 
         bad.start()
 
 
-def test_a_broker_authenticates_to_the_controller_with_sasl_plaintext(tmp_path: Path) -> None:
-    c = ControllerThread(session_timeout_ms=1500, sasl_plain_users={"broker": "pt-secret"}).start()
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_a_broker_authenticates_to_the_controller_with_sasl_plaintext(tmp_path: Path, mechanism: str) -> None:
+    c = ControllerThread(session_timeout_ms=1500, sasl_users={"broker": "pt-secret"}).start()
+    module = "org.apache.kafka.common.security.scram.ScramLoginModule" if mechanism != "PLAIN" else \
+        "org.apache.kafka.common.security.plain.PlainLoginModule"
     try:
         b = start_broker(tmp_path, c, 1, **{
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": PLAIN.format("pt-secret")}).start()
+            "sasl.mechanism.controller.protocol": mechanism,
+            f"listener.name.controller.{mechanism.lower()}.sasl.jaas.config":
+                f'{module} required username="broker" password="pt-secret";'}).start()
         try:
             assert not c.call(lambda c: c.image.cluster.broker(1).fenced)
             produce_and_consume(b.bootstrap, "over-sasl-plaintext", 5)
+            handshakes = c.call(lambda c: {r.mechanism for k, r in c.requests if k == ApiKey.SASL_HANDSHAKE})
+            assert handshakes == {mechanism}
         finally:
             b.stop()
     finally:
