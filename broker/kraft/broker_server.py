@@ -53,7 +53,7 @@ from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
-from broker.kraft.security_sync import security_changed, sync_image_security
+from broker.kraft.security_sync import changed_parts, sync_image_security
 from broker.metadata import LocalMetadataStore, MetadataError
 from broker.security.client import controller_security
 from protocol import ApiKey, request_class
@@ -220,11 +220,12 @@ class KRaftBroker:
     def _on_publish(self, delta: Any, image: Any) -> None:
         previous = self.publisher.image
         self.publisher.publish(delta, image)
-        if security_changed(previous, image):
+        parts = changed_parts(previous, image, self.broker_id)
+        if parts:
             # Broker configs, quotas, credentials and ACLs into the store their consumers read (in order: one
             # metadata thread), off the event loop.
             future = self._executor.submit(sync_image_security, self.store, image, self.broker_id,
-                                           self.server.authorizer is not None)
+                                           self.server.authorizer is not None, parts)
             future.add_done_callback(_log_failure)
         self.metadata_changed.set()
 

@@ -10,8 +10,10 @@ of it already read (broker/dynamic_config_store.py, broker/security/quotas.py, c
   are not enforced by our quota manager and are skipped);
 - UserScramCredentialRecords as the SCRAM-SHA-256/512 keys of `/config/users/<user>`;
 - AccessControlEntryRecords as the ACL znodes of their resource patterns.
-Only what differs is written, each with its change notification, so the watchers that feed the dynamic config,
-the quota manager and the authorizer apply it, and a SASL/SCRAM login reads the credential from the store.
+`changed_parts(previous, image, node_id)` names the parts a published image may have changed (none for a topic
+config change), so only those are compared. Only what differs is written, each with its change notification,
+so the watchers that feed the dynamic config, the quota manager and the authorizer apply it, and a SASL/SCRAM
+login reads the credential from the store.
 The store is thereby a copy of the image, rewritten in full at the first publish after a start (what it held
 before is replaced); in KRaft mode nothing else writes these parts of it: the admin requests that change them
 are sent to the controller (broker/kraft/admin.py) and come back through the metadata log.
@@ -42,6 +44,7 @@ log = logging.getLogger("broker.kraft")
 
 CONFIG_RESOURCE_BROKER = 4
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism type codes
+ALL_PARTS = frozenset({"configs", "quotas", "scram", "acls"})
 
 
 def quota_entity(entity: tuple[tuple[str, str | None], ...]) -> Entity | None:
@@ -91,14 +94,25 @@ def image_broker_configs(image: MetadataImage, node_id: int) -> dict[str, dict[s
             str(node_id): dict(image.configs.config(CONFIG_RESOURCE_BROKER, str(node_id)))}
 
 
-def sync_image_security(store: Any, image: MetadataImage, node_id: int, with_acls: bool = True) -> None:
+def sync_image_security(store: Any, image: MetadataImage, node_id: int, with_acls: bool = True,
+                        parts: frozenset[str] = ALL_PARTS) -> None:
+    """Make the store hold the image's `parts` (all by default: what `changed_parts` names after a start)."""
     tree = store._tree
-    configs = BrokerConfigStore(store, dispatch=lambda fn: None)
-    for entity, props in image_broker_configs(image, node_id).items():
-        if configs.read(entity) != props:
-            write_entity_config(tree, "brokers", entity, props)
-            log.info("dynamic config of %s from the metadata log", entity)
+    if "configs" in parts:
+        configs = BrokerConfigStore(store, dispatch=lambda fn: None)
+        for entity, props in image_broker_configs(image, node_id).items():
+            if configs.read(entity) != props:
+                write_entity_config(tree, "brokers", entity, props)
+                log.info("dynamic config of %s from the metadata log", entity)
+    if "quotas" in parts:
+        _sync_quotas(store, image)
+    if "scram" in parts:
+        _sync_credentials(store, image)
+    if with_acls and "acls" in parts:
+        _sync_acls(store, image)
 
+
+def _sync_quotas(store: Any, image: MetadataImage) -> None:
     quotas = QuotaStore(store)
     current_quotas = quotas.read_all()
     wanted_quotas = image_quotas(image)
@@ -107,6 +121,8 @@ def sync_image_security(store: Any, image: MetadataImage, node_id: int, with_acl
         if have != want:
             quotas.alter(entity, want, [k for k in have if k not in want])
 
+
+def _sync_credentials(store: Any, image: MetadataImage) -> None:
     credentials = CredentialStore(store)
     wanted_credentials = image_credentials(image)
     for user in set(credentials.users()) | set(wanted_credentials):
@@ -114,18 +130,30 @@ def sync_image_security(store: Any, image: MetadataImage, node_id: int, with_acl
         if have_c != want_c:
             credentials.alter(user, want_c, [m for m in have_c if m not in want_c])
 
-    if with_acls:
-        acls = AclStore(store, dispatch=lambda fn: None)
-        current_acls = acls.load_all()
-        wanted_acls = image_acls(image)
-        for pattern in set(current_acls) | set(wanted_acls):
-            want_a = wanted_acls.get(pattern, frozenset())
-            if current_acls.get(pattern, frozenset()) != want_a:
-                acls.update(pattern, lambda _current, want_a=want_a: want_a)
+
+def _sync_acls(store: Any, image: MetadataImage) -> None:
+    acls = AclStore(store, dispatch=lambda fn: None)
+    current_acls = acls.load_all()
+    wanted_acls = image_acls(image)
+    for pattern in set(current_acls) | set(wanted_acls):
+        want_a = wanted_acls.get(pattern, frozenset())
+        if current_acls.get(pattern, frozenset()) != want_a:
+            acls.update(pattern, lambda _current, want_a=want_a: want_a)
 
 
-def security_changed(previous: MetadataImage | None, image: MetadataImage) -> bool:
-    """Whether the image's broker configs, quotas, credentials or ACLs may differ from the previous one's."""
-    return previous is None or previous.configs is not image.configs or \
-        previous.client_quotas is not image.client_quotas or previous.scram is not image.scram or \
-        previous.acls is not image.acls
+def changed_parts(previous: MetadataImage | None, image: MetadataImage, node_id: int) -> frozenset[str]:
+    """Which of the parts the store copies the image may have changed (all of them for the first image); topic
+    config changes alone name none."""
+    if previous is None:
+        return ALL_PARTS
+    parts = set()
+    if previous.configs is not image.configs and \
+            image_broker_configs(previous, node_id) != image_broker_configs(image, node_id):
+        parts.add("configs")
+    if previous.client_quotas is not image.client_quotas:
+        parts.add("quotas")
+    if previous.scram is not image.scram:
+        parts.add("scram")
+    if previous.acls is not image.acls:
+        parts.add("acls")
+    return frozenset(parts)

@@ -63,3 +63,20 @@ def test_the_store_becomes_a_copy_of_the_image(tmp_path: Path) -> None:
         assert sorted(store._tree.children("/config/changes") or []) == before
     finally:
         store.close()
+
+
+def test_changed_parts() -> None:
+    from dataclasses import replace
+
+    from broker.kraft.security_sync import ALL_PARTS, changed_parts
+
+    base = MetadataImage(configs=ConfigurationsImage({(4, ""): {"a": "1"}}))
+    assert changed_parts(None, base, 1) == ALL_PARTS
+    topic_only = replace(base, configs=ConfigurationsImage({**base.configs.resources, (2, "t"): {"x": "y"}}))
+    assert changed_parts(base, topic_only, 1) == frozenset()
+    other_broker = replace(base, configs=ConfigurationsImage({**base.configs.resources, (4, "2"): {"x": "y"}}))
+    assert changed_parts(base, other_broker, 1) == frozenset()
+    own = replace(base, configs=ConfigurationsImage({**base.configs.resources, (4, "1"): {"x": "y"}}))
+    assert changed_parts(base, own, 1) == {"configs"}
+    assert changed_parts(base, replace(base, acls={}), 1) == {"acls"}
+    assert changed_parts(base, replace(base, scram={}, client_quotas={}), 1) == {"scram", "quotas"}
