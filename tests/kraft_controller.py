@@ -32,8 +32,8 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   last heartbeat offset has passed that change, when it is fenced too; no heartbeat for
   broker.session.timeout.ms: fenced (out of every ISR, leaders moved). Fencing and unfencing are
   BrokerRegistrationChangeRecords from metadata.version 3.3-IV2 (level 6), Fence/UnfenceBrokerRecords before.
-- ReplicationControlManager.generateLeaderAndIsrUpdates / PartitionChangeBuilder (clean elections only, no ELR,
-  a fenced broker never completes a reassignment): target ISR without the removed broker, unless that empties it
+- ReplicationControlManager.generateLeaderAndIsrUpdates / PartitionChangeBuilder (clean elections only, no ELR;
+  the change completes a reassignment the new ISR allows): target ISR without the removed broker, unless that empties it
   (the ISR then keeps its last member); the current leader stays if it is still in the target ISR and
   acceptable, else the first replica in it that is acceptable (unfenced, not shutting down), else no leader (-1).
 - ReplicationControlManager.createTopics: TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR

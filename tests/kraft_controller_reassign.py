@@ -12,16 +12,19 @@ The stages, as Kafka's controller runs them:
    change that drops replicas bumps the leader epoch (the leader is named again); a leader no longer in the
    replicas is replaced by the first acceptable one in the new ISR, and the AlterPartition that did it is
    answered NEW_LEADER_ELECTED (v2+; FENCED_LEADER_EPOCH below).
-Stage 1 can complete at once (a reordering, or a target the ISR already holds). Cancelling (replicas null)
-reverts: Replicas and ISR without the adding replicas (an ISR left empty takes the first remaining replica, an
-unclean election Kafka allows only with unclean.leader.election.enable, else INVALID_REPLICA_ASSIGNMENT).
-Validation (validateManualPartitionAssignment): an empty list, a broker not registered, or a broker named twice is
-INVALID_REPLICA_ASSIGNMENT with Kafka's messages; an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION;
-cancelling a partition not being reassigned NO_REASSIGNMENT_IN_PROGRESS.
+Fencing a broker (or its controlled shutdown) shrinks ISRs through the same builder, as Kafka's
+generateLeaderAndIsrUpdates does (an ISR shrink never completes a reassignment on its own). Stage 1 can complete at
+once (a reordering, or a target the ISR already holds). Cancelling (replicas null) reverts: Replicas and ISR without
+the adding replicas (an ISR left empty takes the first remaining replica, an unclean election Kafka allows only with
+unclean.leader.election.enable, else INVALID_REPLICA_ASSIGNMENT). Validation (validateManualPartitionAssignment): an
+empty list, a broker not registered, or a broker named twice is INVALID_REPLICA_ASSIGNMENT with Kafka's messages; an
+unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION; cancelling a partition not being reassigned
+NO_REASSIGNMENT_IN_PROGRESS.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.kraft.image import MIGRATING, NO_LEADER, PartitionRegistration
@@ -56,12 +59,13 @@ class ReassignmentRules:
     # ------------------------------------------------------------------ the change builder
     def partition_change(self, topic_id: Any, pid: int, p: PartitionRegistration, *, isr: list[int] | None = None,
                          replicas: list[int] | None = None, adding: list[int] | None = None,
-                         removing: list[int] | None = None, leader_recovery_state: int | None = None
-                         ) -> PartitionChangeRecord | None:
+                         removing: list[int] | None = None, leader_recovery_state: int | None = None,
+                         acceptable: Callable[[int], bool] | None = None) -> PartitionChangeRecord | None:
         """PartitionChangeBuilder.build for the targets given (None: unchanged): completes a reassignment the
         target ISR allows, elects a leader when the current one is no longer acceptable, bumps the leader epoch
         when replicas go (and, before metadata.version 3.6-IV0, when the ISR shrinks); None when nothing
-        changes."""
+        changes. `acceptable` decides which replicas may lead (default: unfenced and not shutting down)."""
+        ok = acceptable or self._acceptable
         t_isr = list(p.isr) if isr is None else isr
         t_replicas = list(p.replicas) if replicas is None else replicas
         t_adding = list(p.adding_replicas) if adding is None else adding
@@ -72,8 +76,8 @@ class ReassignmentRules:
             if new_isr and new_replicas and set(new_replicas) <= set(new_isr):
                 t_isr, t_replicas, t_adding, t_removing = new_isr, new_replicas, [], []
         fields: dict[str, Any] = {}
-        if not (p.leader in t_replicas and p.leader in t_isr and self._acceptable(p.leader)):
-            leader = next((r for r in t_replicas if r in t_isr and self._acceptable(r)), NO_LEADER)
+        if not (p.leader in t_replicas and p.leader in t_isr and ok(p.leader)):
+            leader = next((r for r in t_replicas if r in t_isr and ok(r)), NO_LEADER)
             if leader != p.leader:
                 fields["leader"] = leader
         if "leader" not in fields and not set(p.replicas) <= set(t_replicas):

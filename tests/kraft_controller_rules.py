@@ -128,7 +128,6 @@ class QuorumRules(ReassignmentRules):
         """generateLeaderAndIsrUpdates for the partitions with `remove` in their ISR (or, when adding, every
         partition without a leader that has `add` in its ISR)."""
         out: list[MetadataRecord] = []
-        version = partition_record_version(self.level)
         for topic in self.image.topics.by_id.values():
             for pid, p in sorted(topic.partitions.items()):
                 if remove != NO_LEADER and remove not in p.isr:
@@ -139,17 +138,9 @@ class QuorumRules(ReassignmentRules):
 
                 def ok(r: int, target: list[int] = target) -> bool:
                     return r != remove and (r == add or self._acceptable(r)) and r in target
-                leader = p.leader if ok(p.leader) else next((r for r in p.replicas if ok(r)), NO_LEADER)
-                change: dict[str, Any] = {}
-                if leader != p.leader:
-                    change["leader"] = leader
-                if target != list(p.isr):
-                    change["isr"] = target
-                    if self.level < IBP_3_6_IV0 and "leader" not in change:
-                        change["leader"] = p.leader
-                if change:
-                    out.append(PartitionChangeRecord(partition_id=pid, topic_id=topic.topic_id, **change,
-                                                     version=version))
+                record = self.partition_change(topic.topic_id, pid, p, isr=target, acceptable=ok)
+                if record is not None:
+                    out.append(record)
         return out
 
     async def _broker_heartbeat(self, request: Any) -> Any:
