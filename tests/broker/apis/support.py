@@ -69,7 +69,7 @@ class Brokers:
             try:
                 broker = EmbeddedBroker({
                     "process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
-                    "controller.listener.names": "CONTROLLER", "broker.heartbeat.interval.ms": "100",
+                    "controller.listener.names": "CONTROLLER",
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                     "allow.everyone.if.no.acl.found": "true", "controlled.shutdown.enable": "false"})
                 with open("/dev/null", "w") as out:
