@@ -15,7 +15,11 @@ and messages):
 - BROKER: "" is the cluster-wide default, "<this broker's id>" this broker ("Node id must be an integer,
   but it is: x" / "Unexpected broker id, expected 0, but received 3": INVALID_REQUEST); validation failures
   of dynamic broker configs answer INVALID_REQUEST with Kafka's message (broker/dynamic_config.py);
-  dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does).
+  dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does). KRaft mode: any broker's id
+  is taken (as Kafka's KRaft broker forwards it; validated against this broker's config), the incremental
+  operations apply to the metadata image's set, then it is set on the controller as IncrementalAlterConfigs of
+  the BROKER resource (ConfigRecords), answered once this broker's metadata has them (broker/kraft/admin.py
+  `alter_broker_configs`).
 - Other resource types: INVALID_REQUEST.
 - APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
 """
@@ -152,12 +156,12 @@ def broker_list_default(name: str) -> str | None:
     return (to_string(key.default, LIST) or "") if key.type == LIST else None
 
 
-def broker_entity(name: str, broker_id: int) -> str:
+def broker_entity(name: str, broker_id: int, any_id: bool = False) -> str:
     if name == "":
         return DEFAULT_ENTITY
     if not re.fullmatch(r"[+-]?[0-9]+", name):
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
-    if int(name) != broker_id:
+    if int(name) != broker_id and not any_id:
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id}, but received {name}")
     return name
 
@@ -197,13 +201,20 @@ async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], v
     dynamic = server.dynamic_config
     try:
         check_entries(configs, incremental)
-        entity = broker_entity(name, server.broker_id)
+        kraft = server.config.is_kraft  # any broker's configs, set on the controller, as Kafka's KRaft broker
+        entity = broker_entity(name, server.broker_id, any_id=kraft)
         if incremental:
-            props = apply_operations(configs, await dynamic.persisted(entity), broker_list_default)
+            assert server.controller is not None
+            current = server.controller.admin.broker_configs(entity) if kraft else await dynamic.persisted(entity)
+            props = apply_operations(configs, current, broker_list_default)
         else:
             props = {c.name: c.value for c in configs}
         try:
-            await dynamic.alter(entity, props, validate_only)
+            await dynamic.alter(entity, props, validate_only or server.config.is_kraft)
+            if server.config.is_kraft and not validate_only:  # the controller writes the ConfigRecords
+                assert server.controller is not None
+                return await server.controller.admin.alter_broker_configs(
+                    "" if entity == DEFAULT_ENTITY else entity, props, validate_only)
         except NotPersistable as e:
             raise invalid_config(BROKER, name, e) from None
         except ConfigError as e:

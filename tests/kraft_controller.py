@@ -4,7 +4,10 @@ real socket, for our KRaft brokers to register with and follow. A test fixture, 
 What it serves (its ApiVersions lists exactly these): ApiVersions 0-3; Fetch 13-17 of `__cluster_metadata-0`
 (topic id AAAAAAAAAAAAAAAAAAAAAQ) as Kafka's raft leader answers observers; FetchSnapshot 0-1; BrokerRegistration 0-4;
 BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; IncrementalAlterConfigs 0-1;
-ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0.
+ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
+ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
+AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
+DeleteAcls 0-3.
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -29,10 +32,10 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   last heartbeat offset has passed that change, when it is fenced too; no heartbeat for
   broker.session.timeout.ms: fenced (out of every ISR, leaders moved). Fencing and unfencing are
   BrokerRegistrationChangeRecords from metadata.version 3.3-IV2 (level 6), Fence/UnfenceBrokerRecords before.
-- ReplicationControlManager.generateLeaderAndIsrUpdates / PartitionChangeBuilder (clean elections only, no ELR,
-  no reassignment): target ISR without the removed broker, unless that empties it (the ISR then keeps its last
-  member); the current leader stays if it is still in the target ISR and acceptable, else the first replica in
-  it that is acceptable (unfenced, not shutting down), else no leader (-1).
+- ReplicationControlManager.generateLeaderAndIsrUpdates / PartitionChangeBuilder (clean elections only, no ELR;
+  the change completes a reassignment the new ISR allows): target ISR without the removed broker, unless that empties it
+  (the ISR then keeps its last member); the current leader stays if it is still in the target ISR and
+  acceptable, else the first replica in it that is acceptable (unfenced, not shutting down), else no leader (-1).
 - ReplicationControlManager.createTopics: TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR
   ("... only N broker(s) are registered"), manual assignments; replicas striped over the unfenced brokers
   (ours round-robin from the partition index, Kafka's StripedReplicaPlacer starts at a random broker); leader the
@@ -43,9 +46,13 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   INELIGIBLE_REPLICA (v2+; OPERATION_NOT_ATTEMPTED below: a fenced, shutting-down, unregistered replica or a
   broker epoch mismatch in v3); a PartitionChangeRecord only when the ISR changes; the ISR shrink bumps the leader
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
+- Partition reassignments (ReplicationControlManager.alterPartitionReassignments / listPartitionReassignments,
+  PartitionChangeBuilder completing them from AlterPartition): tests/kraft_controller_reassign.py says which.
+- Client quotas, SCRAM credentials and ACLs (ClientQuotaControlManager, ScramControlManager,
+  AclControlManager): tests/kraft_controller_security.py says which.
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
-  incrementalAlterConfigs of topics (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
+  incrementalAlterConfigs of topics and brokers (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
   unclean, see `_elect_leaders`).
 - The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
@@ -56,8 +63,8 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   the log start answers the SnapshotId; FetchSnapshot (KafkaRaftClient.handleFetchSnapshotRequest) serves its
   bytes from a position (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, leader epoch checks as Fetch's).
 Not implemented: a real quorum (one voter; `resign()` only makes the fixture answer NOT_LEADER_OR_FOLLOWER /
-NOT_CONTROLLER pointing elsewhere), ELR, reassignments, automatic unclean elections (unclean.leader.election
-.enable), broker configs, DescribeQuorum.
+NOT_CONTROLLER pointing elsewhere), ELR, automatic unclean elections (unclean.leader.election
+.enable), DescribeQuorum.
 """
 
 from __future__ import annotations
@@ -81,6 +88,7 @@ from protocol.metadata_records import (
 )
 from records import build_batch
 from tests.kraft_controller_rules import BrokerState, QuorumRules
+from tests.kraft_controller_security import SecurityRules
 
 log = logging.getLogger("tests.kraft_controller")
 
@@ -88,14 +96,22 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAA
 SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
           ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
           ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
-          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2)}
+          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
+          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+          ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
+          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
-class KRaftController(QuorumRules):
+class KRaftController(QuorumRules, SecurityRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
-                 epoch: int = 1) -> None:
+                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None) -> None:
         self.node_id = node_id
+        # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN,
+        # SCRAM-SHA-256 or SCRAM-SHA-512 (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_users`, user ->
+        # password (SASL_PLAINTEXT / SASL_SSL).
+        self.ssl_context = ssl_context
+        self.sasl_users = sasl_users
         self.cluster_id = cluster_id
         self.level = metadata_version
         self.session_timeout_s = session_timeout_ms / 1000
@@ -233,7 +249,7 @@ class KRaftController(QuorumRules):
 
     # ------------------------------------------------------------------ server
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, ssl=self.ssl_context)
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
         self._spawn(self._expire_sessions())
 
@@ -259,6 +275,8 @@ class KRaftController(QuorumRules):
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        authenticated = self.sasl_users is None
+        sasl: dict[str, Any] = {}  # this connection's mechanism and SCRAM exchange
         try:
             while True:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -266,7 +284,12 @@ class KRaftController(QuorumRules):
                 request = decode_request(bytearray(frame))
                 api_key = request.header.request_api_key
                 self.requests.append((api_key, request))
-                response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
+                if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+                    response, authenticated = await self._sasl(request, sasl)
+                elif not authenticated and api_key != ApiKey.API_VERSIONS:
+                    break  # Kafka's authenticator closes a connection that skips SASL
+                else:
+                    response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
                 response.with_header(correlation_id=request.header.correlation_id)
                 size, parts = encode_response_parts(response)
                 writer.write(struct.pack(">i", size) + b"".join(bytes(p) for p in parts))
@@ -281,6 +304,42 @@ class KRaftController(QuorumRules):
     @staticmethod
     def _response(request: Any, **fields: Any) -> Any:
         return response_class(request.API_KEY)[request.API_VERSION](**fields)
+
+    async def _sasl(self, request: Any, state: dict[str, Any]) -> tuple[Any, bool]:
+        """SASL on the controller listener: (the answer, whether the connection is now authenticated)."""
+        from broker.security import scram
+
+        mechanisms = ["PLAIN", *scram.MECHANISMS] if self.sasl_users is not None else []
+        if request.API_KEY == ApiKey.SASL_HANDSHAKE:
+            ok = request.mechanism in mechanisms
+            if ok:
+                state["mechanism"] = request.mechanism
+            return self._response(request, error_code=0 if ok else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                  mechanisms=mechanisms), False
+        users, mechanism, token = self.sasl_users or {}, state.get("mechanism"), bytes(request.auth_bytes)
+        done, reply = False, b""
+        try:
+            if mechanism == "PLAIN":
+                _, user, password = token.decode().split("\0")
+                if users.get(user) != password:
+                    raise scram.ScramError("bad password")
+                done = True
+            elif mechanism in scram.MECHANISMS:
+                async def lookup(user: str, mech: str) -> Any:
+                    password = users.get(user)
+                    return None if password is None else scram.credential_from_password(mech, password, 4096)
+                server = state.setdefault("scram", scram.ScramServer(mechanism, lookup))
+                reply = await server.evaluate(token)
+                done = server.complete
+            else:
+                raise scram.ScramError("no handshake")
+            error, message = ErrorCode.NONE, None
+        except (scram.ScramError, ValueError):
+            error, message = ErrorCode.SASL_AUTHENTICATION_FAILED, "Authentication failed: Invalid username or password"
+        fields: dict[str, Any] = dict(error_code=error, error_message=message, auth_bytes=reply)
+        if request.API_VERSION >= 1:
+            fields["session_lifetime_ms"] = 0
+        return self._response(request, **fields), done
 
     @property
     def is_leader(self) -> bool:

@@ -28,6 +28,7 @@ from protocol.metadata_records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from tests.kraft_controller_reassign import NO_LEADER_CHANGE, ReassignmentRules
 
 log = logging.getLogger("tests.kraft_controller")
 
@@ -44,7 +45,7 @@ class BrokerState:
     shutdown_offset: int | None = None  # the log end after its controlled shutdown's records
 
 
-class QuorumRules:
+class QuorumRules(ReassignmentRules):
     """What the rules need from the controller they are mixed into."""
 
     cluster_id: str
@@ -127,7 +128,6 @@ class QuorumRules:
         """generateLeaderAndIsrUpdates for the partitions with `remove` in their ISR (or, when adding, every
         partition without a leader that has `add` in its ISR)."""
         out: list[MetadataRecord] = []
-        version = partition_record_version(self.level)
         for topic in self.image.topics.by_id.values():
             for pid, p in sorted(topic.partitions.items()):
                 if remove != NO_LEADER and remove not in p.isr:
@@ -138,17 +138,9 @@ class QuorumRules:
 
                 def ok(r: int, target: list[int] = target) -> bool:
                     return r != remove and (r == add or self._acceptable(r)) and r in target
-                leader = p.leader if ok(p.leader) else next((r for r in p.replicas if ok(r)), NO_LEADER)
-                change: dict[str, Any] = {}
-                if leader != p.leader:
-                    change["leader"] = leader
-                if target != list(p.isr):
-                    change["isr"] = target
-                    if self.level < IBP_3_6_IV0 and "leader" not in change:
-                        change["leader"] = p.leader
-                if change:
-                    out.append(PartitionChangeRecord(partition_id=pid, topic_id=topic.topic_id, **change,
-                                                     version=version))
+                record = self.partition_change(topic.topic_id, pid, p, isr=target, acceptable=ok)
+                if record is not None:
+                    out.append(record)
         return out
 
     async def _broker_heartbeat(self, request: Any) -> Any:
@@ -340,23 +332,26 @@ class QuorumRules:
         return self._response(request, throttle_time_ms=0, results=out)
 
     async def _incremental_alter_configs(self, request: Any) -> Any:
-        """ConfigurationControlManager.incrementalAlterConfigs for topics: SET and DELETE as ConfigRecords (a
-        null value deletes); an unknown topic UNKNOWN_TOPIC_OR_PARTITION."""
+        """ConfigurationControlManager.incrementalAlterConfigs for topics and brokers (dynamic broker configs:
+        "" the cluster default, else a broker id): SET and DELETE as ConfigRecords (a null value deletes); an
+        unknown topic UNKNOWN_TOPIC_OR_PARTITION, a broker name not an integer INVALID_REQUEST."""
         Resp = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
         out, records = [], []
         for r in request.resources:
             error, message = ErrorCode.NONE, None
             if not self.is_leader:
                 error = ErrorCode.NOT_CONTROLLER
-            elif r.resource_type != 2:
-                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic configs only"
-            elif self.image.topics.get_topic(r.resource_name) is None:
+            elif r.resource_type == 4 and r.resource_name and not r.resource_name.lstrip("-").isdigit():
+                error, message = ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {r.resource_name}"
+            elif r.resource_type not in (2, 4):
+                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic and broker configs only"
+            elif r.resource_type == 2 and self.image.topics.get_topic(r.resource_name) is None:
                 error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
             elif not request.validate_only:
                 for c in r.configs:
                     value = None if c.config_operation == 1 else c.value
-                    records.append(ConfigRecord(resource_type=2, resource_name=r.resource_name, name=c.name,
-                                                value=value, version=0))
+                    records.append(ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name,
+                                                name=c.name, value=value, version=0))
             out.append(Resp.AlterConfigsResourceResponse(error_code=error, error_message=message,
                                                          resource_type=r.resource_type,
                                                          resource_name=r.resource_name))
@@ -449,17 +444,16 @@ class QuorumRules:
                     out.append(part(error))
                     continue
                 assert p is not None
-                new_isr = [b for b, _ in brokers]
-                if new_isr != list(p.isr) or pd.leader_recovery_state != int(p.leader_recovery_state):
-                    change: dict[str, Any] = {"isr": new_isr}
-                    if pd.leader_recovery_state != int(p.leader_recovery_state):
-                        change["leader_recovery_state"] = pd.leader_recovery_state
-                    if self.level < IBP_3_6_IV0 and not set(p.isr) <= set(new_isr):
-                        change["leader"] = p.leader
-                    record = PartitionChangeRecord(partition_id=pd.partition_index, topic_id=topic.topic_id,
-                                                   **change, version=partition_record_version(self.level))
+                record = self.partition_change(topic.topic_id, pd.partition_index, p,
+                                               isr=[b for b, _ in brokers],
+                                               leader_recovery_state=pd.leader_recovery_state)
+                if record is not None:
                     records.append(record)
                     p = p.merge(record)
+                    if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
+                        # The ISR completed a reassignment that moved leadership away from the sender.
+                        out.append(part(ErrorCode.NEW_LEADER_ELECTED if v > 1 else ErrorCode.FENCED_LEADER_EPOCH))
+                        continue
                 out.append(part(ErrorCode.NONE, p))
             out_topics.append(Resp.TopicData(topic_name=t.topic_name if v < 2 else None,
                                              topic_id=topic.topic_id if topic is not None and v >= 2 else t.topic_id,

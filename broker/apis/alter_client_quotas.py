@@ -9,6 +9,9 @@ notification). Any broker serves it in ZooKeeper mode, as Kafka's.
   ("Configuration ... must be a LONG value"), an entity type named twice or unknown, no entity type, or an `ip`
   entity (IP quotas are not kept here; Kafka's `ip` entity with `connection_creation_rate`).
 - With an authorizer, ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every entity.
+- KRaft mode (`process.roles=broker`): once authorized here, the request goes on to the controller as it came
+  and its answer is returned (broker/kraft/admin.py `forward`); the ClientQuotaRecords come back to every
+  broker through the metadata log. A controller that cannot be reached: REQUEST_TIMED_OUT for every entity.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from protocol.errors import ErrorCode
 API_KEY = 49
 MIN_VERSION = 0
 MAX_VERSION = 1
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.INVALID_REQUEST, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.INVALID_REQUEST, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                 ErrorCode.REQUEST_TIMED_OUT)
 
 _WHOLE = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
 
@@ -75,11 +79,18 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     Entry = response_type(request).EntryData
     allowed = ctx.authorize_cluster(AclOperation.ALTER_CONFIGS)
     controller = ctx.server.controller
+    kraft = allowed and ctx.server.config.is_kraft
+    if kraft:  # the controller writes ClientQuotaRecords (broker/kraft/admin.py)
+        forwarded = await controller.admin.forward(request)
+        if forwarded is not None:
+            return forwarded
     store = QuotaStore(controller.store)
     out = []
     for entry in request.entries:
         code, message = ErrorCode.NONE, None
-        if not allowed:
+        if kraft:
+            code, message = ErrorCode.REQUEST_TIMED_OUT, "The controller could not be reached."
+        elif not allowed:
             code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
         else:
             try:

@@ -6,6 +6,8 @@ logs at once. BROKER resources: the dynamic configs of this broker ("<id>") or o
 default ("") become exactly the given set, persisted (/config/brokers/<entity>) and applied on every
 broker. `validate_only` checks without changing anything. Error codes and messages are Kafka's; see
 broker/config_admin.py.
+KRaft mode (`process.roles=broker`): topic and broker configs are set on the controller (ConfigRecords, any
+broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT when it cannot be reached.
 With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -23,7 +25,7 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.REQUEST_TIMED_OUT,
 )
 
 

@@ -8,6 +8,8 @@ Errors: NOT_CONTROLLER (top level) on a broker that is not the active controller
 INVALID_REPLICA_ASSIGNMENT (empty target, a repeated or negative broker id, an added broker not alive, with
 Kafka's message), NO_REASSIGNMENT_IN_PROGRESS (cancelling a partition not being reassigned),
 UNKNOWN_TOPIC_OR_PARTITION ("The partition does not exist."), UNKNOWN_SERVER_ERROR (a failed store write).
+In KRaft mode (`process.roles=broker`) the request goes on to the controller quorum (broker/kraft/admin.py) and
+its per-partition answers pass through; a controller that cannot be reached is NOT_CONTROLLER (clients retry).
 `timeout_ms` is not needed: the controller answers once the reassignment is recorded, as Kafka's ZooKeeper
 controller does.
 With an authorizer (Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.

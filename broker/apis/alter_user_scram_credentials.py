@@ -13,6 +13,10 @@ Per user, checked in Kafka's order, one result each:
   not exist";
 - otherwise the user's deletions and upsertions are stored together (the client sends the salt and the
   salted password; the stored and server keys are derived from them) and the result is NONE.
+KRaft mode (`process.roles=broker`): every broker takes it; once authorized here, the request goes on to the
+controller as it came (broker/kraft/admin.py `forward`), which applies the rules above and writes the credential
+records every broker reads from the metadata log. A controller that cannot be reached: REQUEST_TIMED_OUT for
+every user.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.NOT_CONTROLLER, ErrorCode.UNACCEPTABLE_CREDENTIAL,
                                  ErrorCode.UNSUPPORTED_SASL_MECHANISM, ErrorCode.DUPLICATE_RESOURCE,
-                                 ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                 ErrorCode.RESOURCE_NOT_FOUND, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                 ErrorCode.REQUEST_TIMED_OUT)
 
 _NAMES = {t: m for m, t in MECHANISM_TYPES.items()}
 
@@ -91,6 +96,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         users = sorted({x.name for x in [*request.upsertions, *request.deletions]})
         return response_for(request, throttle_time_ms=0, results=[
             Result(user=u, error_code=refused[0], error_message=refused[1]) for u in users])
+    if ctx.server.config.is_kraft:  # the controller writes the credential records (broker/kraft/admin.py)
+        forwarded = await controller.admin.forward(request)
+        if forwarded is not None:
+            return forwarded
+        users = sorted({x.name for x in [*request.upsertions, *request.deletions]})
+        return response_for(request, throttle_time_ms=0, results=[
+            Result(user=u, error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="The controller could not be reached.")
+            for u in users])
     results = await controller.call(_alter, CredentialStore(controller.store), list(request.upsertions),
                                     list(request.deletions))
     return response_for(request, throttle_time_ms=0, results=[

@@ -5,6 +5,10 @@ one result per creation, in order. Needs ALTER on the cluster (every result CLUS
 otherwise); SECURITY_DISABLED without an authorizer. INVALID_REQUEST for a CLUSTER resource not named
 `kafka-cluster`, an empty resource name, a name with `/`, a code Kafka does not know, or ANY/MATCH where a
 concrete value is needed. An UNKNOWN (0) element closes the connection as Kafka's request parser does.
+KRaft mode (`process.roles=broker`): after the checks up to the UNKNOWN elements, the request goes on to the
+controller as it came (broker/kraft/admin.py `forward`), which validates and writes AccessControlEntryRecords;
+every broker's authorizer takes them from the metadata log. An unreachable controller: REQUEST_TIMED_OUT for
+every creation.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ API_KEY = 30
 MIN_VERSION = 0
 MAX_VERSION = 3
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.SECURITY_DISABLED,
-                                 ErrorCode.INVALID_REQUEST)
+                                 ErrorCode.INVALID_REQUEST, ErrorCode.REQUEST_TIMED_OUT)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -54,6 +58,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _create(ctx: RequestContext, request: Any, bindings: list[AclBinding], Result: Any) -> Any:
+    if ctx.server.config.is_kraft:  # the controller validates and writes the ACL records (broker/kraft/admin.py)
+        forwarded = await ctx.server.controller.admin.forward(request)
+        if forwarded is not None:
+            return forwarded
+        return response_for(request, throttle_time_ms=0, results=[
+            Result(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="The controller could not be reached.")
+            for _ in bindings])
     results: list[Any] = [None] * len(bindings)
     valid: list[int] = []
     for i, binding in enumerate(bindings):

@@ -4,6 +4,9 @@ Deletes the stored ACLs each filter matches and answers, per filter, the ACLs it
 filters match is reported by the first). Needs ALTER on the cluster (every filter result
 CLUSTER_AUTHORIZATION_FAILED otherwise); SECURITY_DISABLED without an authorizer. An UNKNOWN (0) element
 closes the connection as Kafka's request parser does; v0 reads pattern type ANY as LITERAL, as Kafka does.
+KRaft mode (`process.roles=broker`): after those checks the request goes on to the controller as it came
+(broker/kraft/admin.py `forward`), which answers the matching ACLs and writes RemoveAccessControlEntryRecords; an
+unreachable controller: REQUEST_TIMED_OUT for every filter.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from protocol.errors import ErrorCode
 API_KEY = 31
 MIN_VERSION = 0
 MAX_VERSION = 3
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.SECURITY_DISABLED)
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.SECURITY_DISABLED,
+                                 ErrorCode.REQUEST_TIMED_OUT)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -41,6 +45,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _delete(ctx: RequestContext, request: Any, filters: list[AclBindingFilter], FilterResult: Any) -> Any:
+    if ctx.server.config.is_kraft:  # the controller removes the ACL records (broker/kraft/admin.py)
+        forwarded = await ctx.server.controller.admin.forward(request)
+        if forwarded is not None:
+            return forwarded
+        return response_for(request, throttle_time_ms=0, filter_results=[
+            FilterResult(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="The controller could not be reached.",
+                         matching_acls=[]) for _ in filters])
     assert ctx.server.authorizer is not None
     deleted = await ctx.server.authorizer.delete_acls(filters)
     Matching = FilterResult.DeleteAclsMatchingAcl

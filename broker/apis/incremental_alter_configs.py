@@ -6,6 +6,8 @@ this broker, "" for the cluster-wide default; persisted in the metadata store an
 broker without a restart). APPEND/SUBTRACT only on list keys; an empty list (cleanup.policy="") is a
 valid value. `validate_only` checks without changing anything. Error codes and messages are Kafka's;
 see broker/config_admin.py for each.
+KRaft mode (`process.roles=broker`): topic and broker configs are set on the controller (ConfigRecords, any
+broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT when it cannot be reached.
 Gaps: BROKER_LOGGER resources (log levels) answer INVALID_REQUEST.
 With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
@@ -24,7 +26,7 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.REQUEST_TIMED_OUT,
 )
 
 

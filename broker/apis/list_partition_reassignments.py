@@ -3,7 +3,8 @@
 The partitions being reassigned (all of them when `topics` is null, else those named that are), each with its
 replicas (the union of original and target while it runs), adding and removing replicas, from the active
 controller. Partitions named but not being reassigned are left out, as Kafka does.
-Errors: NOT_CONTROLLER (top level) on a broker that is not the active controller.
+Errors: NOT_CONTROLLER (top level) on a broker that is not the active controller. In KRaft mode the request goes
+on to the controller quorum and its answer passes through (NOT_CONTROLLER when it cannot be reached).
 With an authorizer (Kafka): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 

@@ -1,27 +1,37 @@
 """The admin requests a KRaft broker sends to the controller (Kafka's ForwardingManager and
 AutoTopicCreationManager, without the Envelope): CreateTopics (admin, auto-creation, internal topics),
-DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs) and ElectLeaders.
+DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs), ElectLeaders, and
+AlterPartitionReassignments / ListPartitionReassignments; dynamic broker configs (IncrementalAlterConfigs of
+BROKER resources); and, sent on as the client sent them (`forward`), AlterClientQuotas,
+AlterUserScramCredentials, CreateAcls and DeleteAcls, whose effects come back through the metadata log
+(broker/kraft/security_sync.py).
 
 Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
 leader), within the request's timeout (REQUEST_TIMED_OUT after it); the controller's errors pass through as
-they are. An unreachable controller is REQUEST_TIMED_OUT.
+they are. An unreachable controller is REQUEST_TIMED_OUT, except for the reassignment requests (None: their
+handlers answer NOT_CONTROLLER).
+The reassignments and forwarded requests are answered as the controller answers, without waiting for our
+metadata (as Kafka's broker answers them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import NewTopic, TopicResult
 from broker.kraft.lifecycle import ControllerUnavailable
-from protocol import ApiKey, request_class
+from protocol import ApiKey, request_class, response_class
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.kraft.broker_server import KRaftBroker
+
+log = logging.getLogger("broker.kraft")
 
 
 class KRaftElections:
@@ -235,6 +245,110 @@ class KRaftAdmin:
         if error != ErrorCode.NONE or validate_only:
             return error, r.error_message
         return None
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[Any, tuple[int, ...] | None]
+                                            ) -> dict[Any, tuple[ErrorCode, str | None]] | None:
+        """AlterPartitionReassignments to the controller (the AlterPartitionReassignments handler's
+        `controller.alter_partition_reassignments`): each partition's (error, message) as the controller answered
+        it, once it recorded the reassignment's first step; None (the handler's NOT_CONTROLLER, which clients
+        retry) when the controller is unreachable or answers a top-level error."""
+        Req = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+        T = Req.ReassignableTopic
+        by_topic: dict[str, list[Any]] = {}
+        for tp, replicas in reassignments.items():
+            by_topic.setdefault(tp.topic, []).append(T.ReassignablePartition(
+                partition_index=tp.partition, replicas=None if replicas is None else list(replicas)))
+
+        def build(v: int) -> Any:
+            return Req[v](timeout_ms=30000, topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+        try:
+            resp = await self._send(build, ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+        except ControllerUnavailable:
+            return None
+        if resp.error_code != ErrorCode.NONE:
+            return None
+        by_key = {(tp.topic, tp.partition): tp for tp in reassignments}
+        return {by_key[(t.name, p.partition_index)]: (ErrorCode(p.error_code), p.error_message)
+                for t in resp.responses for p in t.partitions if (t.name, p.partition_index) in by_key}
+
+    async def list_partition_reassignments(self, tps: list[Any] | None
+                                           ) -> dict[Any, tuple[list[int], list[int], list[int]]] | None:
+        """ListPartitionReassignments to the controller: (replicas, adding, removing) of each partition being
+        reassigned (of those named, or all); None when the controller is unreachable or refuses."""
+        from storage import TopicPartition
+
+        Req = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+        topics = None
+        if tps is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in tps:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [Req.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()]
+
+        try:
+            resp = await self._send(lambda v: Req[v](timeout_ms=30000, topics=topics),
+                                    ApiKey.LIST_PARTITION_REASSIGNMENTS)
+        except ControllerUnavailable:
+            return None
+        if resp.error_code != ErrorCode.NONE:
+            return None
+        return {TopicPartition(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                                            list(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
+
+    async def forward(self, request: Any) -> Any:
+        """The client's request sent on to the controller as it came (Kafka's ForwardingManager without the
+        Envelope: the client was authorized here), at the version it came in when the controller serves it
+        (else the best common one), and the controller's answer at the client's version. None when the
+        controller cannot be reached: the handler answers REQUEST_TIMED_OUT, as Kafka's forwarding does."""
+        key = request.API_KEY
+        Req = request_class(key)
+        values = {name: getattr(request, name) for name in request.fields}
+        try:
+            resp = await self._send(lambda v: Req[v](**values), key)
+        except ControllerUnavailable as e:
+            log.warning("%s not sent to the controller: %s", ApiKey(key).name, e)
+            return None
+        Resp = response_class(key)[request.API_VERSION]
+        return Resp(**{name: getattr(resp, name) for name in resp.fields if name in Resp.fields})
+
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """A dynamic broker config set from the metadata image ("<default>" or a broker id), usable entries
+        only, as DynamicBrokerConfig.persisted reads the store's."""
+        from broker.dynamic_config import DEFAULT_ENTITY, from_persistent
+        from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
+
+        name = "" if entity == DEFAULT_ENTITY else entity
+        stored = dict(self.kraft.loader.image.configs.config(CONFIG_RESOURCE_BROKER, name))
+        return from_persistent(stored, name != "", "the cluster default" if name == "" else f"broker {name}")
+
+    async def alter_broker_configs(self, entity: str, props: Mapping[str, str], validate_only: bool
+                                   ) -> tuple[ErrorCode, str | None]:
+        """A dynamic broker config set ("" the cluster default, else a broker id) becomes `props`:
+        IncrementalAlterConfigs of the BROKER resource to the controller, SET for what changes and DELETE for
+        what goes; answered once our metadata has it."""
+        from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
+
+        configs = self.kraft.loader.image.configs
+        current = dict(configs.config(CONFIG_RESOURCE_BROKER, entity))
+        Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        R = Req.AlterConfigsResource
+        ops = [R.AlterableConfig(name=k, config_operation=0, value=v) for k, v in props.items()
+               if current.get(k) != v]
+        ops += [R.AlterableConfig(name=k, config_operation=1, value=None) for k in current if k not in props]
+
+        def build(v: int) -> Any:
+            return Req[v](resources=[R(resource_type=CONFIG_RESOURCE_BROKER, resource_name=entity, configs=ops)],
+                          validate_only=validate_only)
+
+        early = await self._send_one(build, ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda resp: resp.responses[0],
+                                     validate_only)
+        if early is not None:
+            return early
+        await self._wait(lambda: dict(self.kraft.loader.image.configs.config(CONFIG_RESOURCE_BROKER, entity))
+                         == dict(props), 30000)
+        return ErrorCode.NONE, None
 
     def auto_create_topic(self, name: str) -> None:
         if name in self._auto_creating:

@@ -19,14 +19,16 @@ of a controller:
   later), unanswered ones are retried while we lead in the same epoch.
 - `admin` and `preferred_election` (broker/kraft/admin.py): CreateTopics (and auto-creation, internal
   topics), DeleteTopics, CreatePartitions, topic config changes and ElectLeaders sent to the controller,
-  answered once our metadata shows them. Partition reassignments are not: their handlers answer
-  NOT_CONTROLLER. Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
+  answered once our metadata shows them; AlterPartitionReassignments and ListPartitionReassignments sent to the
+  controller and answered as it answers (a reassignment runs through the metadata log: an added replica here
+  becomes a follower, catches up, joins the ISR through the leader's AlterPartition, and the controller
+  completes the move). Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
   we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
 - Producer id blocks from AllocateProducerIds.
-- `store`: a local metadata store (log dir 0) for what is not read from the image yet: dynamic broker
-  configs, client quotas, ACLs, SCRAM credentials (topic configs are read from the image).
-Not done yet (docs/kraft.md): reassignments, broker configs, quotas, ACLs and SCRAM through the
-controller.
+- `store`: a local metadata store (log dir 0) that holds a copy of the image's dynamic broker configs, client
+  quotas, SCRAM credentials and ACLs (broker/kraft/security_sync.py), in the layout the dynamic config, the
+  quota manager, the SCRAM login and the authorizer read; the requests that change them go to the controller
+  (topic configs are read from the image directly).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import concurrent.futures
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker.config import ConfigError
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.format import feature_release
@@ -50,7 +53,9 @@ from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
+from broker.kraft.security_sync import changed_parts, sync_image_security
 from broker.metadata import LocalMetadataStore, MetadataError
+from broker.security.client import controller_security
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties, uuid_from_kafka_str
@@ -119,12 +124,14 @@ class KRaftBroker:
         server, config = self.server, self.server.config
         dir_ids = self._read_meta_properties()
         server.metadata_cache.cluster_id = self.cluster_id
-        if config.controller_security_protocol != "PLAINTEXT":
-            raise MetadataError(f"controller listener {config.controller_listener_names[0]}: security protocol "
-                                f"{config.controller_security_protocol} is not supported yet (PLAINTEXT only)")
+        try:
+            security = controller_security(config)  # TLS and SASL as the inter-broker connections do them
+        except (ConfigError, OSError, ValueError) as e:
+            raise MetadataError(f"controller listener {config.controller_listener_names[0]} "
+                                f"({config.controller_security_protocol}): {e}") from None
         self.follower = MetadataLogFollower(
             self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
-            bootstrap=config.quorum_bootstrap_servers,
+            bootstrap=config.quorum_bootstrap_servers, security=security,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
             store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
@@ -135,6 +142,7 @@ class KRaftBroker:
         self.loader.on_publish = self._on_publish
         self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",
+                                         security=security,
                                          timeout_s=config["request.timeout.ms"] / 1000)
         ep = server.endpoint
         self.lifecycle = BrokerLifecycleManager(
@@ -210,7 +218,15 @@ class KRaftBroker:
             self._fetch_refused = error
 
     def _on_publish(self, delta: Any, image: Any) -> None:
+        previous = self.publisher.image
         self.publisher.publish(delta, image)
+        parts = changed_parts(previous, image, self.broker_id)
+        if parts:
+            # Broker configs, quotas, credentials and ACLs into the store their consumers read (in order: one
+            # metadata thread), off the event loop.
+            future = self._executor.submit(sync_image_security, self.store, image, self.broker_id,
+                                           self.server.authorizer is not None, parts)
+            future.add_done_callback(_log_failure)
         self.metadata_changed.set()
 
     async def controlled_shutdown(self) -> None:
@@ -305,12 +321,12 @@ class KRaftBroker:
             return self.broker_epoch
         return self.publisher.follower_epochs.get(broker_id, -1)
 
-    # ---- not sent to the controller yet: answered NOT_CONTROLLER by their handlers
-    async def alter_partition_reassignments(self, reassignments: Any) -> None:
-        return None
+    # ---- partition reassignments: sent to the controller (broker/kraft/admin.py)
+    async def alter_partition_reassignments(self, reassignments: Any) -> Any:
+        return await self.admin.alter_partition_reassignments(reassignments)
 
-    async def list_partition_reassignments(self, tps: Any) -> None:
-        return None
+    async def list_partition_reassignments(self, tps: Any) -> Any:
+        return await self.admin.list_partition_reassignments(tps)
 
     # ---- AllocateProducerIds
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
@@ -336,6 +352,12 @@ class _LocalStore(LocalMetadataStore):
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.loader.image.configs.topic_config(topic)) if self.loader is not None else {}
+
+
+def _log_failure(future: concurrent.futures.Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("applying broker configs, quotas, credentials or ACLs from the metadata log failed",
+                  exc_info=future.exception())
 
 
 class RetriableAlterPartition(Exception):

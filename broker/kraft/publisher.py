@@ -11,7 +11,9 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   path (coordinators resign, logs deleted), leaders and followers through become_leader_or_follower with
   Kafka's toLeaderAndIsrPartitionState (controller epoch -1). A partition we keep leading whose partition
   epoch moved without a new leader epoch (an ISR change the controller made, e.g. fencing a follower) takes
-  the new ISR in place (`_isr_change`), as Kafka's makeLeader does at an unchanged epoch.
+  the new ISR in place (`_isr_change`), as Kafka's makeLeader does at an unchanged epoch; so do the replicas a
+  reassignment adds (Kafka's controller bumps the leader epoch only when replicas go): the leader tracks them
+  as out-of-sync followers, which join the ISR through AlterPartition once caught up.
 - Caught-up followers count for the HW of partitions we lead, and join their ISR, only while their broker is
   unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
   isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
@@ -111,11 +113,13 @@ class MetadataPublisher:
             state = info.partition_state(is_new=partition is None)
             if partition is not None and partition.log is not None and state.leader_epoch == partition.leader_epoch \
                     and state.leader == partition.leader_id:
-                # Same leader, same epoch: only the ISR (and the partition epoch) moved.
+                # Same leader, same epoch: the ISR, the partition epoch and, while a reassignment adds replicas
+                # (Kafka bumps the leader epoch only when replicas go), the replica set moved.
                 if partition.is_leader and state.partition_epoch > partition.partition_epoch:
                     self._isr_change(partition, state)
                 elif not partition.is_leader:
                     partition.isr, partition.partition_epoch = list(state.isr), state.partition_epoch
+                    partition.assigned_replicas = list(state.replicas)
                 continue
             states[tp] = state
         if states:
@@ -150,12 +154,21 @@ class MetadataPublisher:
         """An ISR the controller changed while we stay leader in the same epoch (Kafka's makeLeader with an
         unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
         caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
+        from broker.replica import Replica
         from broker.replica_manager import now_ms
 
         now = now_ms()
         partition.isr = list(state.isr)
         partition.pending_isr = None
         partition.partition_epoch = state.partition_epoch
+        if list(state.replicas) != partition.assigned_replicas:
+            # Replicas a reassignment adds: followers to track from their first fetch, out of sync until then.
+            partition.assigned_replicas = list(state.replicas)
+            for rid in state.replicas:
+                if rid != partition.local_broker_id and rid not in partition.remote_replicas:
+                    replica = Replica(rid)
+                    replica.reset(now, partition.log_end_offset, False)
+                    partition.remote_replicas[rid] = replica
         for rid, replica in partition.remote_replicas.items():
             replica.last_caught_up_time_ms = now if rid in partition.isr else 0
         partition.maybe_increment_leader_hw(now)

@@ -54,6 +54,30 @@ class Brokers:
     _topics: set[str] = field(default_factory=set)
     _timed_out_produce: Any = None
     _others: dict[str, EmbeddedBroker] = field(default_factory=dict)
+    _kraft: EmbeddedBroker | None = None
+
+    def kraft_without_controller(self) -> int:
+        """The port of a KRaft broker (`process.roles=broker`, an authorizer that allows everyone) whose
+        controller (tests/kraft_controller.py) stopped after it started: what it sends on to the controller
+        cannot be delivered. Started on first use, stopped with the session."""
+        if self._kraft is None:
+            from broker.config import KafkaConfig
+            from broker.kraft.format import format_dirs
+            from tests.kraft_controller import ControllerThread
+
+            controller = ControllerThread(session_timeout_ms=60000).start()
+            try:
+                broker = EmbeddedBroker({
+                    "process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
+                    "controller.listener.names": "CONTROLLER",
+                    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                    "allow.everyone.if.no.acl.found": "true", "controlled.shutdown.enable": "false"})
+                with open("/dev/null", "w") as out:
+                    format_dirs(KafkaConfig(broker.props), controller.call(lambda c: c.cluster_id), out=out)
+                self._kraft = broker.start()
+            finally:
+                controller.stop()
+        return self._kraft.port
 
     @property
     def cluster(self) -> Any:
@@ -84,7 +108,7 @@ class Brokers:
             broker.cleanup()
 
     def stop_others(self) -> None:
-        for b in self._others.values():
+        for b in [*self._others.values(), *([self._kraft] if self._kraft is not None else [])]:
             with contextlib.suppress(Exception):  # some had their log dir broken on purpose
                 b.stop()
             b.cleanup()

@@ -28,6 +28,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REQUEST: lambda b: alter(b, [("user", "x")], [("no_such_quota", 1, False)]),
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: alter(b, [("user", "x")], [("producer_byte_rate", 1, False)],
                                                             port=denied(b)),
+    # A KRaft broker sends it on to the controller, which has gone.
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: alter(b, [("user", "x")], [("producer_byte_rate", 1, False)],
+                                                 port=b.kraft_without_controller()),
 }
 
 test_errors = error_path_test(alter_client_quotas, PRODUCERS)

@@ -40,6 +40,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.RESOURCE_NOT_FOUND: lambda b: _alter(b, [], [_del("never-stored")]),
     # The authorizer on, nothing granted: ALTER on the cluster is refused, nothing is stored.
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: _alter(b, [_up("mallory")], [], denied(b)),
+    # A KRaft broker sends it on to the controller, which has gone.
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: _alter(b, [_up("bob")], [], b.kraft_without_controller()),
 }
 
 test_errors = error_path_test(alter_user_scram_credentials, PRODUCERS)

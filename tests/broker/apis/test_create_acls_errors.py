@@ -27,6 +27,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, denied(b)),
     # Kafka: "The only valid name for the CLUSTER resource is kafka-cluster"
     ErrorCode.INVALID_REQUEST: lambda b: send(b, partial(b), ResourceType.CLUSTER, "not-the-cluster"),
+    # A KRaft broker sends it on to the controller, which has gone.
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, b.kraft_without_controller()),
 }
 
 test_errors = error_path_test(create_acls, PRODUCERS)

@@ -21,6 +21,8 @@ def send(b: Brokers, port: int | None = None) -> Any:
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.SECURITY_DISABLED: lambda b: send(b),
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, denied(b)),
+    # A KRaft broker sends it on to the controller, which has gone.
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, b.kraft_without_controller()),
 }
 
 test_errors = error_path_test(delete_acls, PRODUCERS)

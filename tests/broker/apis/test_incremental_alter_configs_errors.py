@@ -37,6 +37,10 @@ def alter_raw(b: Brokers, resource_type: int, name: str) -> Any:
 PRODUCERS.update({
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: alter_raw(b, TOPIC, "alter-denied"),
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: alter_raw(b, 4, ""),
+    # A KRaft broker sets the cluster default on the controller, which has gone.
+    ErrorCode.REQUEST_TIMED_OUT: lambda b: b.call(Req[1](resources=[R(resource_type=4, resource_name="", configs=[
+        R.AlterableConfig(name="message.max.bytes", config_operation=SET, value="2000000")])], validate_only=False),
+        b.kraft_without_controller()),
 })
 
 test_errors = error_path_test(incremental_alter_configs, PRODUCERS)
