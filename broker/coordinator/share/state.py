@@ -18,7 +18,7 @@ Contract:
   partition are served one at a time, in order. Append errors are mapped as Kafka's coordinators map them:
   UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE;
   NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; record too large -> UNKNOWN_SERVER_ERROR.
-- Rules (Kafka's): a negative partition is INVALID_REQUEST. Write: INVALID_REQUEST before the share partition is
+- Rules (Kafka's): ownership is checked first, then a negative partition is INVALID_REQUEST. Write: INVALID_REQUEST before the share partition is
   initialized; FENCED_LEADER_EPOCH when a leader epoch (not -1) is older than the one kept; FENCED_STATE_EPOCH when
   a state epoch (not -1) is older; UNKNOWN_TOPIC_OR_PARTITION when the topic id or partition is not in the
   metadata. The record is a ShareSnapshot (snapshot epoch + 1, the merged batches, the kept leader and state
@@ -247,8 +247,8 @@ class ShareStateManager:
     # ---- requests
     async def write(self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: list[PersisterStateBatch]) -> None:
+        self._partition_of(key)
         self._check_partition(key)
-        pid, p = self._partition_of(key)
         async with self._serialized(key):
             pid, p = self._partition_of(key)
             current = p.states.get(key)
@@ -275,8 +275,8 @@ class ShareStateManager:
                                                       tuple(combine((), batches, start_offset))))
 
     async def read(self, key: ShareKey, leader_epoch: int) -> ShareGroupOffset:
-        self._check_partition(key)
         self._partition_of(key)
+        self._check_partition(key)
         async with self._serialized(key):
             pid, p = self._partition_of(key)
             current = p.states.get(key)
@@ -293,15 +293,15 @@ class ShareStateManager:
             return current
 
     def read_summary(self, key: ShareKey) -> ShareGroupOffset:
-        self._check_partition(key)
         _, p = self._partition_of(key)
+        self._check_partition(key)
         self._check_topic(key)
         current = p.states.get(key)
         return current if current is not None else ShareGroupOffset(0, 0, 0, -1)
 
     async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
-        self._check_partition(key)
         self._partition_of(key)
+        self._check_partition(key)
         async with self._serialized(key):
             pid, p = self._partition_of(key)
             if state_epoch != -1 and p.state_epochs.get(key, state_epoch) > state_epoch:
@@ -314,8 +314,8 @@ class ShareStateManager:
             await self._write(pid, p, SNAPSHOT, key, encode_snapshot(value))
 
     async def delete(self, key: ShareKey) -> None:
-        self._check_partition(key)
         self._partition_of(key)
+        self._check_partition(key)
         async with self._serialized(key):
             pid, p = self._partition_of(key)
             self._check_topic(key)

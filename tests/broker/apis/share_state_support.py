@@ -103,3 +103,44 @@ def shut_down(b: Brokers) -> int:
     coordinated(b, other.port)
     other.call(other.server.share_coordinator.state.shutdown)
     return other.port
+
+
+ANY_TOPIC = uuid.UUID(int=0x5EED)
+
+
+def single_ready(b: Brokers) -> int:
+    coordinated(b, b.single.port)
+    return b.single.port
+
+
+def gone_topic(b: Brokers, group: str) -> uuid.UUID:
+    """The id of a topic whose partition 0 was initialized for `group`, then deleted (DeleteTopics): its
+    share partition has state, its topic is no longer in the metadata."""
+    port = single_ready(b)
+    name = b.topic(f"share-gone-{group}")
+    tid = topic_id(b, name)
+    assert code(b.call(build_initialize(group, tid, 0), port)) == ErrorCode.NONE
+    delete = request_class(ApiKey.DELETE_TOPICS)
+    resp = b.call(delete[4](topic_names=[name], timeout_ms=30000), port)
+    assert resp.responses[0].error_code == ErrorCode.NONE, resp
+    wait_until(lambda: name not in b.single.server.metadata_cache.topics, 30, f"{name} to be deleted")
+    return tid
+
+
+def live_topic(b: Brokers, name: str) -> uuid.UUID:
+    single_ready(b)
+    return topic_id(b, b.topic(name))
+
+
+def common_producers(build: Any, group: str) -> dict[ErrorCode, Any]:
+    """The codes every state RPC answers alike; `build(group, topic_id, partition)` makes its request."""
+    from .acl_support import denied
+
+    return {
+        ErrorCode.NOT_COORDINATOR: lambda b: b.call(build(group, ANY_TOPIC, 0), not_coordinator(b)),
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: b.call(
+            build(group, ANY_TOPIC, 0), loading(b, ShareKey(group, ANY_TOPIC, 0))),
+        ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: b.call(build(group, ANY_TOPIC, 0), shut_down(b)),
+        ErrorCode.INVALID_REQUEST: lambda b: b.call(build(group, live_topic(b, "share-any"), -1), single_ready(b)),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: b.call(build(group, ANY_TOPIC, 0), denied(b)),
+    }
