@@ -125,6 +125,7 @@ class KafkaServer:
         self.group_coordinator: Any = None
         self.transaction_coordinator: Any = None
         self.share_coordinator: Any = None
+        self.share_persister: Any = None  # broker/share/rpc_persister.py: share-partition leaders' Persister
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
         # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
@@ -261,8 +262,10 @@ class KafkaServer:
 
     def _start_share_coordinator(self) -> None:
         from broker.coordinator.share.service import start_share_coordinator
+        from broker.share.rpc_persister import RpcPersister
 
         self.share_coordinator = start_share_coordinator(self)
+        self.share_persister = RpcPersister(self)
 
     async def shutdown(self) -> None:
         if self._stopping:
@@ -296,6 +299,7 @@ class KafkaServer:
                 await self.share_coordinator.shutdown()
             except Exception:
                 log.exception("share coordinator shutdown failed")
+            self.share_persister.close()
         if self.group_coordinator is not None:
             try:
                 await self.group_coordinator.shutdown()

@@ -18,16 +18,19 @@ Contract:
   partition are served one at a time, in order. Append errors are mapped as Kafka's coordinators map them:
   UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE;
   NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; record too large -> UNKNOWN_SERVER_ERROR.
-- Rules (Kafka's): ownership is checked first, then a negative partition is INVALID_REQUEST. Write: INVALID_REQUEST before the share partition is
-  initialized; FENCED_LEADER_EPOCH when a leader epoch (not -1) is older than the one kept; FENCED_STATE_EPOCH when
-  a state epoch (not -1) is older; UNKNOWN_TOPIC_OR_PARTITION when the topic id or partition is not in the
-  metadata. The record is a ShareSnapshot (snapshot epoch + 1, the merged batches, the kept leader and state
-  epochs) once share.coordinator.snapshot.update.records.per.snapshot updates were written since the last one,
-  else a ShareUpdate of the request's batches. Read: INVALID_REQUEST before initialization, FENCED_LEADER_EPOCH for
-  an older leader epoch, UNKNOWN_TOPIC_OR_PARTITION; a newer leader epoch (not -1) is recorded first.
+- Rules (Kafka's): ownership is checked first, then a negative partition is INVALID_REQUEST.
+  Write: INVALID_REQUEST before the share partition is initialized; FENCED_LEADER_EPOCH when a leader epoch
+  (not -1) is older than the one kept; FENCED_STATE_EPOCH when a state epoch (not -1) is older;
+  UNKNOWN_TOPIC_OR_PARTITION when the topic id or partition is not in the metadata. The record is a ShareSnapshot
+  (snapshot epoch + 1, the merged batches, the kept leader and state epochs) once
+  share.coordinator.snapshot.update.records.per.snapshot updates were written since the last one, else a
+  ShareUpdate of the request's batches. A write does not change the leader epoch kept.
+  Read: INVALID_REQUEST before initialization, FENCED_LEADER_EPOCH for an older leader epoch (-1 included),
+  UNKNOWN_TOPIC_OR_PARTITION; a newer leader epoch (not -1) is recorded first (a record without batches).
   Initialize: FENCED_STATE_EPOCH for an older state epoch; writes a fresh ShareSnapshot (no batches, leader epoch
   0). Delete: a tombstone when there is state, nothing otherwise. Summary: start offset -1, state epoch 0 and
-  leader epoch 0 for a share partition without state.
+  leader epoch 0 for a share partition without state; otherwise the state's (the leader epoch of its last
+  snapshot or update, not the highest seen).
 """
 
 from __future__ import annotations
