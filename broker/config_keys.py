@@ -444,6 +444,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("share.coordinator.write.timeout.ms", INT, 5000, at_least(1), since="4.0"),
     _k("share.coordinator.load.buffer.size", INT, 5242880, at_least(1), since="4.0"),
     _k("share.coordinator.append.linger.ms", INT, 5, at_least(0), since="4.0"),
+    _k("share.coordinator.state.topic.prune.interval.ms", INT, 300000, at_least(1), internal=True, since="4.1"),
+    _k("share.coordinator.cold.partition.snapshot.interval.ms", INT, 300000, at_least(1), internal=True,
+       since="4.1"),
 ]}
 
 

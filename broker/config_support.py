@@ -66,6 +66,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.segment.bytes",
     "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.write.timeout.ms",
+    "share.coordinator.state.topic.prune.interval.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
     # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
     "inter.broker.protocol.version",
     # authorization (broker/security/authorizer.py): Kafka's AclAuthorizer and the keys it reads

@@ -266,6 +266,7 @@ class KafkaServer:
 
         self.share_coordinator = start_share_coordinator(self)
         self.share_persister = RpcPersister(self)
+        self.share_coordinator.startup()
 
     async def shutdown(self) -> None:
         if self._stopping:

@@ -18,3 +18,5 @@ class ShareCoordinatorConfig:
     # ShareUpdate records written between two ShareSnapshot records of a share partition (0..500).
     snapshot_update_records_per_snapshot: int = 500
     write_timeout_ms: int = 5000
+    state_topic_prune_interval_ms: int = 5 * 60 * 1000
+    cold_partition_snapshot_interval_ms: int = 5 * 60 * 1000

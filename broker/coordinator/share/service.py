@@ -1,4 +1,5 @@
-"""The share coordinator wired into this broker: its config, `__share_group_state`, the shared runtime.
+"""The share coordinator wired into this broker: its config, `__share_group_state`, the shared runtime, the
+pruning and cold-snapshot timers.
 
 Contract:
 - `ShareCoordinatorService` builds the state manager (state.py) from the broker's share.coordinator.*
@@ -6,26 +7,36 @@ Contract:
   of a partition, unloaded on losing it or on StopReplica, exactly as `__consumer_offsets` and
   `__transaction_state`); appends wait share.coordinator.write.timeout.ms for acks=all.
 - `__share_group_state` is created on first use (FindCoordinator key type 2 calls `ensure_topic`) through the
-  controller's internal-topic path: share.coordinator.state.topic.num.partitions partitions, replication factor
-  and min.insync.replicas capped at the live brokers, compacted, uncompressed,
-  share.coordinator.state.topic.segment.bytes.
-- `shutdown()` makes every request answer COORDINATOR_NOT_AVAILABLE, then stops the loads.
-- Not done (Kafka does): the periodic snapshot of cold share partitions and the pruning of records older than
-  every share partition's last snapshot (DeleteRecords on the topic); compaction alone keeps the topic bounded.
+  controller's internal-topic path with Kafka's topic configs (KIP-932): share.coordinator.state.topic.num.partitions
+  partitions, replication factor and min.insync.replicas capped at the live brokers, cleanup.policy=delete with
+  retention.ms=-1 (never compacted: a share partition's state is its last ShareSnapshot plus every ShareUpdate
+  after it, all under one key), compression.type=producer, share.coordinator.state.topic.segment.bytes.
+- The topic is kept bounded as Kafka keeps it: every share.coordinator.state.topic.prune.interval.ms each led
+  partition's records below its redundant offset (state.py) are deleted (DeleteRecords as leader, once per new
+  offset); every share.coordinator.cold.partition.snapshot.interval.ms share partitions whose last snapshot is
+  that old are snapshotted again so they do not hold the redundant offset back.
+- `shutdown()` makes every request answer COORDINATOR_NOT_AVAILABLE, stops the timers and the loads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.runtime import CoordinatorRuntime
 from broker.coordinator.share.config import ShareCoordinatorConfig
 from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC, ShareStateManager
+from protocol.errors import ErrorCode
+from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
+
+log = logging.getLogger("broker.coordinator.share")
 
 
 class ShareCoordinatorService:
@@ -39,11 +50,15 @@ class ShareCoordinatorService:
             state_topic_segment_bytes=cfg["share.coordinator.state.topic.segment.bytes"],
             snapshot_update_records_per_snapshot=cfg["share.coordinator.snapshot.update.records.per.snapshot"],
             write_timeout_ms=cfg["share.coordinator.write.timeout.ms"],
+            state_topic_prune_interval_ms=cfg["share.coordinator.state.topic.prune.interval.ms"],
+            cold_partition_snapshot_interval_ms=cfg["share.coordinator.cold.partition.snapshot.interval.ms"],
         )
         self.state = ShareStateManager(self.config, self._append, self._partition_count)
         self.runtime = CoordinatorRuntime(SHARE_GROUP_STATE_TOPIC, self.state, server.replica_manager,
                                           append_timeout_ms=self.config.write_timeout_ms)
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
+        self._pruned: dict[int, int] = {}  # partition -> the offset last pruned to
+        self._timers: list[asyncio.Task] = []
 
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
         return await self.runtime.append(partition, records)
@@ -71,17 +86,59 @@ class ShareCoordinatorService:
         rf = min(cfg.state_topic_replication_factor, live)
         self.runtime.ensure_topic(self.topic_ready(), lambda: controller.admin.ensure_internal_topic(
             SHARE_GROUP_STATE_TOPIC, cfg.state_topic_num_partitions, rf,
-            {"cleanup.policy": "compact", "compression.type": "uncompressed",
+            {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer",
              "segment.bytes": str(cfg.state_topic_segment_bytes),
              "min.insync.replicas": str(max(1, min(cfg.state_topic_min_isr, rf))),
              "unclean.leader.election.enable": "false"}))
 
+    # ---- keeping the topic bounded
+    async def prune(self) -> dict[int, int]:
+        """Delete, in every led partition, the records below its redundant offset; partition -> new log start."""
+        done: dict[int, int] = {}
+        for pid in self.state.owned_partitions():
+            offset = self.state.redundant_offset(pid)
+            if offset is None or offset <= self._pruned.get(pid, 0):
+                continue
+            tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, pid)
+            result: Any = self.server.replica_manager.delete_records(self.config.write_timeout_ms, {tp: offset})
+            if isinstance(result, asyncio.Future):
+                result = await result
+            r = result[tp]
+            if r.error != ErrorCode.NONE:
+                log.debug("%s: pruning below offset %d failed: %s", tp, offset, r.error.name)
+                continue
+            self._pruned[pid] = offset
+            done[pid] = offset
+            log.debug("%s: records below offset %d pruned", tp, offset)
+        return done
+
+    def startup(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timers.append(loop.create_task(self._every(self.config.state_topic_prune_interval_ms, self.prune)))
+        self._timers.append(loop.create_task(self._every(
+            self.config.cold_partition_snapshot_interval_ms,
+            lambda: self.state.snapshot_cold_partitions(self.config.cold_partition_snapshot_interval_ms))))
+
+    async def _every(self, interval_ms: int, job: Callable[[], Awaitable[Any]]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                await job()
+            except Exception:
+                log.exception("share coordinator timer failed")
+
     # ---- lifecycle
     def on_resignation(self, partition: int) -> None:
+        self._pruned.pop(partition, None)
         self.runtime.on_resignation(partition)
 
     async def shutdown(self) -> None:
         self.state.shutdown()
+        for t in self._timers:
+            t.cancel()
+        if self._timers:
+            await asyncio.wait(self._timers)
+        self._timers.clear()
         await self.runtime.shutdown()
 
 

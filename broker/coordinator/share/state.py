@@ -44,6 +44,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
+from broker.coordinator.runtime import LoadedBatch
 from broker.coordinator.share.batches import combine
 from broker.coordinator.share.config import ShareCoordinatorConfig
 from broker.coordinator.share.records import (
@@ -111,6 +112,8 @@ class _Partition:
     leader_epochs: dict[ShareKey, int] = field(default_factory=dict)
     state_epochs: dict[ShareKey, int] = field(default_factory=dict)
     update_counts: dict[ShareKey, int] = field(default_factory=dict)
+    # The offset of each share partition's latest ShareSnapshot: everything before the smallest is redundant.
+    snapshot_offsets: dict[ShareKey, int] = field(default_factory=dict)
 
 
 class ShareStateManager:
@@ -138,17 +141,25 @@ class ShareStateManager:
         self._loading[partition] = _Partition()
 
     def load_partition(self, partition: int, records: Iterable[Record]) -> None:
+        self.load_batches(partition, [LoadedBatch(-1, -1, False, None, list(records))])
+
+    def load_batches(self, partition: int, batches: list[LoadedBatch]) -> None:
+        """Replay from the log. A record's offset is taken as its batch's base offset: exact for the one-record
+        batches written here, at or below the truth for others, so pruning never goes too far."""
         state = self._loading.get(partition)
         if state is None:
             return
-        for key, value in records:
-            try:
-                decoded = decode_key(key)
-                if decoded is None:
-                    continue
-                self._replay(state, decoded[0], decoded[1], value)
-            except ShareRecordError as e:
-                log.error("%s-%d: undecodable record skipped: %s", SHARE_GROUP_STATE_TOPIC, partition, e)
+        for batch in batches:
+            if batch.control_type is not None:
+                continue
+            for key, value in batch.records:
+                try:
+                    decoded = decode_key(key)
+                    if decoded is None:
+                        continue
+                    self._replay(state, decoded[0], decoded[1], value, batch.base_offset)
+                except ShareRecordError as e:
+                    log.error("%s-%d: undecodable record skipped: %s", SHARE_GROUP_STATE_TOPIC, partition, e)
 
     def on_partition_loaded(self, partition: int) -> None:
         state = self._loading.pop(partition, None)
@@ -165,16 +176,55 @@ class ShareStateManager:
     def owned_partitions(self) -> list[int]:
         return sorted(self._owned)
 
+    def redundant_offset(self, partition: int) -> int | None:
+        """The offset below which every record of `partition` is superseded by a later ShareSnapshot or
+        tombstone (Kafka's ShareCoordinatorOffsetsManager): the smallest latest-snapshot offset of its share
+        partitions; None when nothing can be pruned."""
+        p = self._owned.get(partition)
+        if p is None or not p.snapshot_offsets:
+            return None
+        lowest = min(p.snapshot_offsets.values())
+        return lowest if lowest > 0 else None
+
+    async def snapshot_cold_partitions(self, interval_ms: int) -> int:
+        """Rewrite as a ShareSnapshot (same state, snapshot epoch + 1, write timestamp now) every share partition
+        whose last snapshot is `interval_ms` old, so one quiet share partition does not hold back pruning
+        (Kafka's snapshotColdPartitions; skipped when every share partition was already rewritten so). Returns
+        how many were written."""
+        written = 0
+        for pid, p in list(self._owned.items()):
+            if all(s.create_timestamp != s.write_timestamp for s in p.states.values()):
+                continue
+            now = self._clock_ms()
+            for key, current in list(p.states.items()):
+                if now - current.write_timestamp < interval_ms:
+                    continue
+                async with self._serialized(key):
+                    if self._owned.get(pid) is not p or p.states.get(key) is not current:
+                        continue
+                    value = ShareSnapshotValue(current.snapshot_epoch + 1, current.state_epoch,
+                                               current.leader_epoch, current.start_offset, current.create_timestamp,
+                                               self._clock_ms(), current.state_batches)
+                    try:
+                        await self._write(pid, p, SNAPSHOT, key, encode_snapshot(value))
+                        written += 1
+                    except ShareStateError as e:
+                        log.debug("%s: cold snapshot not written: %s", key, e.code.name)
+        return written
+
     # ---- replay
-    def _replay(self, p: _Partition, kind: int, key: ShareKey, value: bytes | memoryview | None) -> None:
+    def _replay(self, p: _Partition, kind: int, key: ShareKey, value: bytes | memoryview | None,
+                offset: int) -> None:
         if kind == SNAPSHOT:
             if value is None:
+                p.snapshot_offsets.pop(key, None)
                 p.states.pop(key, None)
                 p.leader_epochs.pop(key, None)
                 p.state_epochs.pop(key, None)
                 p.update_counts.pop(key, None)
                 return
             snap = decode_snapshot(value)
+            p.snapshot_offsets[key] = offset
             p.leader_epochs[key] = max(p.leader_epochs.get(key, snap.leader_epoch), snap.leader_epoch)
             p.state_epochs[key] = max(p.state_epochs.get(key, snap.state_epoch), snap.state_epoch)
             p.states[key] = ShareGroupOffset(snap.snapshot_epoch, snap.state_epoch, snap.leader_epoch,
@@ -227,7 +277,7 @@ class ShareStateManager:
 
     async def _write(self, pid: int, p: _Partition, kind: int, key: ShareKey, value: bytes | None) -> None:
         try:
-            await self._append_records(pid, [(encode_key(kind, key), value)])
+            offset = await self._append_records(pid, [(encode_key(kind, key), value)])
         except KafkaApiError as e:
             error = _APPEND_ERRORS.get(e.code, e.code)
             log.info("%s: writing to %s-%d failed: %s (answering %s)", key, SHARE_GROUP_STATE_TOPIC, pid,
@@ -235,7 +285,7 @@ class ShareStateManager:
             raise ShareStateError(error) from None
         if self._owned.get(pid) is not p:
             raise ShareStateError(ErrorCode.NOT_COORDINATOR)
-        self._replay(p, kind, key, value)
+        self._replay(p, kind, key, value, offset)
 
     def _check_topic(self, key: ShareKey) -> None:
         count = self._partition_count(key.topic_id)
