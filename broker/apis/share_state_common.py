@@ -7,12 +7,14 @@ KafkaApis handlers).
 - A request with no topics, a topic with no partitions, or an empty group id is answered with no results at all,
   as Kafka answers it.
 - Every (group, topic id, partition) is served by this broker's share coordinator on its own, all of them at
-  once; each answers its error code (with Kafka's message where Kafka has one) or its value.
+  once; each answers its error code (with Kafka's message where Kafka has one) or its value; an unexpected
+  failure is logged and answered UNKNOWN_SERVER_ERROR for that partition (not in the handlers' ERRORS).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +23,8 @@ from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import ShareStateError
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.apis.share_state")
 
 Outcome = tuple[ErrorCode, str | None, Any]  # error, message, the operation's value when NONE
 
@@ -44,6 +48,9 @@ async def each_partition(request: Any, op: Callable[[ShareKey, Any], Awaitable[A
             return ErrorCode.NONE, None, await op(key, data)
         except ShareStateError as e:
             return e.code, e.message, None
+        except Exception:  # as Kafka's handleOperationException: logged, UNKNOWN_SERVER_ERROR for this partition
+            log.exception("%s for %s failed", type(request).__name__, key)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None, None
 
     pending = [(t.topic_id, [(p.partition, asyncio.ensure_future(one(ShareKey(request.group_id, t.topic_id,
                                                                               p.partition), p)))

@@ -10,7 +10,9 @@ Contract:
   the topic on first use and answers COORDINATOR_NOT_AVAILABLE meanwhile).
 - Sending: to this very broker in-process (the handler module's `answer`, no socket: the share-partition leader
   and its coordinator are often one broker), to another broker as the RPC over an inter-broker connection (one per
-  broker, one request in flight on it; calls to one coordinator queue and go one after another).
+  broker, one request in flight on it). Calls for one coordinator broker that wait meanwhile are batched, as
+  Kafka's persister batches them: one request per API and group carries them all, a share partition at most once
+  (a second call for it waits for the next request, so calls for one share partition keep their order).
 - Retries, as Kafka's: the lookup and the RPC are each retried while they answer NOT_COORDINATOR,
   COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or UNKNOWN_TOPIC_OR_PARTITION, finding the coordinator
   again each time, after an exponential backoff (1 s doubling up to 30 s, 20% jitter) and at most 5 attempts
@@ -31,6 +33,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.share.records import ShareKey
@@ -55,6 +58,15 @@ class _Retry(Exception):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+
+
+@dataclass(slots=True)
+class _Queued:
+    """One call waiting for its coordinator's next request."""
+    api_key: int
+    key: ShareKey
+    request: Any  # the call's own request: one topic, one partition
+    answer: asyncio.Future[Any]  # its partition's result (None: not in the answer), or _Retry
 
 
 class _Backoff:
@@ -83,6 +95,8 @@ class RpcPersister:
         self.backoff_max_ms = backoff_max_ms
         self.max_attempts = max_attempts
         self._connections: dict[int, BrokerConnection] = {}
+        self._queues: dict[int, list[_Queued]] = {}  # per coordinator broker: calls waiting for the next request
+        self._senders: dict[int, asyncio.Task] = {}  # per coordinator broker: the task sending its queue
 
     # ---- the Persister protocol
     async def initialize(self, group_id: str, topic_id: bytes, partition: int, state_epoch: int,
@@ -144,6 +158,8 @@ class RpcPersister:
         return SharePartitionState(p.state_epoch, p.start_offset, [], p.leader_epoch)
 
     def close(self) -> None:
+        for task in self._senders.values():
+            task.cancel()
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
@@ -204,25 +220,78 @@ class RpcPersister:
 
     async def _send(self, node: int, key: ShareKey, api_key: int, request: Any) -> Any:
         if node == self.server.broker_id:
-            response = await _local_answer(api_key)(self.server, request)
+            p = _partition_result(await _local_answer(api_key)(self.server, request), key)
         else:
-            conn = self._connection(node)
-            if conn is None:
+            if self.server.metadata_cache.alive_broker(node) is None:
                 raise _Retry(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node} is not alive")
-            try:
-                response = await conn.send(lambda v: request, api_key)
-            except BrokerUnavailable as e:
-                raise _Retry(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)) from None
-        for topic in response.results:
-            for p in topic.partitions:
-                if topic.topic_id == key.topic_id and p.partition == key.partition:
-                    code = ErrorCode(p.error_code)
-                    if code in RETRIABLE:
-                        raise _Retry(code, p.error_message)
-                    if code != ErrorCode.NONE:
-                        raise PersisterError(code, p.error_message or code.name)
-                    return p
-        raise PersisterError(ErrorCode.UNKNOWN_SERVER_ERROR, f"no answer for {key} in {ApiKey(api_key).name}")
+            answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._queues.setdefault(node, []).append(_Queued(api_key, key, request, answer))
+            if node not in self._senders:
+                self._senders[node] = asyncio.get_running_loop().create_task(self._drain(node))
+            p = await answer
+        if p is None:
+            raise PersisterError(ErrorCode.UNKNOWN_SERVER_ERROR, f"no answer for {key} in {ApiKey(api_key).name}")
+        code = ErrorCode(p.error_code)
+        if code in RETRIABLE:
+            raise _Retry(code, p.error_message)
+        if code != ErrorCode.NONE:
+            raise PersisterError(code, p.error_message or code.name)
+        return p
+
+    async def _drain(self, node: int) -> None:
+        """Send what waits for `node`: the calls of one API and one group in one request (one share partition
+        at most once in it, so calls for the same share partition keep their order), one request at a time."""
+        queue = self._queues.setdefault(node, [])
+        try:
+            while queue:
+                batch: dict[tuple[int, str], list[_Queued]] = {}
+                keys: set[tuple[int, ShareKey]] = set()
+                later: list[_Queued] = []
+                for item in queue:
+                    if (item.api_key, item.key) in keys:
+                        later.append(item)
+                        continue
+                    keys.add((item.api_key, item.key))
+                    batch.setdefault((item.api_key, item.key.group_id), []).append(item)
+                queue[:] = later
+                for (api_key, _), items in batch.items():
+                    await self._send_batch(node, api_key, items)
+        finally:
+            # Synchronously after the last look at the queue: a call queued from now on starts a new sender.
+            if self._senders.get(node) is asyncio.current_task():
+                del self._senders[node]
+
+    async def _send_batch(self, node: int, api_key: int, items: list[_Queued]) -> None:
+        first = items[0].request
+        topics: dict[Any, Any] = {}
+        for item in items:
+            t = item.request.topics[0]
+            merged = topics.get(t.topic_id)
+            if merged is None:
+                topics[t.topic_id] = type(t)(topic_id=t.topic_id, partitions=list(t.partitions))
+            else:
+                merged.partitions.extend(t.partitions)
+        Req = request_class(api_key)
+        log.debug("%s to broker %d for %d share partitions", ApiKey(api_key).name, node, len(items))
+        conn = self._connection(node)
+        try:
+            if conn is None:
+                raise BrokerUnavailable(f"broker {node} is not alive")
+            response = await conn.send(lambda v: Req[v](group_id=first.group_id, topics=list(topics.values())),
+                                       api_key)
+        except BrokerUnavailable as e:
+            for item in items:
+                if not item.answer.done():
+                    item.answer.set_exception(_Retry(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)))
+            return
+        except Exception as e:  # noqa: BLE001 - handed to each waiting call
+            for item in items:
+                if not item.answer.done():
+                    item.answer.set_exception(e)
+            return
+        for item in items:
+            if not item.answer.done():
+                item.answer.set_result(_partition_result(response, item.key))
 
     def _connection(self, broker_id: int) -> BrokerConnection | None:
         ep = self.server.metadata_cache.alive_broker(broker_id)
@@ -238,6 +307,15 @@ class RpcPersister:
                 timeout_s=self.server.config["request.timeout.ms"] / 1000,
                 security=self.server.inter_broker_security)
         return conn
+
+
+def _partition_result(response: Any, key: ShareKey) -> Any:
+    for topic in response.results:
+        if topic.topic_id == key.topic_id:
+            for p in topic.partitions:
+                if p.partition == key.partition:
+                    return p
+    return None
 
 
 def _topic_id(topic_id: bytes | uuid.UUID) -> uuid.UUID:

@@ -3,7 +3,7 @@ share partitions' state through its RpcPersister to share coordinators on the th
 one of them is killed -9, and the broker that now leads that `__share_group_state` partition loads the
 ShareSnapshot/ShareUpdate records: the persister, finding it again, reads the state back intact and goes on
 writing. Broker 3 joins after `__share_group_state` was created on brokers 0-2, so it coordinates nothing and
-every call crosses the network.
+every call crosses the network; calls made at once for one group are batched per coordinator.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from tests.cluster.support import Zk, create_topic, raw_request, start_cluster, 
 
 TOPIC = "share-failover"
 GROUP = "share-failover-group"
+WIDE = "share-failover-wide"
+WIDE_PARTITIONS = 12
 STATE_TOPIC = "__share_group_state"
 OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms": "100",
              "share.coordinator.state.topic.num.partitions": "3",
@@ -43,6 +45,7 @@ def test_share_state_survives_its_coordinators_death(tmp_path: Path) -> None:
     b3: EmbeddedBroker | None = None
     try:
         create_topic(cluster.bootstrap, TOPIC, 2, 3)
+        create_topic(cluster.bootstrap, WIDE, WIDE_PARTITIONS, 1)
         find = request_class(ApiKey.FIND_COORDINATOR)
         wait_until(lambda: raw_request(cluster.ports[0], find[6](
             key_type=2, coordinator_keys=["g:AAAAAAAAAAAAAAAAAAAAAA:0"])).coordinators[0].error_code == ErrorCode.NONE,
@@ -51,8 +54,8 @@ def test_share_state_survives_its_coordinators_death(tmp_path: Path) -> None:
 
         b3 = EmbeddedBroker(cluster.broker_props(3), data_dir=tmp_path / "broker3").start()
         server = b3.server
-        wait_until(lambda: STATE_TOPIC in server.metadata_cache.topics and server.metadata_cache.topic_id(TOPIC),
-                   30, "broker 3 to learn the topics")
+        wait_until(lambda: STATE_TOPIC in server.metadata_cache.topics and server.metadata_cache.topic_id(TOPIC)
+                   and server.metadata_cache.topic_id(WIDE), 30, "broker 3 to learn the topics")
         tid = server.metadata_cache.topic_id(TOPIC)
         persister = server.share_persister
         keys = [ShareKey(GROUP, tid, p) for p in range(2)]
@@ -92,6 +95,29 @@ def test_share_state_survives_its_coordinators_death(tmp_path: Path) -> None:
         assert got.batches == [*expected[0].batches, B(60, 61, ARCHIVED, 5)]
         summary = on_loop(b3, persister.read_summary, GROUP, tid.bytes, 0, 0)
         assert (summary.state_epoch, summary.start_offset) == (1, 5)
+        # many calls at once: batched per coordinator and group, one share partition at most once a request
+        sizes: list[int] = []
+        send_batch = persister._send_batch
+
+        async def recording(node: int, api_key: int, items: list[Any]) -> None:
+            sizes.append(len(items))
+            await send_batch(node, api_key, items)
+
+        persister._send_batch = recording
+        wide = server.metadata_cache.topic_id(WIDE)
+        parts = range(WIDE_PARTITIONS)
+
+        async def at_once(call: Any) -> list[Any]:
+            return await asyncio.gather(*(call(p) for p in parts))
+
+        on_loop(b3, at_once, lambda p: persister.initialize(GROUP, wide.bytes, p, 1, 0))
+        on_loop(b3, at_once, lambda p: persister.write(GROUP, wide.bytes, p, SharePartitionState(
+            1, -1, [B(0, p, ACKNOWLEDGED, 1)], leader_epoch=0)))
+        reads = on_loop(b3, at_once, lambda p: persister.read(GROUP, wide.bytes, p, 0))
+        assert [r.batches for r in reads] == [[B(0, p, ACKNOWLEDGED, 1)] for p in parts]
+        persister._send_batch = send_batch
+        assert max(sizes) > 1, sizes
+
         with pytest.raises(PersisterError) as fenced:
             on_loop(b3, persister.write, GROUP, tid.bytes, 0, SharePartitionState(0, -1, [], leader_epoch=0))
         assert fenced.value.error_code == ErrorCode.FENCED_STATE_EPOCH
