@@ -116,6 +116,10 @@ class _Partition:
     snapshot_offsets: dict[ShareKey, int] = field(default_factory=dict)
 
 
+def _name(key: ShareKey) -> str:
+    return f"share partition {key.coordinator_key()}"
+
+
 class ShareStateManager:
     def __init__(self, config: ShareCoordinatorConfig, append_records: AppendRecords,
                  partition_count: Callable[[uuid.UUID], int | None],
@@ -252,7 +256,7 @@ class ShareStateManager:
     # ---- ownership and ordering
     def _partition_of(self, key: ShareKey) -> tuple[int, _Partition]:
         if not self.active:
-            raise ShareStateError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "Share coordinator is not available.")
+            raise ShareStateError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the share coordinator has shut down")
         pid = self.partition_for(key)
         if pid in self._loading:
             raise ShareStateError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -295,7 +299,7 @@ class ShareStateManager:
     @staticmethod
     def _check_partition(key: ShareKey) -> None:
         if key.partition < 0:
-            raise ShareStateError(ErrorCode.INVALID_REQUEST, "The partition id cannot be a negative number.")
+            raise ShareStateError(ErrorCode.INVALID_REQUEST, f"partition {key.partition} is negative")
 
     # ---- requests
     async def write(self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int,
@@ -306,8 +310,8 @@ class ShareStateManager:
             pid, p = self._partition_of(key)
             current = p.states.get(key)
             if current is None:
-                raise ShareStateError(ErrorCode.INVALID_REQUEST, "Write operation on uninitialized share partition "
-                                                                 "not allowed.")
+                raise ShareStateError(ErrorCode.INVALID_REQUEST, f"{_name(key)} has no state to write to: it "
+                                                                 "was never initialized")
             if leader_epoch != -1 and p.leader_epochs.get(key, leader_epoch) > leader_epoch:
                 raise ShareStateError(ErrorCode.FENCED_LEADER_EPOCH)
             if state_epoch != -1 and p.state_epochs.get(key, state_epoch) > state_epoch:
@@ -334,8 +338,8 @@ class ShareStateManager:
             pid, p = self._partition_of(key)
             current = p.states.get(key)
             if current is None:
-                raise ShareStateError(ErrorCode.INVALID_REQUEST, "Read operation on uninitialized share partition "
-                                                                 "not allowed.")
+                raise ShareStateError(ErrorCode.INVALID_REQUEST, f"{_name(key)} has no state to read: it was "
+                                                                 "never initialized")
             if p.leader_epochs.get(key, leader_epoch) > leader_epoch:
                 raise ShareStateError(ErrorCode.FENCED_LEADER_EPOCH)
             self._check_topic(key)

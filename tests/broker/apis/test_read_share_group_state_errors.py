@@ -38,8 +38,8 @@ test_errors = error_path_test(read_share_group_state, PRODUCERS)
 
 
 def test_uninitialized_is_an_invalid_request(brokers: Brokers) -> None:
-    """As Kafka 4.x: reading a share partition never initialized is INVALID_REQUEST with Kafka's message."""
+    """As Kafka 4.x: reading a share partition never initialized is INVALID_REQUEST, with a message saying so."""
     tid = live_topic(brokers, "share-read-uninitialized")
     answer = brokers.call(build_read("read-nothing", tid, 0), single_ready(brokers))
     assert code(answer) == ErrorCode.INVALID_REQUEST
-    assert "uninitialized" in answer.results[0].partitions[0].error_message
+    assert "never initialized" in answer.results[0].partitions[0].error_message
