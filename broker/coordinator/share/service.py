@@ -15,6 +15,7 @@ Contract:
   partition's records below its redundant offset (state.py) are deleted (DeleteRecords as leader, once per new
   offset); every share.coordinator.cold.partition.snapshot.interval.ms share partitions whose last snapshot is
   that old are snapshotted again so they do not hold the redundant offset back.
+- A topic removed from the metadata (deleted) has its share partitions' state tombstoned (state.py).
 - `shutdown()` makes every request answer COORDINATOR_NOT_AVAILABLE, stops the timers and the loads.
 """
 
@@ -59,6 +60,17 @@ class ShareCoordinatorService:
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
         self._pruned: dict[int, int] = {}  # partition -> the offset last pruned to
         self._timers: list[asyncio.Task] = []
+        self._cleanups: set[asyncio.Task] = set()
+        server.metadata_cache.on_topic_removed.append(self._on_topic_removed)
+
+    def _on_topic_removed(self, topic_id: uuid.UUID) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the broker's loop (a test filling a cache): nothing is led here
+            return
+        task = loop.create_task(self.state.delete_topic_state(topic_id))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     async def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
         return await self.runtime.append(partition, records)
@@ -134,10 +146,11 @@ class ShareCoordinatorService:
 
     async def shutdown(self) -> None:
         self.state.shutdown()
-        for t in self._timers:
+        tasks = [*self._timers, *self._cleanups]
+        for t in tasks:
             t.cancel()
-        if self._timers:
-            await asyncio.wait(self._timers)
+        if tasks:
+            await asyncio.wait(tasks)
         self._timers.clear()
         await self.runtime.shutdown()
 

@@ -31,6 +31,9 @@ Contract:
   0). Delete: a tombstone when there is state, nothing otherwise. Summary: start offset -1, state epoch 0 and
   leader epoch 0 for a share partition without state; otherwise the state's (the leader epoch of its last
   snapshot or update, not the highest seen).
+- A deleted topic's share partitions get tombstones in the partitions this broker leads then
+  (`delete_topic_state`, Kafka's cleanup on a metadata delta); a partition loading or led elsewhere at that
+  moment keeps them (as Kafka's).
 """
 
 from __future__ import annotations
@@ -189,6 +192,22 @@ class ShareStateManager:
             return None
         lowest = min(p.snapshot_offsets.values())
         return lowest if lowest > 0 else None
+
+    async def delete_topic_state(self, topic_id: uuid.UUID) -> int:
+        """Tombstones for every share partition of a deleted topic in the partitions this broker leads (Kafka's
+        maybeCleanupShareState); how many were written."""
+        written = 0
+        for pid, p in list(self._owned.items()):
+            for key in [k for k in p.states if k.topic_id == topic_id]:
+                async with self._serialized(key):
+                    if self._owned.get(pid) is not p or key not in p.states:
+                        continue
+                    try:
+                        await self._write(pid, p, SNAPSHOT, key, None)
+                        written += 1
+                    except ShareStateError as e:
+                        log.info("%s: state of the deleted topic not removed: %s", _name(key), e.code.name)
+        return written
 
     async def snapshot_cold_partitions(self, interval_ms: int) -> int:
         """Rewrite as a ShareSnapshot (same state, snapshot epoch + 1, write timestamp now) every share partition

@@ -9,6 +9,7 @@ brokers of their own (as group_support.py does for the group coordinator).
 - `loading(b, key)`: a broker whose coordinator partition of the key is loading (the runtime's `begin_loading`,
   run on its loop, with no load to end it): COORDINATOR_LOAD_IN_PROGRESS.
 - `shut_down(b)`: a broker whose share coordinator has shut down: COORDINATOR_NOT_AVAILABLE.
+- `gone_topic(b, group)`: state kept for a topic no longer in the metadata: UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import uuid
 from typing import Any
 
 from broker.coordinator.share.records import ShareKey
+from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from storage import TopicPartition
 from tests.e2e.support import wait_until
 
 from .support import Brokers
@@ -113,18 +116,32 @@ def single_ready(b: Brokers) -> int:
     return b.single.port
 
 
-def gone_topic(b: Brokers, group: str) -> uuid.UUID:
-    """The id of a topic whose partition 0 was initialized for `group`, then deleted (DeleteTopics): its
-    share partition has state, its topic is no longer in the metadata."""
-    port = single_ready(b)
-    name = b.topic(f"share-gone-{group}")
-    tid = topic_id(b, name)
+def gone_topic(b: Brokers, group: str) -> tuple[int, uuid.UUID]:
+    """(port, topic id) of a broker of its own holding the state of partition 0 of a topic deleted while that
+    state's `__share_group_state` partition was not led there (so nothing removed it): initialized, the
+    coordinator partition resigned, the topic deleted (DeleteTopics), the partition loaded again."""
+    other: EmbeddedBroker = b.other(broker_id="44")
+    port = other.port
+    coordinated(b, port)
+    name = b.topic(f"share-gone-{group}", port=port)
+    tid = topic_id(b, name, port)
     assert code(b.call(build_initialize(group, tid, 0), port)) == ErrorCode.NONE
+    service = other.server.share_coordinator
+    pid = service.partition_for(ShareKey(group, tid, 0))
+    other.call(service.on_resignation, pid)
     delete = request_class(ApiKey.DELETE_TOPICS)
     resp = b.call(delete[4](topic_names=[name], timeout_ms=30000), port)
     assert resp.responses[0].error_code == ErrorCode.NONE, resp
-    wait_until(lambda: name not in b.single.server.metadata_cache.topics, 30, f"{name} to be deleted")
-    return tid
+    wait_until(lambda: name not in other.server.metadata_cache.topics, 30, f"{name} to be deleted")
+    partition = other.server.replica_manager.get_partition(TopicPartition(SHARE_GROUP_STATE_TOPIC, pid))
+    other.call(service.runtime.on_leadership_change, [partition], [])
+    wait_until(lambda: pid in service.state.owned_partitions(), 30, "the share coordinator partition to load")
+    return port, tid
+
+
+def on_gone_topic(b: Brokers, group: str, build: Any) -> Any:
+    port, tid = gone_topic(b, group)
+    return b.call(build(group, tid, 0), port)
 
 
 def live_topic(b: Brokers, name: str) -> uuid.UUID:

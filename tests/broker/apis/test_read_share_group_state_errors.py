@@ -13,8 +13,8 @@ from .share_state_support import (
     build_read,
     code,
     common_producers,
-    gone_topic,
     live_topic,
+    on_gone_topic,
     single_ready,
 )
 from .support import Brokers, Producer, error_path_test
@@ -31,7 +31,7 @@ def older_leader_epoch(b: Brokers) -> Any:
 PRODUCERS: dict[ErrorCode, Producer] = {
     **common_producers(build_read, "read-group"),
     ErrorCode.FENCED_LEADER_EPOCH: older_leader_epoch,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: b.call(build_read("read-gone", gone_topic(b, "read-gone"), 0)),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: on_gone_topic(b, "read-gone", build_read),
 }
 
 test_errors = error_path_test(read_share_group_state, PRODUCERS)

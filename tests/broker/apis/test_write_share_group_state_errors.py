@@ -14,8 +14,8 @@ from .share_state_support import (
     build_write,
     code,
     common_producers,
-    gone_topic,
     live_topic,
+    on_gone_topic,
     single_ready,
 )
 from .support import Brokers, Producer, error_path_test
@@ -40,8 +40,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     **common_producers(build_write, "write-group"),
     ErrorCode.FENCED_LEADER_EPOCH: older_leader_epoch,
     ErrorCode.FENCED_STATE_EPOCH: older_state_epoch,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: b.call(build_write("write-gone", gone_topic(b, "write-gone"),
-                                                                       0)),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: on_gone_topic(b, "write-gone", build_write),
 }
 
 test_errors = error_path_test(write_share_group_state, PRODUCERS)

@@ -236,3 +236,17 @@ def test_rpc_persister_in_process(broker_factory: Callable[..., EmbeddedBroker])
     assert fenced.value.error_code == ErrorCode.FENCED_STATE_EPOCH
     b.call(persister.delete, "pg", raw, 0)
     assert b.call(persister.read_summary, "pg", raw, 0, 2).start_offset == -1
+
+
+def test_a_deleted_topics_state_is_tombstoned(broker_factory: Callable[..., EmbeddedBroker]) -> None:
+    b = broker_factory()
+    tid = ready_topic(b.port, "share-deleted", partitions=2)
+    for p in range(2):
+        assert code(call(b.port, build_initialize("deleted", tid, p))) == ErrorCode.NONE
+    delete = request_class(ApiKey.DELETE_TOPICS)
+    assert call(b.port, delete[4](topic_names=["share-deleted"], timeout_ms=30000)).responses[0].error_code == 0
+    keys = [ShareKey("deleted", tid, p) for p in range(2)]
+    wait_until(lambda: all(kinds_written(b, k)[-1:] == [-1] for k in keys), 30, "tombstones for the deleted topic")
+    state = b.server.share_coordinator.state
+    assert b.call(lambda: [k for pid in state.owned_partitions() for k in state._owned[pid].states
+                           if k.topic_id == tid]) == []
