@@ -23,7 +23,8 @@ Contract:
 - `read` of a share partition never initialized: Kafka's coordinator answers INVALID_REQUEST; the persister then
   asks ReadShareGroupStateSummary and, when that says uninitialized (start offset -1), returns state epoch 0,
   start offset -1 and no batches, as the Persister contract wants.
-- `close()` closes the connections.
+- `close()` (at broker shutdown) fails waiting and later calls with COORDINATOR_NOT_AVAILABLE and closes the
+  connections.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class RpcPersister:
         self._connections: dict[int, BrokerConnection] = {}
         self._queues: dict[int, list[_Queued]] = {}  # per coordinator broker: calls waiting for the next request
         self._senders: dict[int, asyncio.Task] = {}  # per coordinator broker: the task sending its queue
+        self._closed = False
 
     # ---- the Persister protocol
     async def initialize(self, group_id: str, topic_id: bytes, partition: int, state_epoch: int,
@@ -158,6 +160,13 @@ class RpcPersister:
         return SharePartitionState(p.state_epoch, p.start_offset, [], p.leader_epoch)
 
     def close(self) -> None:
+        self._closed = True
+        for queue in self._queues.values():
+            for item in queue:
+                if not item.answer.done():
+                    item.answer.set_exception(PersisterError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                             "the persister closed"))
+            queue.clear()
         for task in self._senders.values():
             task.cancel()
         for conn in self._connections.values():
@@ -169,6 +178,8 @@ class RpcPersister:
         lookup = _Backoff(self.backoff_ms, self.backoff_max_ms, self.max_attempts)
         rpc = _Backoff(self.backoff_ms, self.backoff_max_ms, self.max_attempts)
         while True:
+            if self._closed:
+                raise PersisterError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the persister is closed")
             try:
                 node = await self._coordinator(key)
             except _Retry as e:
@@ -284,10 +295,13 @@ class RpcPersister:
                 if not item.answer.done():
                     item.answer.set_exception(_Retry(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)))
             return
-        except Exception as e:  # noqa: BLE001 - handed to each waiting call
+        except BaseException as e:  # handed to each waiting call (a cancelled sender too), then ours to raise
             for item in items:
                 if not item.answer.done():
-                    item.answer.set_exception(e)
+                    item.answer.set_exception(e if isinstance(e, Exception) else PersisterError(
+                        ErrorCode.COORDINATOR_NOT_AVAILABLE, "the persister closed"))
+            if not isinstance(e, Exception):
+                raise
             return
         for item in items:
             if not item.answer.done():
