@@ -19,6 +19,7 @@ group (GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the transactio
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
@@ -42,6 +43,7 @@ ERRORS: tuple[ErrorCode, ...] = (
 GROUP = 0
 TRANSACTION = 1
 SHARE = 2
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt takes (Python's int() takes more)
 
 
 def share_key(key: str) -> ShareKey | None:
@@ -50,6 +52,8 @@ def share_key(key: str) -> ShareKey | None:
     while len(parts) > 1 and parts[-1] == "":  # as Java's String.split drops trailing empty strings
         parts.pop()
     if len(parts) != 3 or not parts[0].strip():
+        return None
+    if not _JAVA_INT.fullmatch(parts[2]) or not -(1 << 31) <= int(parts[2]) < (1 << 31):
         return None
     try:
         return ShareKey(parts[0].strip(), parse_topic_id(parts[1]), int(parts[2]))

@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import base64
+import re
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ UPDATE = 1
 VALUE_VERSION = 0
 
 _BATCH = struct.Struct(">qqbh")
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 
 
 class ShareRecordError(ValueError):
@@ -54,9 +56,11 @@ def topic_id_string(topic_id: uuid.UUID) -> str:
 
 
 def parse_topic_id(text: str) -> uuid.UUID:
-    if len(text) > 24:
-        raise ValueError("topic id too long")
-    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Kafka's Uuid.fromString: at most 24 characters of URL-safe base64 (padding optional) for 16 bytes;
+    ValueError otherwise."""
+    if len(text) > 24 or not _BASE64URL.fullmatch(text):
+        raise ValueError(f"not a topic id: {text!r}")
+    raw = base64.urlsafe_b64decode(text.rstrip("=") + "=" * (-len(text.rstrip("=")) % 4))
     if len(raw) != 16:
         raise ValueError("a topic id has 16 bytes")
     return uuid.UUID(bytes=raw)

@@ -44,7 +44,8 @@ def test_share_keys(brokers: Brokers) -> None:
     """Key type 2 (v6): a malformed key is INVALID_REQUEST; a well-formed one names this broker once
     __share_group_state exists (created on first use)."""
     tid = "AAAAAAAAAAAAAAAAAAAAAA"
-    bad = ["any", f"g:{tid}", f" :{tid}:0", "g:not-a-topic-id:0", f"g:{tid}:x"]
+    bad = ["any", f"g:{tid}", f" :{tid}:0", "g:not-a-topic-id:0", f"g:{tid}:x", f"g:{tid}: 1", f"g:{tid}:1_0",
+           "g:AAAAAAAAAA!AAAAAAAAAAA:0", f"g:{tid}:99999999999"]
     response = brokers.call(Req[6](key_type=2, coordinator_keys=bad))
     assert [c.error_code for c in response.coordinators] == [ErrorCode.INVALID_REQUEST] * len(bad)
     assert coordinated(brokers, brokers.single.port) == brokers.single.server.broker_id
