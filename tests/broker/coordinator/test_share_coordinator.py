@@ -4,6 +4,7 @@ reaching it in-process."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from collections.abc import Callable
@@ -250,3 +251,30 @@ def test_a_deleted_topics_state_is_tombstoned(broker_factory: Callable[..., Embe
     state = b.server.share_coordinator.state
     assert b.call(lambda: [k for pid in state.owned_partitions() for k in state._owned[pid].states
                            if k.topic_id == tid]) == []
+
+
+def test_concurrent_writes_to_one_share_partition(tmp_path: Path) -> None:
+    """Writes for one share partition arriving together are served one at a time in arrival order: the state
+    holds every one of them, and so does the log (read back after a restart)."""
+    port = free_port()
+    props = {"share.coordinator.snapshot.update.records.per.snapshot": "3"}
+    b = EmbeddedBroker(props, data_dir=tmp_path / "b", port=port).start()
+    try:
+        tid = ready_topic(port, "share-concurrent")
+        persister = b.server.share_persister
+        b.call(persister.initialize, "cg", tid.bytes, 0, 1, 0)
+
+        async def together() -> None:
+            await asyncio.gather(*(persister.write("cg", tid.bytes, 0, SharePartitionState(
+                1, -1, [B(i, i, ACKNOWLEDGED if i % 2 else ARCHIVED, 1 + i % 3)], leader_epoch=0))
+                for i in range(40)))
+        b.call(together)
+        expected = [B(i, i, ACKNOWLEDGED if i % 2 else ARCHIVED, 1 + i % 3) for i in range(40)]
+        assert state_of(port, "cg", tid)[2] == expected
+    finally:
+        b.stop()
+    b = restarted(props, tmp_path / "b", port)
+    try:
+        assert state_of(port, "cg", tid)[2] == expected
+    finally:
+        b.stop()
