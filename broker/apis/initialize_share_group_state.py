@@ -36,7 +36,8 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    return common.refused(ctx, request) or answer(ctx.server, request)
+    refusal = common.refused(ctx, request)
+    return refusal if refusal is not None else answer(ctx.server, request)
 
 
 async def answer(server: KafkaServer, request: Any) -> Any:
