@@ -1,6 +1,6 @@
 """Share-group state fails over with its `__share_group_state` partition: a fourth broker (in this process) persists
 share partitions' state through its RpcPersister to share coordinators on the three others, the coordinator of
-one of them is killed -9, and the broker that now leads that `__share_group_state` partition loads the
+one of them is killed -9 (or stopped), and the broker that now leads that `__share_group_state` partition loads the
 ShareSnapshot/ShareUpdate records: the persister, finding it again, reads the state back intact and goes on
 writing. Broker 3 joins after `__share_group_state` was created on brokers 0-2, so it coordinates nothing and
 every call crosses the network; calls made at once for one group are batched per coordinator.
@@ -39,7 +39,9 @@ def on_loop(broker: EmbeddedBroker, fn: Any, *args: Any, timeout: float = 120) -
     return asyncio.run_coroutine_threadsafe(fn(*args), broker.loop).result(timeout)
 
 
-def test_share_state_survives_its_coordinators_death(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_share_state_survives_its_coordinators_death(tmp_path: Path, how: str) -> None:
+    """`kill`: kill -9; `stop`: SIGTERM, a controlled shutdown that moves leadership first."""
     cluster = start_cluster(tmp_path, OVERRIDES)
     zk = Zk(cluster)
     b3: EmbeddedBroker | None = None
@@ -78,7 +80,10 @@ def test_share_state_survives_its_coordinators_death(tmp_path: Path) -> None:
 
         victim = coordinators[0]
         wait_isr(zk, STATE_TOPIC, 3, {0, 1, 2}, 30)
-        cluster.brokers[victim].kill()
+        if how == "kill":
+            cluster.brokers[victim].kill()
+        else:
+            cluster.brokers[victim].stop()
 
         for k in keys:
             got = on_loop(b3, persister.read, GROUP, tid.bytes, k.partition, 0)
