@@ -142,6 +142,11 @@ def kinds_written(broker: EmbeddedBroker, key: ShareKey) -> list[int]:
 def test_write_read_and_fencing(broker_factory: Callable[..., EmbeddedBroker]) -> None:
     b = broker_factory()
     tid = ready_topic(b.port, "share-rw")
+    # created as Kafka creates it: never compacted (a state is a snapshot plus the updates after it, one key)
+    configs = dict(b.server.topic_configs.overrides(SHARE_GROUP_STATE_TOPIC))
+    assert {k: configs[k] for k in ("cleanup.policy", "retention.ms", "min.insync.replicas")} == \
+        {"cleanup.policy": "delete", "retention.ms": "-1", "min.insync.replicas": "1"}
+    assert len(b.server.metadata_cache.topics[SHARE_GROUP_STATE_TOPIC].partitions) == 50
     assert code(call(b.port, build_initialize("rw", tid, 0, state_epoch=2, start_offset=10))) == ErrorCode.NONE
     assert state_of(b.port, "rw", tid) == (2, 10, [])
     assert code(call(b.port, build_write("rw", tid, 0, state_epoch=2, leader_epoch=0,
