@@ -54,7 +54,8 @@ class ShareCoordinatorService:
             state_topic_prune_interval_ms=cfg["share.coordinator.state.topic.prune.interval.ms"],
             cold_partition_snapshot_interval_ms=cfg["share.coordinator.cold.partition.snapshot.interval.ms"],
         )
-        self.state = ShareStateManager(self.config, self._append, self._partition_count)
+        self.state = ShareStateManager(self.config, self._append, self._partition_count,
+                                       topic_partitions=self._state_topic_partitions)
         self.runtime = CoordinatorRuntime(SHARE_GROUP_STATE_TOPIC, self.state, server.replica_manager,
                                           append_timeout_ms=self.config.write_timeout_ms)
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
@@ -80,6 +81,10 @@ class ShareCoordinatorService:
         name = cache.topic_name(topic_id)
         tm = cache.topics.get(name) if name is not None else None
         return len(tm.partitions) if tm is not None else None
+
+    def _state_topic_partitions(self) -> int | None:
+        tm = self.server.metadata_cache.topics.get(SHARE_GROUP_STATE_TOPIC)
+        return len(tm.partitions) if tm is not None and tm.partitions else None
 
     def partition_for(self, key: ShareKey) -> int:
         return self.state.partition_for(key)

@@ -7,7 +7,8 @@ Contract:
   makes p answer, `unload_partition` drops it (NOT_COORDINATOR from then on). Once `shutdown()` is called every
   request answers COORDINATOR_NOT_AVAILABLE (Kafka's inactive service).
 - A share partition (group, topic id, partition) lives on partition abs(javaHash("group:topicId:partition")) %
-  share.coordinator.state.topic.num.partitions (Kafka's SharePartitionKey.asCoordinatorKey, partitionFor).
+  the partition count of `__share_group_state` (share.coordinator.state.topic.num.partitions until it exists;
+  Kafka's SharePartitionKey.asCoordinatorKey and partitionFor).
 - Replay, the single way the state changes (loading, and after each acknowledged append): a ShareSnapshot replaces
   the share partition's state; a ShareUpdate merges its batches into it (`batches.combine`, pruned at its start
   offset when that is not -1) and counts one more update since the snapshot (the first update after nothing
@@ -126,8 +127,10 @@ def _name(key: ShareKey) -> str:
 class ShareStateManager:
     def __init__(self, config: ShareCoordinatorConfig, append_records: AppendRecords,
                  partition_count: Callable[[uuid.UUID], int | None],
-                 clock_ms: Callable[[], int] | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None,
+                 topic_partitions: Callable[[], int | None] = lambda: None) -> None:
         self.config = config
+        self._topic_partitions = topic_partitions  # how many partitions __share_group_state has, None if unknown
         self._append_records = append_records
         self._partition_count = partition_count  # a topic id's partition count in the metadata, None if unknown
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
@@ -137,7 +140,12 @@ class ShareStateManager:
         self.active = True
 
     def partition_for(self, key: ShareKey) -> int:
-        return java_hash_partition(key.coordinator_key(), self.config.state_topic_num_partitions)
+        return java_hash_partition(key.coordinator_key(), self.num_partitions())
+
+    def num_partitions(self) -> int:
+        """The partition count of `__share_group_state` as it exists (Kafka takes it from the metadata), else
+        share.coordinator.state.topic.num.partitions."""
+        return self._topic_partitions() or self.config.state_topic_num_partitions
 
     def shutdown(self) -> None:
         self.active = False
