@@ -433,6 +433,20 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("compression.gzip.level", INT, -1, GZIP_LEVEL, mode=CW, since="3.9"),
     _k("compression.lz4.level", INT, 9, between(1, 17), mode=CW, since="3.9"),
     _k("compression.zstd.level", INT, 3, between(-131072, 22), mode=CW, since="3.9"),
+    # the share coordinator (KIP-932, Kafka 4.0's ShareCoordinatorConfig)
+    _k("share.coordinator.state.topic.num.partitions", INT, 50, at_least(1), since="4.0"),
+    _k("share.coordinator.state.topic.replication.factor", SHORT, 3, at_least(1), since="4.0"),
+    _k("share.coordinator.state.topic.min.isr", SHORT, 2, at_least(1), since="4.0"),
+    _k("share.coordinator.state.topic.segment.bytes", INT, 104857600, at_least(1), since="4.0"),
+    _k("share.coordinator.state.topic.compression.codec", INT, 0, since="4.0"),
+    _k("share.coordinator.threads", INT, 1, at_least(1), since="4.0"),
+    _k("share.coordinator.snapshot.update.records.per.snapshot", INT, 500, between(0, 500), since="4.0"),
+    _k("share.coordinator.write.timeout.ms", INT, 5000, at_least(1), since="4.0"),
+    _k("share.coordinator.load.buffer.size", INT, 5242880, at_least(1), since="4.0"),
+    _k("share.coordinator.append.linger.ms", INT, 5, at_least(0), since="4.0"),
+    _k("share.coordinator.state.topic.prune.interval.ms", INT, 300000, at_least(1), internal=True, since="4.1"),
+    _k("share.coordinator.cold.partition.snapshot.interval.ms", INT, 300000, at_least(1), internal=True,
+       since="4.1"),
 ]}
 
 

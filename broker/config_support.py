@@ -62,6 +62,11 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "transaction.state.log.num.partitions", "transaction.state.log.segment.bytes",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.partition.verification.enable",
+    # the share coordinator (broker/coordinator/share/)
+    "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.segment.bytes",
+    "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.write.timeout.ms",
+    "share.coordinator.state.topic.prune.interval.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
     # inter-broker protocol: request versions, AlterPartition and AllocateProducerIds as Kafka's brokers
     "inter.broker.protocol.version",
     # authorization (broker/security/authorizer.py): Kafka's AclAuthorizer and the keys it reads
@@ -130,6 +135,8 @@ _NOTES: list[tuple[tuple[str, ...], str]] = [
     (("remote.", "log.local.retention.", "rsm.config.", "rlmm.config."), _REMOTE),
     (("group.consumer.", "group.coordinator.", "group.share."), _GROUPS),
     (("transaction.state.log.load.buffer.size",), _TXN),
+    (("share.coordinator.",), "one share coordinator on the event loop: no linger, uncompressed, loaded in the "
+                              "runtime's own chunks"),
     (("create.topic.policy.class.name", "alter.config.policy.class.name"), "no create-topic or alter-config policy"),
     (("compression.",), "batches are stored as the producer compressed them"),
     (("log.message.timestamp.", "log.message.downconversion.enable"),

@@ -16,9 +16,10 @@ is also learned from the ZooKeeper watch, which runs ahead of UpdateMetadata).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 # Kafka's SecurityProtocol ids, as UpdateMetadata carries them.
@@ -87,6 +88,9 @@ class MetadataCache:
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
+        # Told the id of each topic removed (deleted), on the broker's loop: the share coordinator forgets the
+        # state of its share partitions.
+        self.on_topic_removed: list[Callable[[uuid.UUID], None]] = []
 
     def set_brokers(self, brokers: list[BrokerEndpoint]) -> None:
         self.brokers = {b.broker_id: b for b in brokers}
@@ -105,6 +109,8 @@ class MetadataCache:
         tm = self.topics.pop(topic, None)
         if tm is not None:
             self.topic_names.pop(tm.topic_id, None)
+            for listener in self.on_topic_removed:
+                listener(tm.topic_id)
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         tm = self.topics.get(topic)

@@ -124,6 +124,8 @@ class KafkaServer:
         self.controller: Controller | None = None
         self.group_coordinator: Any = None
         self.transaction_coordinator: Any = None
+        self.share_coordinator: Any = None
+        self.share_persister: Any = None  # broker/share/rpc_persister.py: share-partition leaders' Persister
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
         # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
@@ -161,6 +163,7 @@ class KafkaServer:
         # controller hands out during its start-up: it must be listening before that.
         self._start_group_coordinator()
         self._start_transaction_coordinator()
+        self._start_share_coordinator()
         await self.controller.startup()
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
@@ -257,6 +260,14 @@ class KafkaServer:
             apis.add_partitions_to_txn.verify_partitions, self)
         self.transaction_coordinator.startup()
 
+    def _start_share_coordinator(self) -> None:
+        from broker.coordinator.share.service import start_share_coordinator
+        from broker.share.rpc_persister import RpcPersister
+
+        self.share_coordinator = start_share_coordinator(self)
+        self.share_persister = RpcPersister(self)
+        self.share_coordinator.startup()
+
     async def shutdown(self) -> None:
         if self._stopping:
             return
@@ -284,6 +295,12 @@ class KafkaServer:
                 await self.transaction_coordinator.shutdown()
             except Exception:
                 log.exception("transaction coordinator shutdown failed")
+        if self.share_coordinator is not None:
+            try:
+                await self.share_coordinator.shutdown()
+            except Exception:
+                log.exception("share coordinator shutdown failed")
+            self.share_persister.close()
         if self.group_coordinator is not None:
             try:
                 await self.group_coordinator.shutdown()
@@ -560,6 +577,10 @@ class KafkaServer:
             for tp in partitions:
                 if tp.topic == TRANSACTION_STATE_TOPIC:
                     self.transaction_coordinator.on_resignation(tp.partition)
+        if self.share_coordinator is not None:
+            for tp in partitions:
+                if tp.topic == "__share_group_state":
+                    self.share_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
 
     async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int

@@ -2,7 +2,8 @@
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
-BrokerHeartbeat and FetchSnapshot, loaded through kafka-python's machinery (`load_json=`) so they behave like
+BrokerHeartbeat, FetchSnapshot and the share-group state RPCs (Initialize/Read/Write/Delete ShareGroupState,
+ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they behave like
 every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
@@ -101,4 +102,44 @@ class FetchSnapshotRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class FetchSnapshotResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class InitializeShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class InitializeShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ReadShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ReadShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class WriteShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class WriteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DeleteShareGroupStateRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DeleteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ReadShareGroupStateSummaryRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ReadShareGroupStateSummaryResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -6,10 +6,10 @@ Contract:
   other way.
 - The APIs kafka-python lacks (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
   AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
-  BrokerHeartbeat, FetchSnapshot) are defined in `inter_broker_messages.py` from our own specs in
-  `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's field `Type` of LeaderAndIsr
-  (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute `request_type`): a field named `type`
-  would shadow kafka-python's `ApiMessage.type` class property.
+  BrokerHeartbeat, FetchSnapshot, the share-group state RPCs) are defined in `inter_broker_messages.py`
+  from our own specs in `protocol/schemas/`, loaded through the same machinery (`load_json=`). Kafka's field
+  `Type` of LeaderAndIsr (v5+) and UpdateMetadata (v8+) is named `RequestType` there (attribute
+  `request_type`): a field named `type` would shadow kafka-python's `ApiMessage.type` class property.
 - `request_class(api_key)` / `response_class(api_key)` return the unversioned class; index it with a
   version (`cls[v]`) for a versioned one. Unknown keys raise `UnknownApiKey`. Each API's classes are
   imported on its first use (`from protocol.messages import X` works for every class in the table).
@@ -125,6 +125,12 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     # --- SCRAM credentials (issue 15) ---
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _pair_in(_KAFKA + "admin.users", "DescribeUserScramCredentials"),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _pair_in(_KAFKA + "admin.users", "AlterUserScramCredentials"),
+    # --- share-group state, broker to share coordinator (issue 19) ---
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: _pair_in(_OURS, "InitializeShareGroupState"),
+    ApiKey.READ_SHARE_GROUP_STATE: _pair_in(_OURS, "ReadShareGroupState"),
+    ApiKey.WRITE_SHARE_GROUP_STATE: _pair_in(_OURS, "WriteShareGroupState"),
+    ApiKey.DELETE_SHARE_GROUP_STATE: _pair_in(_OURS, "DeleteShareGroupState"),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _pair_in(_OURS, "ReadShareGroupStateSummary"),
 }
 
 _LOADED: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {}

@@ -32,6 +32,7 @@ from broker.apis import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -49,6 +50,7 @@ from broker.apis import (
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leader_and_isr,
     leave_group,
@@ -62,12 +64,15 @@ from broker.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    read_share_group_state,
+    read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
     update_metadata,
+    write_share_group_state,
     write_txn_markers,
 )
 from protocol import SUPPORTED_VERSIONS
@@ -132,6 +137,12 @@ HANDLER_MODULES: list[ModuleType] = [
     # --- KIP-848 consumer groups (issue 19) ---
     consumer_group_heartbeat,
     consumer_group_describe,
+    # --- share-group state, broker to share coordinator (issue 19, KIP-932) ---
+    initialize_share_group_state,
+    read_share_group_state,
+    write_share_group_state,
+    delete_share_group_state,
+    read_share_group_state_summary,
 ]
 
 

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 
 # Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.
-_CLUSTER_ACTIONS = frozenset({4, 5, 6, 7, 27, 56, 67})  # LeaderAndIsr, StopReplica, UpdateMetadata,
-# ControlledShutdown, WriteTxnMarkers, AlterPartition, AllocateProducerIds
+_CLUSTER_ACTIONS = frozenset({4, 5, 6, 7, 27, 56, 67, 83, 84, 85, 86, 87})  # LeaderAndIsr, StopReplica,
+# UpdateMetadata, ControlledShutdown, WriteTxnMarkers, AlterPartition, AllocateProducerIds, the share-group state RPCs
 
 
 async def timed_steps(awaitable: Any, ctx: RequestContext) -> Any:

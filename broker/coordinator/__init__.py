@@ -6,4 +6,5 @@ topic IS that partition's coordinator.
   the ReplicaManager (acks=all), creates the topic on first use.
 - group/: the classic consumer-group coordinator on `__consumer_offsets`.
 - transaction/: the transaction coordinator on `__transaction_state`, the runtime's second shard.
+- share/: the KIP-932 share coordinator on `__share_group_state` (share partitions' persisted state).
 """

@@ -1,0 +1,55 @@
+"""ReadShareGroupStateSummary (key 87), version 0: a broker (the group coordinator describing share-group
+offsets, through its persister) reads a share partition's state epoch, leader epoch and start offset
+(KIP-932; Kafka 4.x).
+
+Each partition is served by this broker's share coordinator (broker/coordinator/share/state.py), without writing
+anything: a share partition without state answers start offset -1, state epoch 0 and leader epoch 0 (Kafka's
+uninitialized defaults). INVALID_REQUEST for a negative partition; UNKNOWN_TOPIC_OR_PARTITION when the topic id
+or partition is not in the metadata; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as
+the other state RPCs. The request's leader epoch is not checked (as Kafka 4.x). No topics, a topic without
+partitions or an empty group id: an answer without results. CLUSTER_ACTION on the cluster is required, else
+CLUSTER_AUTHORIZATION_FAILED. `answer` serves a request without the authorization check (this broker's own
+persister).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.apis import share_state_common as common
+from broker.apis.base import RequestContext, response_for
+from broker.coordinator.share.records import ShareKey
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+API_KEY = 87
+MIN_VERSION = 0
+MAX_VERSION = 0
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    refusal = common.refused(ctx, request)
+    return refusal if refusal is not None else answer(ctx.server, request)
+
+
+async def answer(server: KafkaServer, request: Any) -> Any:
+    if common.malformed(request):
+        return response_for(request, results=[])
+    state = server.share_coordinator.state
+
+    async def op(key: ShareKey, p: Any) -> Any:
+        return state.read_summary(key)
+
+    def fields(value: Any) -> dict[str, Any]:
+        if value is None:
+            return {}
+        return {"state_epoch": value.state_epoch, "leader_epoch": value.leader_epoch,
+                "start_offset": value.start_offset}
+
+    return common.build(request, await common.each_partition(request, op), fields)
