@@ -17,7 +17,10 @@ Contract:
   until released. `owned` None means the member did not report its partitions (it cannot be trusted to
   have revoked anything).
 - `validate_offset_commit` / `validate_offset_fetch`: Kafka 3.9's member checks for offset requests,
-  returning an error code or None.
+  returning an error code or None (a classic member's stale epoch is ILLEGAL_GENERATION).
+- A member with `classic` set speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat); the group helpers
+  for them (`supports_classic_protocols`, `all_members_use_classic_protocol_except`,
+  `waiting_on_unreleased_partition`) are Kafka's, used by migration.py.
 - Nothing here does I/O or keeps time; the coordinator (consumer_requests.py) owns timers.
 """
 

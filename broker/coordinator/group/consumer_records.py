@@ -9,7 +9,9 @@ Contract:
   (key version, group id, member id or None), or None for other key versions.
 - Values are version 0, flexible (compact strings and arrays, tagged fields): the group epoch; the
   subscribed topics' metadata (id, name, partition count; no racks); a member's subscription (instance,
-  rack, client id/host, topic names, regex, rebalance timeout, server assignor); the target assignment
+  rack, client id/host, topic names, regex, rebalance timeout, server assignor, and for a member using the
+  classic protocol its ClassicMemberMetadata as tagged field 0: session timeout, JoinGroup protocols); the target
+  assignment
   epoch; a member's target assignment; a member's current assignment (epoch, previous epoch, state as Kafka's
   MemberState byte, assigned partitions, partitions pending revocation). A None value is a tombstone.
 - `ConsumerGroupRecords` builds these for a change of a `ConsumerGroup`; `ConsumerGroupReplay` replays them

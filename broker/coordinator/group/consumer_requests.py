@@ -7,7 +7,9 @@ Contract:
   metadata: name -> (topic id, partition count)).
 - A consumer group lives on the group cache's entry for its id (`GroupMetadata.consumer`), next to its
   committed offsets; an Empty classic group (e.g. offsets only) becomes a consumer group when a member
-  joins with epoch 0; a classic group with members answers GROUP_ID_NOT_FOUND.
+  joins with epoch 0; a classic group with members is upgraded when `group.consumer.migration.policy` allows it
+  (migration.py), else answers GROUP_ID_NOT_FOUND. A member leaving or fenced may downgrade the group
+  (migration.py); `_update_member` is shared with classic members' JoinGroup.
 - A heartbeat: request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), then the coordinator's
   (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), then the member:
   GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`), UNKNOWN_MEMBER_ID,
@@ -27,7 +29,7 @@ Contract:
   partition as Kafka's ConsumerGroup* records before the member hears of it, so the group survives a restart
   or a coordinator move (loaded groups' sessions start again). A failed append answers its error (the
   in-memory change is not rolled back, unlike Kafka's timeline).
-- Gaps: no migration between classic and consumer groups with members; regexes are Python's `re`, not RE2.
+- Gaps: regexes are Python's `re`, not RE2.
 """
 
 from __future__ import annotations
