@@ -289,6 +289,8 @@ class MigrationRequests:
             if found is not None:
                 owned.append((found[0], list(parts)))
         reconciled = self._update_member(group_id, None, group, member, updated, replaced, owned, records)
+        # The session starts now, so a member whose join could not be stored still expires.
+        self._schedule_session_timeout(group, reconciled.member_id, session_timeout_ms)
         error = await self.manager.append_group_records(entry.partition, records)
         if error != E.NONE:
             return JoinGroupResult.failed(error, member_id)

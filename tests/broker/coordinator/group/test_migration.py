@@ -316,3 +316,34 @@ def test_classic_member_metadata_record_round_trip() -> None:
         assert decoded is not None
         replay.replay(decoded, v)
     assert replay.build()["g"].members["m"].classic == member.classic
+
+
+def test_classic_members_of_a_consumer_group_have_their_own_session_and_join_timeouts() -> None:
+    async def scenario() -> None:
+        c = new_coordinator()
+        await heartbeat(c, "x", 0)
+        slow = await c.join_group("g", "r", None, "classic", "/h", 200, 10000, "consumer",
+                                  [("range", subscription_v1(["t"]))], api_version=5)
+        await classic_sync(c, slow)
+        short = await c.join_group("g", "s", None, "classic", "/h", 5000, 150, "consumer",
+                                   [("range", subscription_v1(["t"]))], api_version=5)
+        assert await c.heartbeat("g", "r", None, slow.generation_id) == E.REBALANCE_IN_PROGRESS  # s joined since
+        await asyncio.sleep(0.4)
+        # s never heartbeated within its 150 ms session; r never rejoined within its 200 ms rebalance timeout.
+        assert set(c.group("g").consumer.members) == {"x"} and short.error_code == E.NONE
+    run(scenario)
+
+
+def test_a_join_that_cannot_be_stored_answers_the_append_error() -> None:
+    async def scenario() -> None:
+        from .harness import AppendFailed
+        c = new_coordinator()
+        await heartbeat(c, "x", 0)
+        c.log.fail_with = AppendFailed(E.NOT_LEADER_OR_FOLLOWER)
+        failed = await c.join_group("g", "m", None, "classic", "/h", 5000, 100, "consumer",
+                                    [("range", subscription_v1(["t"]))], api_version=5)
+        assert failed.error_code == E.NOT_COORDINATOR
+        c.log.fail_with = None
+        await asyncio.sleep(0.3)  # its session still ends
+        assert "m" not in c.group("g").consumer.members
+    run(scenario)
