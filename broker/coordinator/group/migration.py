@@ -17,7 +17,9 @@ Contract:
     the classic protocol, the policy allows downgrades and they are at most `group.max.size`, the group becomes
     a classic group: generation = the group epoch, protocol type "consumer", the protocol all members vote
     for, each member's assignment its target assignment in its subscription's version; then it rebalances.
-    Records: the consumer group's tombstones, then the classic group's metadata record.
+    Records: the consumer group's tombstones, then the classic group's metadata record. A classic static member
+    replacing (same instance id) the last member using the consumer protocol downgrades the group too, the
+    joining member in it (Kafka 4.x).
 - Classic members of a consumer group (Kafka's classicGroup*ToConsumerGroup): JoinGroup (GROUP_MAX_SIZE_REACHED,
   INCONSISTENT_GROUP_PROTOCOL when its protocol type is not "consumer" or no protocol is shared with the other
   classic members, MEMBER_ID_REQUIRED for a dynamic member's first v4+ join) updates the member from its
@@ -30,8 +32,7 @@ Contract:
   member not in the group or not using the classic protocol, FENCED_INSTANCE_ID, ILLEGAL_GENERATION when the
   generation is not its epoch, INCONSISTENT_GROUP_PROTOCOL for a SyncGroup naming another protocol.
   Timers: its own session timeout; the rebalance timeout to rejoin once told to, and to sync after joining.
-- Gaps: a failed append leaves the in-memory conversion in place (Kafka reverts it); a classic static member
-  replacing the last consumer-protocol static member does not downgrade the group (Kafka 4.0 does).
+- Gaps: a failed append leaves the in-memory conversion in place (Kafka reverts it).
 """
 
 from __future__ import annotations
@@ -289,6 +290,18 @@ class MigrationRequests:
             if found is not None:
                 owned.append((found[0], list(parts)))
         reconciled = self._update_member(group_id, None, group, member, updated, replaced, owned, records)
+        if (replaced is not None and replaced.classic is None and self._downgrade_enabled()
+                and all(m.classic is not None for m in group.members.values())
+                and len(group.members) <= self.config.group_max_size):
+            # Kafka 4.x: the last member using the consumer protocol was a static member this classic member
+            # replaces; the group goes back to the classic protocol, this member in it.
+            records.extend(self._convert_to_classic_group(entry, group, ""))
+            error = await self.manager.append_group_records(entry.partition, records)
+            if error != E.NONE:
+                return JoinGroupResult.failed(error, member_id)
+            return JoinGroupResult(error_code=E.NONE, member_id=reconciled.member_id,
+                                   generation_id=reconciled.member_epoch, protocol_type=CONSUMER_GROUP_TYPE,
+                                   protocol_name=protocols[0][0], leader="", skip_assignment=False, members=[])
         # The session starts now, so a member whose join could not be stored still expires.
         self._schedule_session_timeout(group, reconciled.member_id, session_timeout_ms)
         error = await self.manager.append_group_records(entry.partition, records)

@@ -347,3 +347,18 @@ def test_a_join_that_cannot_be_stored_answers_the_append_error() -> None:
         await asyncio.sleep(0.3)  # its session still ends
         assert "m" not in c.group("g").consumer.members
     run(scenario)
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_protocol_one_downgrades_the_group() -> None:
+    async def scenario() -> None:
+        c = new_coordinator()
+        assert (await heartbeat(c, "x", 0, instance_id="i")).error_code == E.NONE
+        a = await classic_join(c)
+        # The instance "i" comes back speaking the classic protocol (a client switched to group.protocol=classic).
+        s = await classic_join(c, instance_id="i")
+        assert s.error_code == E.NONE
+        entry = c.group("g")
+        assert entry.consumer is None and entry.is_in(GroupState.PREPARING_REBALANCE)
+        assert set(entry.members) == {a.member_id, s.member_id} and entry.static_member_id("i") == s.member_id
+        assert set(new_coordinator(c.log).group("g").members) == {a.member_id, s.member_id}
+    run(scenario)
