@@ -220,3 +220,44 @@ def test_classic_consumers_replaced_by_consumer_protocol_ones_then_back(broker_f
         run.drain_and_check(coordinator, group)
     finally:
         run.close()
+
+
+def test_a_half_upgraded_group_survives_a_broker_restart(broker_factory: Any, tmp_path: Any) -> None:
+    """Two classic members and one consumer-protocol member: the converted group (its classic members' protocols
+    and session timeouts included) is loaded back from __consumer_offsets after a restart, and all three carry on
+    consuming in it without a committed record consumed again."""
+    broker = broker_factory(BROKER, data_dir=tmp_path / "restarted")
+    topic = group = "migrate-restart"
+    create_topic(broker.bootstrap, topic)
+    run = Run(broker.bootstrap, topic)
+    try:
+        run.exclusive = False
+        for name in ("c1", "c2"):
+            run.consumers[name] = new_consumer(broker.bootstrap, group, topic, "classic", "range")
+            run.run_until(run.covered_with(name), 30, f"{name} in the classic group")
+        run.exclusive = True
+        run.consumers["n1"] = new_consumer(broker.bootstrap, group, topic, "consumer", "range")
+        run.run_until(run.covered_with("n1"), 30, "n1 next to the classic members")
+        run.settle(1.0)
+        before = broker.server.group_coordinator.coordinator.group(group).consumer
+        kinds = {m.member_id: m.classic is not None for m in before.members.values()}
+        assert sorted(kinds.values()) == [False, True, True]
+
+        port = broker.port
+        broker.stop()
+        broker = broker_factory(BROKER, data_dir=tmp_path / "restarted", port=port)
+        coordinator = broker.server.group_coordinator.coordinator
+        deadline = time.monotonic() + 20
+        while (coordinator.group(group) is None or coordinator.group(group).consumer is None) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        loaded = coordinator.group(group).consumer
+        assert {m.member_id: m.classic is not None for m in loaded.members.values()} == kinds
+        assert all(m.classic == before.members[m.member_id].classic for m in loaded.members.values())
+        run.last_consumed.clear()
+        run.settle(3.0)
+        run.drain_and_check(coordinator, group)
+        assert {m.member_id for m in coordinator.group(group).consumer.members.values()} == set(kinds), \
+            "a member had to join again"
+    finally:
+        run.close()
