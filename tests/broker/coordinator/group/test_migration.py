@@ -362,3 +362,23 @@ def test_a_classic_static_member_replacing_the_last_consumer_protocol_one_downgr
         assert set(entry.members) == {a.member_id, s.member_id} and entry.static_member_id("i") == s.member_id
         assert set(new_coordinator(c.log).group("g").members) == {a.member_id, s.member_id}
     run(scenario)
+
+
+def test_the_embedded_consumer_protocol_is_read_and_written_as_kafka_lays_it_out() -> None:
+    import pytest
+
+    from broker.coordinator.group.consumer_protocol import decode_subscription, subscription_version
+    from broker.coordinator.group.schema import SchemaError
+
+    v1 = decode_subscription(subscription_v1(["a", "b"], {"a": [0, 2]}))
+    assert (v1.topics, v1.user_data, v1.owned_partitions, v1.generation_id, v1.rack_id) == (
+        ("a", "b"), None, (("a", (0, 2)),), -1, None)
+    v3 = subscription_v1(["a"]).replace(b"\x00\x01", b"\x00\x03", 1) + struct.pack(">i", 7) + struct.pack(
+        ">h", 2) + b"r1"
+    parsed = decode_subscription(v3)
+    assert (parsed.generation_id, parsed.rack_id, subscription_version(v3)) == (7, "r1", 3)
+    assert decode_assignment(encode_assignment([("t", [3, 1])], 3)) == (("t", (1, 3)),)
+    assert encode_assignment([], 9)[:2] == b"\x00\x03"  # newer versions are answered at 3
+    for bad in (b"\x00", b"\x00\x00\x7f\xff\xff\xff", subscription_v1(["a"])[:-3]):
+        with pytest.raises(SchemaError):
+            decode_subscription(bad)
