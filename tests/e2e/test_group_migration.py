@@ -187,17 +187,19 @@ def test_classic_consumers_replaced_by_consumer_protocol_ones_then_back(broker_f
     coordinator = broker.server.group_coordinator.coordinator
     run = Run(broker.bootstrap, topic)
     try:
-        # The classic group forms one member at a time. What is checked is the migration: librdkafka's
-        # cooperative-sticky consumers forming a classic group may briefly show a partition twice or stall one
-        # (the classic protocol leaves ownership to the clients).
-        run.exclusive = False
+        # The classic group forms one member at a time, before anything is produced. What is checked is the
+        # migration: while librdkafka's cooperative-sticky consumers form a classic group, a synchronous commit
+        # that meets a rebalance can block this single polling thread for seconds, and the members not polled
+        # meanwhile miss theirs (the classic protocol leaves ownership and timing to the clients).
+        run.exclusive, run.producing = False, False
         for name in ("c1", "c2", "c3"):
             run.consumers[name] = new_consumer(broker.bootstrap, group, topic, "classic", strategy)
             run.run_until(run.covered_with(name), 30, f"the classic group to give {name} partitions")
             run.settle(0.5)
-        assert coordinator.group(group).consumer is None and coordinator.group(group).size == 3
         run.run_until(lambda: coordinator.group(group).size == 3 and coordinator.group(group).is_in(GroupState.STABLE)
                       and run.covered_with("c3")(), 40, "a stable classic group of three")
+        assert coordinator.group(group).consumer is None
+        run.producing = True
         run.settle(1.0)
         # Gaps and ownership are measured during the migration, not while the classic group formed.
         run.exclusive, run.max_gap = True, 0.0
