@@ -44,6 +44,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.consumer_group import (
@@ -81,9 +82,11 @@ from broker.coordinator.group.results import (
 )
 from broker.coordinator.group.schema import GroupMetadataKey, SchemaError, encode_group_metadata_key
 
+if TYPE_CHECKING:
+    from broker.coordinator.group.consumer_requests import TopicsImage
+
 log = logging.getLogger(__name__)
 
-MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 class MigrationRefused(Exception):
@@ -98,7 +101,7 @@ class MigrationRequests:
     config: GroupCoordinatorConfig
     manager: GroupMetadataManager
     rebalance: Rebalancer
-    topics_image: object
+    topics_image: TopicsImage
     _fence: Callable[[ConsumerGroup, str], list[Record]]
     _update_member: Callable[..., ConsumerGroupMember]
     _schedule_session_timeout: Callable[..., None]
@@ -133,7 +136,7 @@ class MigrationRequests:
             subscription = decode_subscription(m.metadata_for(protocol))
             assigned: dict[uuid.UUID, frozenset[int]] = {}
             for topic, parts in decode_assignment(m.assignment):
-                found = self.topics_image.topic(topic)  # type: ignore[attr-defined]
+                found = self.topics_image.topic(topic)
                 if found is not None:
                     valid = frozenset(p for p in parts if 0 <= p < found[1])
                     if valid:
@@ -213,7 +216,7 @@ class MigrationRequests:
             entry.add(member)
         entry.protocol_name = entry.select_protocol()
         entry.subscribed_topics = entry._compute_subscribed_topics()
-        name_of = self.topics_image.name_of  # type: ignore[attr-defined]
+        name_of = self.topics_image.name_of
         for member in classic:
             target = group.target_assignment.get(member.member_id, {})
             topics = [(name, parts) for tid, parts in target.items() if (name := name_of(tid)) is not None]
@@ -286,7 +289,7 @@ class MigrationRequests:
             classic=ClassicMemberMetadata(session_timeout_ms, tuple((n, bytes(m)) for n, m in protocols)))
         owned = []
         for topic, parts in subscription.owned_partitions:
-            found = self.topics_image.topic(topic)  # type: ignore[attr-defined]
+            found = self.topics_image.topic(topic)
             if found is not None:
                 owned.append((found[0], list(parts)))
         reconciled = self._update_member(group_id, None, group, member, updated, replaced, owned, records)
@@ -334,7 +337,7 @@ class MigrationRequests:
             return SyncGroupResult(E.REBALANCE_IN_PROGRESS)
         _cancel(group.sync_timers, member.member_id)
         self._schedule_session_timeout(group, member.member_id, member.classic.session_timeout_ms)
-        name_of = self.topics_image.name_of  # type: ignore[attr-defined]
+        name_of = self.topics_image.name_of
         topics = [(name, parts) for tid, parts in member.assigned.items() if (name := name_of(tid)) is not None]
         return SyncGroupResult(E.NONE, CONSUMER_GROUP_TYPE, chosen[0],
                                encode_assignment(topics, subscription_version(chosen[1])))
