@@ -88,7 +88,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 class MigrationRefused(Exception):
     """A classic request to a consumer group (or a conversion) refused with this error code."""
 
