@@ -580,6 +580,7 @@ class ReplicatedScenario(Scenario):
 
 def build_scenarios(quick: bool) -> list[Scenario]:
     # Imported here: bench.transactions and bench.security build on this module's Scenario and Metric.
+    from bench.rebalance import RebalanceScenario
     from bench.security import SecurityScenario
     from bench.stall import StallScenario
     from bench.transactions import TransactionsScenario
@@ -605,6 +606,8 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         TransactionsScenario(20_000 if quick else 200_000, 1 if quick else 3),
         SecurityScenario(5_000 if quick else 200_000, 1 if quick else 3),
         StallScenario(2 if quick else 5, 20, 1 if quick else 3),
+        # Three groups of 9 members forming and rebalancing take ~35 s: beyond the quick run's minute.
+        *([] if quick else [RebalanceScenario(3)]),
         # Starting ZooKeeper and three brokers does not fit the quick run's minute.
         *([] if quick else [ReplicatedScenario(300_000, 5, 3)]),
     ]

@@ -252,6 +252,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("group.consumer.min.heartbeat.interval.ms", INT, 5000, at_least(1)),
     _k("group.consumer.max.heartbeat.interval.ms", INT, 15000, at_least(1)),
     _k("group.consumer.max.size", INT, INT_MAX, at_least(1)),
+    _k("group.consumer.migration.policy", STRING, "bidirectional",
+       one_of("disabled", "upgrade", "downgrade", "bidirectional"), since="3.8"),
     _k("group.consumer.assignors", LIST, ["org.apache.kafka.coordinator.group.assignor.UniformAssignor",
                                           "org.apache.kafka.coordinator.group.assignor.RangeAssignor"]),
     _k("offset.metadata.max.bytes", INT, 4096),

@@ -8,7 +8,10 @@ at a version we serve.
 v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
 digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
 A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs (broker/kraft/zk_apis.py).
-Gaps: no supported/finalized features (KRaft feature levels) are advertised.
+v3+ advertises the features this broker implements (KIP-584), each supported up to the level really served and
+finalized there (a KRaft broker: at the level its cluster finalized, at most ours; level 0 is left out), with
+finalized-features epoch 0: `group.version` 1 (Kafka's GroupVersion GV_1, KIP-848 consumer groups).
+Gaps: no `metadata.version` / `kraft.version` features.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST)
 
+# feature name -> (lowest supported level, the level served and finalized)
+FEATURES: dict[str, tuple[int, int]] = {
+    "group.version": (0, 1),
+}
+
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -39,4 +47,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     hidden = zk_apis.ZK_BROKER_ONLY if ctx.server.config.is_kraft else ()
     keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(advertised_versions().items()) if k not in hidden]
-    return response_for(request, error_code=0, api_keys=keys, throttle_time_ms=0)
+    if request.API_VERSION < 3:
+        return response_for(request, error_code=0, api_keys=keys, throttle_time_ms=0)
+    finalized = {name: _finalized(ctx, name, hi) for name, (_, hi) in FEATURES.items()}
+    return response_for(
+        request, error_code=0, api_keys=keys, throttle_time_ms=0,
+        supported_features=[Resp.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                            for name, (lo, hi) in FEATURES.items()],
+        finalized_features_epoch=0,
+        finalized_features=[Resp.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+                            for name, level in finalized.items() if level > 0])
+
+
+def _finalized(ctx: RequestContext, name: str, ours: int) -> int:
+    """A KRaft broker's feature level is its cluster's (capped at ours); a ZooKeeper-mode broker's is ours."""
+    loader = getattr(ctx.server.controller, "loader", None)
+    if loader is None:
+        return ours
+    return min(loader.image.features.finalized_versions.get(name, 0), ours)

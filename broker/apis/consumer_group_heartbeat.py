@@ -10,13 +10,18 @@ SubscribedTopicRegex (matched with Python's `re`).
 Errors, as Kafka 4.0: INVALID_REQUEST (a malformed request: no member id, no rebalance timeout or subscription
 on joining, owned partitions on joining, an epoch below -2, an empty group/instance/rack id),
 UNSUPPORTED_ASSIGNOR; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group
-API; GROUP_ID_NOT_FOUND (no such consumer group, or a classic group with members), GROUP_MAX_SIZE_REACHED
+API; GROUP_ID_NOT_FOUND (no such consumer group, or a classic group with members that may not be upgraded:
+`group.consumer.migration.policy` without upgrades, a protocol type other than "consumer", more members than
+`group.consumer.max.size`, a malformed embedded subscription), GROUP_MAX_SIZE_REACHED
 (`group.consumer.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID (a static
 instance still held by a member that did not leave), FENCED_INSTANCE_ID.
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
 name, else TOPIC_AUTHORIZATION_FAILED (Kafka 4.0).
 The group is stored in `__consumer_offsets` with Kafka's ConsumerGroup* records and survives a restart.
-Gaps: no classic/consumer migration of groups with members; served whatever
+Migration (Kafka 4.x, `group.consumer.migration.policy`, default bidirectional): joining a classic group with
+members upgrades it online, its members staying as classic members; the last member using this protocol
+leaving downgrades the group back to a classic group (broker/coordinator/group/migration.py).
+Gaps: served whatever
 `group.coordinator.rebalance.protocols` says (Kafka 4.0 enables "consumer" by default); an invalid regex
 matches nothing (Kafka 4.0: INVALID_REGULAR_EXPRESSION) and regex-matched topics are not authorized one by one.
 """

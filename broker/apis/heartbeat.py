@@ -3,7 +3,9 @@
 Keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin, ILLEGAL_GENERATION /
 UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID (v3+) that it is out of the group. INVALID_GROUP_ID for an empty
 group id; NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE as every group API. A group whose partition is loading
-answers NONE (the member keeps its session), as Kafka.
+answers NONE (the member keeps its session), as Kafka. A classic member of a KIP-848 consumer group hears
+REBALANCE_IN_PROGRESS while it must rejoin to reconcile (behind the group epoch, revoking, or partitions freed
+for it), and ILLEGAL_GENERATION for a generation other than its member epoch (Kafka 4.x).
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED (Kafka).
 """
 

@@ -5,6 +5,9 @@ leader election and protocol choice by vote, static membership (v5+, group.insta
 MEMBER_ID_REQUIRED on a first join with an empty member id (v4+, KIP-394), skip_assignment for a
 rejoining static leader (v9+, KIP-814), `group.initial.rebalance.delay.ms` for a new group.
 The answer comes when the rebalance's join phase completes (the request waits).
+A KIP-848 consumer group with members takes the member as a classic member of it (Kafka 4.x, whatever
+`group.consumer.migration.policy`): the coordinator assigns it, the answer comes once stored with its member
+epoch as the generation and no leader, and it reconciles by rejoining (broker/coordinator/group/migration.py).
 Errors: INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every
 group API; INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms; INVALID_REQUEST for strings too
 long to store (flexible versions); UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,

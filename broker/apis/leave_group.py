@@ -2,7 +2,8 @@
 
 v0–v2 remove one member (by member id); v3+ remove a batch of members, each by member id or by
 group.instance.id (static members), each with its own error code (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
-The group rebalances. INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+The group rebalances (a KIP-848 consumer group's classic member: its group epoch moves). INVALID_GROUP_ID,
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
 for the whole request, as every group API.
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED (Kafka).
 """

@@ -11,7 +11,8 @@ NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE; REBALA
 between JoinGroup and SyncGroup; a commit too large for `__consumer_offsets`: INVALID_COMMIT_OFFSET_SIZE.
 A KIP-848 consumer group (Kafka 3.9's ConsumerGroup.validateOffsetCommit): a member commits with its member id
 and member epoch (v9+): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for another epoch, UNSUPPORTED_VERSION for a
-member's commit below v9; an empty consumer group takes commits with epoch -1.
+member's commit below v9; an empty consumer group takes commits with epoch -1. A classic member of a consumer
+group commits with its generation (its member epoch) in any version: ILLEGAL_GENERATION for another one.
 With an authorizer (Kafka): READ on the group (else every partition GROUP_AUTHORIZATION_FAILED) and
 READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """

@@ -5,6 +5,8 @@ assignment is stored in `__consumer_offsets` (the request waits). ILLEGAL_GENERA
 UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID (v3+), INCONSISTENT_GROUP_PROTOCOL
 (v5+ protocol type/name checks) as Kafka; INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE as
 every group API, and REBALANCE_IN_PROGRESS while the group's partition is loading (the member rejoins).
+A classic member of a KIP-848 consumer group gets the partitions the coordinator assigned it at once, in its
+subscription's ConsumerProtocolAssignment version (Kafka 4.x).
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED (Kafka).
 """
 

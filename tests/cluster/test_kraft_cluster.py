@@ -512,3 +512,28 @@ def test_the_leader_shrinks_the_isr_of_a_silent_follower_through_alter_partition
     # The ISR's broker epochs: the leader's own, and each follower's from its fetches (Kafka's BrokerState).
     epochs = {s.broker_id: s.broker_epoch for r in requests for s in r.topics[0].partitions[0].new_isr_with_epochs}
     assert epochs[leader] == broker_state(controller, leader).epoch
+
+
+def test_a_cluster_with_group_version_1_takes_the_broker_and_it_advertises_that_level(tmp_path: Path) -> None:
+    """Kafka 4.0 finalizes group.version 1 (KIP-848 consumer groups): we register 0-1, so the cluster takes us,
+    and ApiVersions v3 says group.version is finalized at 1 (at our level: 1 is also the most we serve)."""
+    from protocol.metadata_records import FeatureLevelRecord
+
+    c = ControllerThread().start()
+    try:
+        c.call(lambda ctl: ctl.append([FeatureLevelRecord(name="group.version", feature_level=1, version=0)]))
+        props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": c.voters,
+                 "controller.listener.names": "CONTROLLER", **FAST}
+        b = EmbeddedBroker(props, data_dir=tmp_path / "b")
+        format_dirs(KafkaConfig(b.props), c.call(lambda ctl: ctl.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+        b.start()
+        try:
+            assert b.server.controller.loader.image.features.finalized_versions.get("group.version") == 1
+            request = request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1")
+            with socket.create_connection(("127.0.0.1", b.port), timeout=10) as sock:
+                resp = roundtrip(sock, request, 1)
+            assert {f.name: f.max_version_level for f in resp.finalized_features} == {"group.version": 1}
+        finally:
+            b.stop()
+    finally:
+        c.stop()

@@ -6,6 +6,8 @@ Public API: `GroupCoordinator` (coordinator.py, with offset_requests.py and reba
 results.py, `GroupErrorCode`, and the record formats in schema.py. api.py turns kafka-python's decoded
 request objects into coordinator calls and responses (one coroutine per API), for handlers that want no
 mapping code of their own; loader.py replays a `__consumer_offsets` partition while it loads; service.py
+migration.py converts groups between the classic and the KIP-848 protocols
+and serves classic members of consumer groups (consumer_protocol.py reads their embedded protocol); service.py
 wires the coordinator into a broker (its ReplicaManager, the `__consumer_offsets` topic, the shared runtime
 of broker/coordinator/runtime.py).
 """

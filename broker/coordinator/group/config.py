@@ -26,3 +26,5 @@ class GroupCoordinatorConfig:
     consumer_group_heartbeat_interval_ms: int = 5000
     consumer_group_max_size: int = 2147483647
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: disabled, upgrade, downgrade or bidirectional (Kafka 4.0's default).
+    consumer_group_migration_policy: str = "bidirectional"

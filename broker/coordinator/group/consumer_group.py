@@ -17,7 +17,10 @@ Contract:
   until released. `owned` None means the member did not report its partitions (it cannot be trusted to
   have revoked anything).
 - `validate_offset_commit` / `validate_offset_fetch`: Kafka 3.9's member checks for offset requests,
-  returning an error code or None.
+  returning an error code or None (a classic member's stale epoch is ILLEGAL_GENERATION).
+- A member with `classic` set speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat); the group helpers
+  for them (`supports_classic_protocols`, `all_members_use_classic_protocol_except`,
+  `waiting_on_unreleased_partition`) are Kafka's, used by migration.py.
 - Nothing here does I/O or keeps time; the coordinator (consumer_requests.py) owns timers.
 """
 
@@ -54,6 +57,17 @@ class ConsumerGroupState(Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group brings:
+    its session timeout and its JoinGroup protocols (name, embedded consumer protocol subscription)."""
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.supported_protocols]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -69,6 +83,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a member using the classic protocol (Kafka's ClassicMemberMetadata); None for the consumer protocol.
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
@@ -158,6 +178,9 @@ class ConsumerGroup:
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     session_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     rebalance_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    # Classic members: the time to rejoin once told to (JoinGroup) and to sync after joining (SyncGroup).
+    join_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    sync_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -209,6 +232,34 @@ class ConsumerGroup:
             if self.partition_epochs.get(tp) == member.member_epoch:
                 del self.partition_epochs[tp]
 
+    # ---- members using the classic protocol (Kafka's ConsumerGroup migration helpers)
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, protocols: Iterable[str]) -> bool:
+        """A classic member may join with protocol type "consumer" and a protocol every classic member
+        supports (any protocol when the group is empty or has no classic member)."""
+        names = set(protocols)
+        if protocol_type != CONSUMER_GROUP_TYPE or not names:
+            return False
+        classic = self.classic_members()
+        return any(all(n in m.classic.protocol_names() for m in classic) for n in names)  # type: ignore[union-attr]
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        member = self.members.get(member_id)
+        return (member is not None and member.classic is None
+                and all(m.classic is not None for mid, m in self.members.items() if mid != member_id))
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member still waits for a partition of its target that another member holds."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, parts in self.target_assignment.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic_id, frozenset())
+            if any(p not in mine and self.partition_epoch(topic_id, p) != -1 for p in parts):
+                return True
+        return False
+
     def preferred_server_assignor(self) -> str | None:
         """The server assignor most members ask for (Kafka: the most popular one), or None."""
         counts = [(n, name) for name, n in self.server_assignors.items() if n > 0]
@@ -232,9 +283,9 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if not is_transactional and api_version < 9:
+        if not is_transactional and api_version < 9 and member.classic is None:
             return E.UNSUPPORTED_VERSION
-        return E.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else None
+        return self._stale_epoch(member) if member_epoch != member.member_epoch else None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
         if member_id is None and member_epoch < 0:
@@ -242,10 +293,15 @@ class ConsumerGroup:
         member = self.members.get(member_id or "")
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        return E.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else None
+        return self._stale_epoch(member) if member_epoch != member.member_epoch else None
+
+    @staticmethod
+    def _stale_epoch(member: ConsumerGroupMember) -> int:
+        # A classic member's epoch is its generation: Kafka answers it as the classic protocol would.
+        return E.ILLEGAL_GENERATION if member.classic is not None else E.STALE_MEMBER_EPOCH
 
     def cancel_timers(self, member_id: str | None = None) -> None:
-        for timers in (self.session_timers, self.rebalance_timers):
+        for timers in (self.session_timers, self.rebalance_timers, self.join_timers, self.sync_timers):
             for mid in list(timers) if member_id is None else [member_id]:
                 handle = timers.pop(mid, None)
                 if handle is not None:

@@ -9,7 +9,9 @@ Contract:
   (key version, group id, member id or None), or None for other key versions.
 - Values are version 0, flexible (compact strings and arrays, tagged fields): the group epoch; the
   subscribed topics' metadata (id, name, partition count; no racks); a member's subscription (instance,
-  rack, client id/host, topic names, regex, rebalance timeout, server assignor); the target assignment
+  rack, client id/host, topic names, regex, rebalance timeout, server assignor, and for a member using the
+  classic protocol its ClassicMemberMetadata as tagged field 0: session timeout, JoinGroup protocols); the target
+  assignment
   epoch; a member's target assignment; a member's current assignment (epoch, previous epoch, state as Kafka's
   MemberState byte, assigned partitions, partitions pending revocation). A None value is a tombstone.
 - `ConsumerGroupRecords` builds these for a change of a `ConsumerGroup`; `ConsumerGroupReplay` replays them
@@ -24,7 +26,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.coordinator.group.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState
+from broker.coordinator.group.consumer_group import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
 from broker.coordinator.group.schema import SchemaError
 
 Record = tuple[bytes, bytes | None]
@@ -87,6 +95,9 @@ class _Flex:
     def tags(self) -> None:
         self.parts.append(b"\x00")
 
+    def bytes_(self, v: bytes) -> None:
+        self.parts.append(_uvarint(len(v) + 1) + v)
+
     def partitions(self, assignment: Assignment) -> None:
         items = sorted(assignment.items(), key=lambda item: str(item[0]))
         self.length(len(items))
@@ -132,7 +143,21 @@ def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Record:
     w.string(m.subscribed_topic_regex)
     w.int32(m.rebalance_timeout_ms)
     w.string(m.server_assignor)
-    return _key(MEMBER_METADATA, group_id, m.member_id), w.value()
+    if m.classic is None:
+        return _key(MEMBER_METADATA, group_id, m.member_id), w.value()
+    # ClassicMemberMetadata is tagged field 0, a nullable struct: a presence byte, then the struct.
+    c = _Flex()
+    c.parts = [b"\x01"]
+    c.int32(m.classic.session_timeout_ms)
+    c.length(len(m.classic.supported_protocols))
+    for name, metadata in m.classic.supported_protocols:
+        c.string(name)
+        c.bytes_(metadata)
+        c.tags()
+    c.tags()
+    body = b"".join(c.parts)
+    w.parts.append(_uvarint(1) + _uvarint(0) + _uvarint(len(body)) + body)
+    return _key(MEMBER_METADATA, group_id, m.member_id), b"".join(w.parts)
 
 
 def target_epoch_record(group_id: str, epoch: int) -> Record:
@@ -228,10 +253,18 @@ class _In:
     def uuid(self) -> uuid.UUID:
         return uuid.UUID(bytes=self.take(16))
 
-    def tags(self) -> None:
+    def tags(self) -> dict[int, bytes]:
+        out = {}
         for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
+            tag = self.uvarint()
+            out[tag] = self.take(self.uvarint())
+        return out
+
+    def bytes_(self) -> bytes:
+        n = self.uvarint() - 1
+        if n < 0:
+            raise SchemaError("null bytes")
+        return self.take(n)
 
     def partitions(self) -> dict[uuid.UUID, frozenset[int]]:
         out = {}
@@ -321,10 +354,11 @@ class ConsumerGroupReplay:
             instance, rack, client_id, client_host = r.string(), r.string(), r.string() or "", r.string() or ""
             names = tuple(r.string() or "" for _ in range(r.length()))
             regex, rebalance_timeout, assignor = r.string(), r.int32(), r.string()
+            classic = _classic_metadata(r.tags().get(0))
             g.members[member_id] = ConsumerGroupMember(
                 member_id, instance, rack, client_id, client_host, rebalance_timeout, names, regex, assignor,
                 member.member_epoch, member.previous_member_epoch, member.state, member.assigned,
-                member.pending_revocation)
+                member.pending_revocation, classic)
         elif raw is None:
             if member_id in g.members:
                 g.members[member_id] = ConsumerGroupMember(**{**_fields(member), "member_epoch": 0,
@@ -355,12 +389,28 @@ class ConsumerGroupReplay:
         return out
 
 
+def _classic_metadata(raw: bytes | None) -> ClassicMemberMetadata | None:
+    if raw is None:
+        return None
+    r = _In(raw)
+    if r.int8() < 0:
+        return None
+    session_timeout = r.int32()
+    protocols = []
+    for _ in range(r.length()):
+        name = r.string() or ""
+        protocols.append((name, r.bytes_()))
+        r.tags()
+    r.tags()
+    return ClassicMemberMetadata(session_timeout, tuple(protocols))
+
+
 def _fields(member: ConsumerGroupMember) -> dict[str, object]:
     return {f: getattr(member, f) for f in ConsumerGroupMember.__dataclass_fields__}
 
 
 _SUBSCRIPTION_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "rebalance_timeout_ms",
-                        "subscribed_topic_names", "subscribed_topic_regex", "server_assignor")
+                        "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "classic")
 _ASSIGNMENT_FIELDS = ("member_epoch", "previous_member_epoch", "state", "assigned", "pending_revocation")
 
 

@@ -7,7 +7,9 @@ Contract:
   metadata: name -> (topic id, partition count)).
 - A consumer group lives on the group cache's entry for its id (`GroupMetadata.consumer`), next to its
   committed offsets; an Empty classic group (e.g. offsets only) becomes a consumer group when a member
-  joins with epoch 0; a classic group with members answers GROUP_ID_NOT_FOUND.
+  joins with epoch 0; a classic group with members is upgraded when `group.consumer.migration.policy` allows it
+  (migration.py), else answers GROUP_ID_NOT_FOUND. A member leaving or fenced may downgrade the group
+  (migration.py); `_update_member` is shared with classic members' JoinGroup.
 - A heartbeat: request checks (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), then the coordinator's
   (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), then the member:
   GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`), UNKNOWN_MEMBER_ID,
@@ -27,7 +29,7 @@ Contract:
   partition as Kafka's ConsumerGroup* records before the member hears of it, so the group survives a restart
   or a coordinator move (loaded groups' sessions start again). A failed append answers its error (the
   in-memory change is not rolled back, unlike Kafka's timeline).
-- Gaps: no migration between classic and consumer groups with members; regexes are Python's `re`, not RE2.
+- Gaps: regexes are Python's `re`, not RE2.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from broker.coordinator.group.consumer_records import (
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.metadata import GroupMetadata, GroupState
 from broker.coordinator.group.metadata_manager import GroupMetadataManager
+from broker.coordinator.group.migration import MigrationRefused
 from broker.coordinator.group.schema import GroupMetadataKey, encode_group_metadata_key
 
 log = logging.getLogger(__name__)
@@ -189,7 +192,7 @@ class ConsumerGroupRequests:
                                   names: list[str] | None, regex: str | None, server_assignor: str | None,
                                   owned: OwnedPartitions | None, client_id: str,
                                   client_host: str, records: list[Record]) -> ConsumerGroupHeartbeatResult:
-        entry, group = self._get_or_maybe_create(group_id, member_epoch == 0, records)
+        install, group = self._get_or_maybe_create(group_id, member_epoch == 0, records)
         if not member_id:
             # v0 lets the coordinator name a joining member (v1 members bring their own id): Kafka's Uuid string.
             member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -211,6 +214,24 @@ class ConsumerGroupRequests:
             subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
+        reconciled = self._update_member(group_id, install, group, member, updated, replaced, owned, records)
+        self._schedule_session_timeout(group, reconciled.member_id)
+
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
+                                     and owned is not None)
+        assignment_changed = reconciled.assigned != member.assigned
+        return ConsumerGroupHeartbeatResult(
+            E.NONE, None, reconciled.member_id, reconciled.member_epoch,
+            self.config.consumer_group_heartbeat_interval_ms,
+            reconciled.assigned if full or assignment_changed else None)
+
+    def _update_member(self, group_id: str, install: Callable[[], None] | None, group: ConsumerGroup,
+                       member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                       replaced: ConsumerGroupMember | None, owned: OwnedPartitions | None,
+                       records: list[Record]) -> ConsumerGroupMember:
+        """Kafka's three steps for a member's request (both protocols): store the updated member (a changed
+        subscription or changed topics bump the group epoch), recompute the target assignment when the group
+        epoch is ahead of it, and reconcile the member towards its target. Returns the reconciled member."""
         bump = (updated.subscribed_topic_names != member.subscribed_topic_names
                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
 
@@ -238,8 +259,8 @@ class ConsumerGroupRequests:
 
         # Apply: everything above could still refuse the request; from here on it is accepted. The records
         # follow Kafka's order: subscription, subscribed topics, group epoch, target assignment, current one.
-        if entry is not None:
-            self.manager.groups[group_id] = entry
+        if install is not None:
+            install()
         previous = group.members.get(updated.member_id)
         if replaced is not None:
             records.extend(member_tombstones(group_id, replaced.member_id))
@@ -250,7 +271,7 @@ class ConsumerGroupRequests:
         records.extend(subscription_changes(group_id, previous, updated))
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group_id, metadata))
-        if bump or entry is not None:
+        if bump or install is not None:
             group.group_epoch = group_epoch
             group.subscription_metadata = metadata
             records.append(group_epoch_record(group_id, group_epoch))
@@ -266,37 +287,37 @@ class ConsumerGroupRequests:
                 self._schedule_rebalance_timeout(group, reconciled)
             else:
                 _cancel(group.rebalance_timers, reconciled.member_id)
-        self._schedule_session_timeout(group, reconciled.member_id)
-
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
-                                     and owned is not None)
-        assignment_changed = reconciled.assigned != member.assigned
-        return ConsumerGroupHeartbeatResult(
-            E.NONE, None, reconciled.member_id, reconciled.member_epoch,
-            self.config.consumer_group_heartbeat_interval_ms,
-            reconciled.assigned if full or assignment_changed else None)
+        return reconciled
 
     def _get_or_maybe_create(self, group_id: str, create: bool,
-                             records: list[Record]) -> tuple[GroupMetadata | None, ConsumerGroup]:
-        """(a new cache entry to install once the request is accepted, or None; the consumer group)."""
+                             records: list[Record]) -> tuple[Callable[[], None] | None, ConsumerGroup]:
+        """(what installs the group in the cache once the request is accepted, or None; the consumer group)."""
         entry = self.manager.groups.get(group_id)
         if entry is not None and entry.consumer is not None and not entry.is_in(GroupState.DEAD):
             return None, entry.consumer
         if not create:
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if entry is None or entry.is_in(GroupState.DEAD):
-            entry = GroupMetadata(group_id, self.manager.partition_for(group_id),
-                                  state_timestamp_ms=self.manager.clock_ms())
-            entry.consumer = ConsumerGroup(group_id)
-            return entry, entry.consumer
-        if not entry.is_in(GroupState.EMPTY):
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        # An Empty classic group (offsets only, or all its members gone) becomes a consumer group; Kafka
-        # converts it the same way, keeping its offsets. The cache entry stays, so install nothing new.
-        records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
-        entry.consumer = ConsumerGroup(group_id)
-        entry.protocol_type = entry.protocol_name = entry.leader_id = None
-        return None, entry.consumer
+            new = GroupMetadata(group_id, self.manager.partition_for(group_id),
+                                state_timestamp_ms=self.manager.clock_ms())
+            new.consumer = ConsumerGroup(group_id)
+            return lambda: self.manager.groups.__setitem__(group_id, new), new.consumer
+        if entry.is_in(GroupState.EMPTY) and not entry.members:
+            # An Empty classic group (offsets only, or all its members gone) becomes a consumer group; Kafka
+            # converts it the same way, keeping its offsets. The cache entry stays.
+            records.append((encode_group_metadata_key(GroupMetadataKey(group_id)), None))
+            group = ConsumerGroup(group_id)
+
+            def install() -> None:
+                entry.consumer = group
+                entry.protocol_type = entry.protocol_name = entry.leader_id = None
+            return install, group
+        if self._validate_online_upgrade(entry):  # type: ignore[attr-defined]
+            try:
+                return self._plan_upgrade(entry, records)  # type: ignore[attr-defined,no-any-return]
+            except MigrationRefused:
+                pass
+        raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     @staticmethod
     def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: OwnedPartitions | None) -> None:
@@ -429,7 +450,12 @@ class ConsumerGroupRequests:
         return ConsumerGroupHeartbeatResult(E.NONE, None, member_id, member_epoch)
 
     def _fence(self, group: ConsumerGroup, member_id: str) -> list[Record]:
-        """Remove a member; the group epoch moves so the others get its partitions. Returns the records."""
+        """Remove a member; the group epoch moves so the others get its partitions, or the group becomes a
+        classic group when only classic members stay (migration.py). Returns the records."""
+        entry = self.manager.groups.get(group.group_id)
+        if (entry is not None and entry.consumer is group
+                and self._validate_online_downgrade(group, member_id)):  # type: ignore[attr-defined]
+            return self._convert_to_classic_group(entry, group, member_id)  # type: ignore[attr-defined,no-any-return]
         records = member_tombstones(group.group_id, member_id)
         group.remove_member(member_id)
         group.cancel_timers(member_id)
@@ -450,10 +476,11 @@ class ConsumerGroupRequests:
         records = self._fence(group, member_id)
         self.manager.spawn(self.manager.append_group_records(entry.partition, records), "fence a member")
 
-    def _schedule_session_timeout(self, group: ConsumerGroup, member_id: str) -> None:
+    def _schedule_session_timeout(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
+        """The member's session: `group.consumer.session.timeout.ms`, or a classic member's own timeout."""
         _cancel(group.session_timers, member_id)
         group.session_timers[member_id] = asyncio.get_running_loop().call_later(
-            self.config.consumer_group_session_timeout_ms / 1000,
+            (timeout_ms if timeout_ms is not None else self.config.consumer_group_session_timeout_ms) / 1000,
             lambda: self._fence_if(group, member_id, "its session expired"))
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -468,7 +495,8 @@ class ConsumerGroupRequests:
         """A group loaded from `__consumer_offsets`: its members' sessions start now (Kafka), and those
         waiting to revoke get their rebalance timeout again."""
         for member in group.members.values():
-            self._schedule_session_timeout(group, member.member_id)
+            self._schedule_session_timeout(group, member.member_id,
+                                           member.classic.session_timeout_ms if member.classic is not None else None)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group, member)
 

@@ -18,8 +18,9 @@ Contract:
   (Heartbeat: NONE, SyncGroup: REBALANCE_IN_PROGRESS, as Kafka does). A loaded group's members get their
   session timers here; an unloaded group's waiting members are answered NOT_COORDINATOR.
 - KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are consumer_requests.py's, mixed in
-  too; their topic metadata comes from the injected `topics_image`. A consumer group with members refuses
-  classic joins (INCONSISTENT_GROUP_PROTOCOL); DescribeGroups answers it as Dead, DeleteGroups as NON_EMPTY_GROUP.
+  too; their topic metadata comes from the injected `topics_image`. Classic requests (JoinGroup, SyncGroup,
+  Heartbeat, LeaveGroup) for a consumer group go to migration.py's classic-member paths, as do the conversions
+  between the two kinds of group; DescribeGroups answers a consumer group as Dead, DeleteGroups as NON_EMPTY_GROUP.
 - The request methods (`join_group`, `sync_group`, `heartbeat`, `leave_group`, `commit_offsets`,
   `commit_txn_offsets` (TxnOffsetCommit, KIP-447 member checks), `fetch_offsets`, `delete_offsets`,
   `describe_groups`, `list_groups`, `delete_groups`) are coroutines returning the dataclasses in
@@ -47,6 +48,7 @@ from broker.coordinator.group.metadata import (
     GroupState,
 )
 from broker.coordinator.group.metadata_manager import AppendRecords, GroupMetadataManager
+from broker.coordinator.group.migration import MigrationRequests
 from broker.coordinator.group.offset_requests import OffsetRequests
 from broker.coordinator.group.rebalance import JoinRequest, Rebalancer
 from broker.coordinator.group.results import (
@@ -67,7 +69,7 @@ log = logging.getLogger(__name__)
 E = GroupErrorCode
 
 
-class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
+class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, MigrationRequests):
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig | None = None, *,
                  clock_ms: Callable[[], int] | None = None, topics_image: TopicsImage | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
@@ -144,8 +146,10 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
         group = self.manager.groups.get(group_id)
         if group is not None and group.consumer is not None:
             if group.has_consumer_members:
-                # Kafka 3.9 with group.consumer.migration.policy=disabled: no classic member in a consumer group.
-                return JoinGroupResult.failed(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+                # A classic member joins a consumer group (migration.py), whatever the migration policy.
+                return await self._classic_join_to_consumer_group(
+                    group, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
+                    session_timeout_ms, protocol_type, protocols, api_version)
             # An Empty consumer group becomes a classic group, as in Kafka: its records go first.
             error = await self.manager.append_group_records(group.partition, group_tombstones(group.consumer))
             if error != E.NONE:
@@ -318,6 +322,9 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
             return SyncGroupResult(E.UNKNOWN_MEMBER_ID)
         if group.is_in(GroupState.DEAD):
             return SyncGroupResult(E.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is not None:
+            return self._classic_sync_to_consumer_group(group.consumer, generation_id, member_id, group_instance_id,
+                                                        protocol_type, protocol_name)
         if group.is_static_member_fenced(group_instance_id, member_id):
             return SyncGroupResult(E.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
@@ -377,6 +384,9 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
             return E.UNKNOWN_MEMBER_ID
         if group.is_in(GroupState.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            return self._classic_heartbeat_to_consumer_group(group.consumer, member_id, group_instance_id,
+                                                             generation_id)
         if group.is_static_member_fenced(group_instance_id, member_id):
             return E.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
@@ -402,6 +412,8 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
                                                                E.UNKNOWN_MEMBER_ID) for m in members])
         if group.is_in(GroupState.DEAD):
             return LeaveGroupResult(E.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is not None:
+            return await self._classic_leave_to_consumer_group(group, members)
         results = []
         for leaving in members:
             member_id = leaving.member_id

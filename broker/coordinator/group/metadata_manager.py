@@ -500,20 +500,7 @@ class GroupMetadataManager:
     # ================================================================================================
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> int:
         """Append the group's metadata record with this assignment; the error code (NONE on success)."""
-        protocol = group.protocol_name
-        members = tuple(
-            MemberMetadataValue(
-                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
-                session_timeout=m.session_timeout_ms,
-                subscription=m.metadata_for(protocol) if protocol is not None else b"",
-                assignment=assignment.get(m.member_id, b""))
-            for m in group.members.values())
-        value = GroupMetadataValue(group.protocol_type or "", group.generation_id, protocol,
-                                   group.leader_id, group.state_timestamp_ms, members)
-        record = (encode_group_metadata_key(GroupMetadataKey(group.group_id)),
-                  encode_group_metadata_value(value))
-        return await self._append(group.partition, [record], map_group_append_error)
+        return await self._append(group.partition, [group_metadata_record(group, assignment)], map_group_append_error)
 
     async def append_group_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
         """Append group records (KIP-848 consumer groups' changes); the error code as for group metadata."""
@@ -555,6 +542,22 @@ class GroupMetadataManager:
                 log.error("group coordinator: %s failed: %r", what, t.exception())
 
         task.add_done_callback(done)
+
+
+def group_metadata_record(group: GroupMetadata, assignment: dict[str, bytes]) -> tuple[bytes, bytes | None]:
+    """A classic group's metadata record with this assignment (member id -> assignment bytes)."""
+    protocol = group.protocol_name
+    members = tuple(
+        MemberMetadataValue(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.metadata_for(protocol) if protocol is not None else b"",
+            assignment=assignment.get(m.member_id, b""))
+        for m in group.members.values())
+    value = GroupMetadataValue(group.protocol_type or "", group.generation_id, protocol,
+                               group.leader_id, group.state_timestamp_ms, members)
+    return encode_group_metadata_key(GroupMetadataKey(group.group_id)), encode_group_metadata_value(value)
 
 
 def _offset_records(group: GroupMetadata, offsets: dict[TopicPartition, OffsetAndMetadata]

@@ -67,6 +67,7 @@ class GroupService:
             consumer_group_heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"],
             consumer_group_max_size=cfg["group.consumer.max.size"],
             consumer_group_assignors=tuple(cfg["group.consumer.assignors"]),
+            consumer_group_migration_policy=cfg["group.consumer.migration.policy"].lower(),
         ), topics_image=MetadataCacheTopics(server))
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])

@@ -279,8 +279,9 @@ def test_offsets_and_classic_apis_for_a_consumer_group() -> None:
         assert (fetched.error_code, fetched.partitions[0].offset) == (E.NONE, 5)
         assert (await c.fetch_offsets("g", None, member_id="a", member_epoch=0)).error_code == E.STALE_MEMBER_EPOCH
         assert (await c.fetch_offsets("g", None)).error_code == E.NONE  # the admin client: no member
-        # Classic APIs: no classic member joins, DescribeGroups answers Dead, ListGroups shows the type.
-        joined = await c.join_group("g", "", None, "classic", "/h", 1000, 10000, "consumer", [("range", b"")],
+        # Classic APIs: a classic member of another protocol type cannot join (migration.py has the classic
+        # members of consumer groups), DescribeGroups answers Dead, ListGroups shows the type.
+        joined = await c.join_group("g", "", None, "classic", "/h", 1000, 10000, "connect", [("range", b"")],
                                     api_version=5)
         assert joined.error_code == E.INCONSISTENT_GROUP_PROTOCOL
         described = (await c.describe_groups(["g"]))[0]
