@@ -84,6 +84,10 @@ class ApiKey(IntEnum):
     PUSH_TELEMETRY = 72
     LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
@@ -138,6 +142,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    # --- share groups, KIP-932 (issue 19): Kafka 4.1 removed the early-access v0 ---
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 1),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),

@@ -64,6 +64,9 @@ from broker.apis import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_heartbeat,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -132,6 +135,10 @@ HANDLER_MODULES: list[ModuleType] = [
     # --- KIP-848 consumer groups (issue 19) ---
     consumer_group_heartbeat,
     consumer_group_describe,
+    # --- KIP-932 share groups (issue 19) ---
+    share_group_heartbeat,
+    share_fetch,
+    share_acknowledge,
 ]
 
 

@@ -20,6 +20,7 @@ Contract:
 - KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are consumer_requests.py's, mixed in
   too; their topic metadata comes from the injected `topics_image`. A consumer group with members refuses
   classic joins (INCONSISTENT_GROUP_PROTOCOL); DescribeGroups answers it as Dead, DeleteGroups as NON_EMPTY_GROUP.
+- KIP-932 share groups (ShareGroupHeartbeat, ShareGroupDescribe) are share_requests.py's, mixed in too.
 - The request methods (`join_group`, `sync_group`, `heartbeat`, `leave_group`, `commit_offsets`,
   `commit_txn_offsets` (TxnOffsetCommit, KIP-447 member checks), `fetch_offsets`, `delete_offsets`,
   `describe_groups`, `list_groups`, `delete_groups`) are coroutines returning the dataclasses in
@@ -61,13 +62,14 @@ from broker.coordinator.group.results import (
     SyncGroupResult,
 )
 from broker.coordinator.group.schema import fits_int16_string
+from broker.coordinator.group.share_requests import ShareGroupRequests
 
 log = logging.getLogger(__name__)
 
 E = GroupErrorCode
 
 
-class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
+class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, ShareGroupRequests):
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig | None = None, *,
                  clock_ms: Callable[[], int] | None = None, topics_image: TopicsImage | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
@@ -87,6 +89,7 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests):
     def shutdown(self) -> None:
         """Stop all timers and answer every waiting member; afterwards COORDINATOR_NOT_AVAILABLE."""
         self.manager.shutdown()
+        self.shutdown_share_groups()
 
     def _on_group_loaded(self, group: GroupMetadata) -> None:
         if group.consumer is not None:

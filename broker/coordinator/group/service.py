@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.group.share_group import share_group_config
 from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class GroupService:
             consumer_group_max_size=cfg["group.consumer.max.size"],
             consumer_group_assignors=tuple(cfg["group.consumer.assignors"]),
         ), topics_image=MetadataCacheTopics(server))
+        self.coordinator.share_config = share_group_config(cfg)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)

@@ -1,0 +1,231 @@
+"""The group coordinator's share-group requests (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, with
+Kafka 4.1's rules (GroupMetadataManager's share-group paths).
+
+Contract:
+- `ShareGroupRequests` is mixed into `GroupCoordinator` (coordinator.py), which provides `manager` (whose
+  `__consumer_offsets` partitions decide NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and whose group cache
+  holds the classic and consumer groups a share group id must not collide with) and `topics_image`.
+  `share_config` (ShareGroupConfig) is set by the broker from its group.share.* properties.
+- A heartbeat: request checks (INVALID_REQUEST), the coordinator's errors, then the member: GROUP_ID_NOT_FOUND
+  (a classic or consumer group has the id, or a non-joining member of an unknown group), GROUP_MAX_SIZE_REACHED
+  (`group.share.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (an epoch other than the member's current
+  or previous one). A changed subscription, or changed partition counts of the subscribed topics, bumps the
+  group epoch; the target assignment is then recomputed with the simple assignor and every member takes its
+  part at the new epoch on its next heartbeat. The assignment is answered on joining and whenever it changed.
+- Each heartbeat restarts the member's session (`group.share.session.timeout.ms`); expiring or leaving
+  (epoch -1) removes the member and bumps the group epoch.
+- Gaps: share groups live in memory on the coordinator (not yet as ShareGroup* records in
+  `__consumer_offsets`), so a coordinator restart or move makes members rejoin (UNKNOWN_MEMBER_ID) with new
+  epochs; the share-group state itself is the share-partition leaders' (broker/share/), unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.metadata import GroupState
+from broker.coordinator.group.share_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    Assignment,
+    ShareGroup,
+    ShareGroupConfig,
+    ShareGroupMember,
+    simple_assign,
+)
+
+if TYPE_CHECKING:
+    from broker.coordinator.group.consumer_requests import TopicsImage
+    from broker.coordinator.group.metadata_manager import GroupMetadataManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class _Refused(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ShareGroupRequests:
+    manager: GroupMetadataManager
+    topics_image: TopicsImage
+    share_config: ShareGroupConfig = ShareGroupConfig()
+
+    @property
+    def share_groups(self) -> dict[str, ShareGroup]:
+        groups = self.__dict__.get("_share_groups")
+        if groups is None:
+            groups = self.__dict__["_share_groups"] = {}
+        return groups
+
+    # ---------------------------------------------------------------- ShareGroupHeartbeat
+    async def share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
+                                    rack_id: str | None = None, subscribed_topic_names: list[str] | None = None,
+                                    client_id: str = "", client_host: str = "") -> ShareGroupHeartbeatResult:
+        try:
+            if self.manager.shutting_down:
+                raise _Refused(E.COORDINATOR_NOT_AVAILABLE)
+            _check_heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names)
+            error = self.manager.partition_error(group_id)
+            if error is not None:
+                raise _Refused(error)
+            if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+                return self._share_group_leave(group_id, member_id)
+            return self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names,
+                                               client_id, client_host)
+        except _Refused as refused:
+            return ShareGroupHeartbeatResult(refused.code, refused.message)
+
+    def _share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                               names: list[str] | None, client_id: str,
+                               client_host: str) -> ShareGroupHeartbeatResult:
+        group = self._share_group(group_id, create=member_epoch == 0)
+        config = self.share_config
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != 0:
+                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            if len(group.members) >= config.max_size:
+                raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of "
+                               f"{config.max_size} members.")
+            log.info("share group %s: member %s joins", group_id, member_id)
+            member = ShareGroupMember(member_id)
+        elif member_epoch > member.member_epoch or (member_epoch < member.member_epoch
+                                                    and member_epoch != member.previous_member_epoch):
+            raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has member epoch {member_epoch}, the "
+                           f"group coordinator knows {member.member_epoch}.")
+        updated = replace(member, rack_id=rack_id if rack_id is not None else member.rack_id,
+                          subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
+                          client_id=client_id, client_host=client_host)
+        members = dict(group.members)
+        members[member_id] = updated
+        metadata = self._share_subscription_metadata(members.values())
+        bump = (member_id not in group.members or updated.subscribed_topic_names != member.subscribed_topic_names
+                or metadata != group.subscription_metadata)
+        if bump:
+            group.group_epoch += 1
+            group.subscription_metadata = metadata
+            log.info("share group %s: epoch %d", group_id, group.group_epoch)
+        group.members[member_id] = updated
+        if group.group_epoch > group.assignment_epoch:
+            self._share_target(group)
+        target = group.target_assignment.get(member_id, {})
+        if updated.member_epoch != group.assignment_epoch or updated.assigned != target:
+            updated.previous_member_epoch = updated.member_epoch
+            updated.member_epoch = group.assignment_epoch
+            updated.assigned = target
+        self._schedule_share_session_timeout(group, member_id)
+        changed = member_epoch == 0 or updated.assigned != member.assigned
+        return ShareGroupHeartbeatResult(E.NONE, None, member_id, updated.member_epoch,
+                                         config.heartbeat_interval_ms, updated.assigned if changed else None)
+
+    def _share_group(self, group_id: str, create: bool) -> ShareGroup:
+        entry = self.manager.groups.get(group_id)
+        if entry is not None and not entry.is_in(GroupState.DEAD):
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        group = self.share_groups.get(group_id)
+        if group is None:
+            if not create:
+                raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            group = self.share_groups[group_id] = ShareGroup(group_id)
+        return group
+
+    def _share_subscription_metadata(self, members: Iterable[ShareGroupMember]) -> dict[str, tuple[uuid.UUID, int]]:
+        out = {}
+        for name in sorted({n for m in members for n in m.subscribed_topic_names}):
+            found = self.topics_image.topic(name)
+            if found is not None and found[1] > 0:
+                out[name] = found
+        return out
+
+    def _share_target(self, group: ShareGroup) -> None:
+        metadata = group.subscription_metadata
+        specs = {mid: frozenset(metadata[t][0] for t in m.subscribed_topic_names if t in metadata)
+                 for mid, m in group.members.items()}
+        group.target_assignment = simple_assign(specs, dict(metadata.values()), group.target_assignment)
+        group.assignment_epoch = group.group_epoch
+
+    def _share_group_leave(self, group_id: str, member_id: str) -> ShareGroupHeartbeatResult:
+        group = self._share_group(group_id, create=False)
+        if member_id not in group.members:
+            raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        log.info("share group %s: member %s leaves", group_id, member_id)
+        self._remove_share_member(group, member_id)
+        return ShareGroupHeartbeatResult(E.NONE, None, member_id, LEAVE_GROUP_MEMBER_EPOCH)
+
+    def _remove_share_member(self, group: ShareGroup, member_id: str) -> None:
+        group.members.pop(member_id, None)
+        group.target_assignment.pop(member_id, None)
+        group.cancel_timer(member_id)
+        group.subscription_metadata = self._share_subscription_metadata(group.members.values())
+        group.group_epoch += 1
+
+    def _schedule_share_session_timeout(self, group: ShareGroup, member_id: str) -> None:
+        group.cancel_timer(member_id)
+
+        def expire() -> None:
+            if self.share_groups.get(group.group_id) is group and member_id in group.members:
+                log.info("share group %s: member %s fenced: its session expired", group.group_id, member_id)
+                self._remove_share_member(group, member_id)
+        group.session_timers[member_id] = asyncio.get_running_loop().call_later(
+            self.share_config.session_timeout_ms / 1000, expire)
+
+    # ---------------------------------------------------------------- ShareGroupDescribe and listing
+    async def share_group_describe(self, group_ids: list[str]) -> list[tuple[str, int, ShareGroup | None]]:
+        """Per group id: (id, error code, the group). INVALID_GROUP_ID for an empty id, the coordinator's
+        errors, GROUP_ID_NOT_FOUND for no share group of that id."""
+        out: list[tuple[str, int, ShareGroup | None]] = []
+        for group_id in group_ids:
+            if not group_id:
+                out.append((group_id, E.INVALID_GROUP_ID, None))
+                continue
+            error = E.COORDINATOR_NOT_AVAILABLE if self.manager.shutting_down else self.manager.partition_error(
+                group_id)
+            group = self.share_groups.get(group_id)
+            if error is not None:
+                out.append((group_id, error, None))
+            elif group is None:
+                out.append((group_id, E.GROUP_ID_NOT_FOUND, None))
+            else:
+                out.append((group_id, E.NONE, group))
+        return out
+
+    def listed_share_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of the share groups of the partitions this coordinator owns."""
+        return [(gid, g.state) for gid, g in self.share_groups.items() if self.manager.partition_error(gid) is None]
+
+    def shutdown_share_groups(self) -> None:
+        for group in self.share_groups.values():
+            group.cancel_timers()
+
+
+def _check_heartbeat(group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                     names: list[str] | None) -> None:
+    """Kafka's ShareGroupHeartbeat request checks (INVALID_REQUEST)."""
+    if not group_id:
+        raise _Refused(E.INVALID_REQUEST, "GroupId can't be empty.")
+    if not member_id:
+        raise _Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
+    if rack_id == "":
+        raise _Refused(E.INVALID_REQUEST, "RackId can't be empty.")
+    if member_epoch == 0 and not names:
+        raise _Refused(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+    if member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        raise _Refused(E.INVALID_REQUEST, f"MemberEpoch is {member_epoch}, but must be greater than or equal "
+                       "to -1.")

@@ -1,0 +1,353 @@
+"""The share-partition manager (KIP-932, Kafka's SharePartitionManager and ShareSessionCache): what a broker
+keeps for the share groups reading the partitions it leads.
+
+Contract:
+- Share sessions, one per (group, member): ShareFetch epoch 0 opens one (replacing the member's previous
+  session, whose acquired records are released), every later ShareFetch/ShareAcknowledge must carry the
+  session's next epoch (SHARE_SESSION_NOT_FOUND without a session, INVALID_SHARE_SESSION_EPOCH for another
+  epoch), epoch -1 closes it and releases what the member still holds. A session remembers the partitions the
+  member fetches (requests add partitions; ForgottenTopicsData removes them).
+- Share partitions, one per (group, topic partition) on its leader, created on first use: the state is read
+  through the `Persister` (from `create_persister`, the one place that chooses it); a share partition
+  never initialized starts at the group's `share.auto.offset.reset` (latest, Kafka's default: the high
+  watermark; earliest: the log start offset) and is initialized in the persister. Every acknowledgement,
+  release and lock expiry is written through the persister before the client hears of it. A change of
+  leader epoch reloads the state.
+- Records are read through the replica manager's read path (`fetch_messages`, up to the high watermark,
+  without waiting) and acquired whole batches at a time (see share_partition.py); the records returned are
+  the log batches that hold the acquired offsets, untouched.
+- A ShareFetch with nothing to acquire waits up to its MaxWaitMs: it is woken by a release or lock expiry
+  here and looks again for new records every `_POLL_S`.
+- Gaps: no release on connection close (Kafka 4.1 releases a member's records when its connection drops;
+  here they wait for the lock timeout); read_uncommitted only (`share.isolation.level`); group configs
+  (`share.auto.offset.reset`, lock duration, delivery limit per group) come from `auto_offset_reset`
+  (latest unless set) and the broker's group.share.* properties; the in-memory state is not rolled back when
+  a persister write fails (the client gets the error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
+from broker.delayed_fetch import FetchParams, PartitionFetchInfo
+from broker.partition import FETCH_HIGH_WATERMARK
+from broker.share.persister import Persister, PersisterError
+from broker.share.persisters import create_persister
+from broker.share.share_partition import AcquiredRange, SharePartition
+from protocol.errors import ErrorCode
+from storage import TopicPartition
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+_POLL_S = 0.05
+_READ_BYTES = 1 << 20
+
+
+class ShareError(Exception):
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class ShareSession:
+    group_id: str
+    member_id: str
+    epoch: int
+    partitions: dict[TopicPartition, uuid.UUID] = field(default_factory=dict)
+
+
+@dataclass
+class _Entry:
+    share: SharePartition
+    tp: TopicPartition
+    topic_id: uuid.UUID
+    state_epoch: int
+    leader_epoch: int
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class FetchedPartition:
+    error: int = ErrorCode.NONE
+    records: bytes = b""
+    acquired: list[AcquiredRange] = field(default_factory=list)
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+class SharePartitionManager:
+    def __init__(self, server: KafkaServer, persister: Persister, config: ShareGroupConfig) -> None:
+        self.server = server
+        self.persister = persister
+        self.config = config
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.partitions: dict[tuple[str, TopicPartition], _Entry] = {}
+        self._init_locks: dict[tuple[str, TopicPartition], asyncio.Lock] = {}
+        self.auto_offset_reset: Callable[[str], str] = lambda group_id: "latest"
+        self._wakeup: asyncio.Future[None] | None = None
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.monotonic() * 1000)
+
+    # ---------------------------------------------------------------- sessions
+    def session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The member's session for a request at `epoch` (not 0), its epoch moved on; ShareError otherwise."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            raise ShareError(ErrorCode.SHARE_SESSION_NOT_FOUND, f"no share session for member {member_id}")
+        if epoch != FINAL_EPOCH:
+            if epoch != session.epoch:
+                raise ShareError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+                                 f"share session epoch {epoch}, expected {session.epoch}")
+            session.epoch = next_epoch(session.epoch)
+        return session
+
+    async def open_session(self, group_id: str, member_id: str) -> ShareSession:
+        old = self.sessions.pop((group_id, member_id), None)
+        if old is not None:
+            await self.release_member(old)
+        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1)
+        return session
+
+    async def close_session(self, session: ShareSession) -> None:
+        self.sessions.pop((session.group_id, session.member_id), None)
+        await self.release_member(session)
+
+    async def release_member(self, session: ShareSession) -> None:
+        for (group_id, _), entry in list(self.partitions.items()):
+            if group_id == session.group_id and entry.share.release_member(session.member_id):
+                await self._persist(group_id, entry)
+        self._wake()
+
+    # ---------------------------------------------------------------- share partitions
+    async def entry(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID) -> _Entry:
+        partition = self.server.replica_manager.partitions.get(tp)
+        if partition is None:
+            raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not partition.is_leader:
+            raise ShareError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        key = (group_id, tp)
+        entry = self.partitions.get(key)
+        if entry is not None and entry.leader_epoch == partition.leader_epoch and entry.topic_id == topic_id:
+            return entry
+        lock = self._init_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            entry = self.partitions.get(key)
+            if entry is not None and entry.leader_epoch == partition.leader_epoch and entry.topic_id == topic_id:
+                return entry
+            if entry is not None and entry.timer is not None:
+                entry.timer.cancel()
+            entry = await self._load(group_id, tp, topic_id, partition)
+            self.partitions[key] = entry
+            return entry
+
+    async def _load(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID, partition: Any) -> _Entry:
+        leader_epoch = partition.leader_epoch
+        cfg = self.config
+        try:
+            state = await self.persister.read(group_id, topic_id.bytes, tp.partition, leader_epoch)
+            share = SharePartition(0, record_lock_duration_ms=cfg.record_lock_duration_ms,
+                                   delivery_count_limit=cfg.delivery_count_limit,
+                                   max_in_flight=cfg.partition_max_record_locks)
+            state_epoch = state.state_epoch
+            if state.start_offset < 0:
+                reset = self.auto_offset_reset(group_id)
+                start = partition.log_start_offset if reset == "earliest" else partition.high_watermark
+                if state_epoch == 0:
+                    state_epoch = 1
+                    await self.persister.initialize(group_id, topic_id.bytes, tp.partition, state_epoch, start)
+                share.reset_start(start)
+            else:
+                share.restore(state)
+        except PersisterError as e:
+            raise ShareError(e.error_code, str(e)) from e
+        share.reset_start(partition.log_start_offset)
+        log.info("share group %s: %s starts at offset %d (state epoch %d)", group_id, tp, share.start_offset,
+                 state_epoch)
+        return _Entry(share, tp, topic_id, state_epoch, leader_epoch)
+
+    async def _persist(self, group_id: str, entry: _Entry) -> int:
+        state = entry.share.persisted_state(entry.state_epoch, entry.leader_epoch)
+        try:
+            async with entry.lock:
+                await self.persister.write(group_id, entry.topic_id.bytes, entry.tp.partition, state)
+        except PersisterError as e:
+            log.warning("share group %s: state write failed: %s", group_id, e)
+            return e.error_code
+        return ErrorCode.NONE
+
+    # ---------------------------------------------------------------- acknowledgements
+    async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, topic_id: uuid.UUID,
+                          batches: list[tuple[int, int, list[int]]]) -> int:
+        try:
+            entry = await self.entry(group_id, tp, topic_id)
+        except ShareError as e:
+            return e.code
+        error = entry.share.acknowledge(member_id, batches)
+        if error != ErrorCode.NONE:
+            return error
+        self._wake()
+        return await self._persist(group_id, entry)
+
+    # ---------------------------------------------------------------- fetching
+    async def fetch(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
+                    max_records: int, max_bytes: int, max_wait_ms: int) -> dict[TopicPartition, FetchedPartition]:
+        deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
+        while True:
+            out = await self._fetch_once(group_id, member_id, wanted, max_records, max_bytes)
+            remaining = deadline - time.monotonic()
+            if any(r.acquired or r.error for r in out.values()) or remaining <= 0:
+                return out
+            await self._wait(min(remaining, _POLL_S))
+
+    async def _fetch_once(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
+                          max_records: int, max_bytes: int) -> dict[TopicPartition, FetchedPartition]:
+        out: dict[TopicPartition, FetchedPartition] = {}
+        left = max(max_records, 1)
+        for tp, topic_id in wanted:
+            try:
+                entry = await self.entry(group_id, tp, topic_id)
+            except ShareError as e:
+                out[tp] = FetchedPartition(e.code)
+                continue
+            if left <= 0:
+                out[tp] = FetchedPartition()
+                continue
+            result = self._acquire(group_id, tp, entry, member_id, left, max_bytes)
+            left -= sum(r.last_offset - r.first_offset + 1 for r in result.acquired)
+            out[tp] = result
+        return out
+
+    def _acquire(self, group_id: str, tp: TopicPartition, entry: _Entry, member_id: str, max_records: int,
+                 max_bytes: int) -> FetchedPartition:
+        partition = self.server.replica_manager.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return FetchedPartition(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        share = entry.share
+        now = self.now_ms()
+        share.reset_start(partition.log_start_offset)
+        if share.expire_locks(now):
+            self._spawn_persist(group_id, entry)
+        if share.available_count() < max_records and share.can_fetch_more \
+                and share.end_offset < partition.high_watermark:
+            batches, error = self._read(tp, share.end_offset, max_bytes)
+            if error != ErrorCode.NONE:
+                return FetchedPartition(error)
+            for first, last, control, _ in batches:
+                share.add_fetched(first, last, deliverable=not control)
+        acquired = share.acquire(member_id, max_records, now)
+        if not acquired:
+            return FetchedPartition()
+        self._schedule_expiry(group_id, entry)
+        return FetchedPartition(ErrorCode.NONE, self._records_for(tp, acquired, max_bytes), acquired)
+
+    def _records_for(self, tp: TopicPartition, acquired: list[AcquiredRange], max_bytes: int) -> bytes:
+        """The log batches holding the acquired offsets, as stored."""
+        first, last = acquired[0].first_offset, acquired[-1].last_offset
+        chunks: list[bytes] = []
+        offset = first
+        while offset <= last:
+            batches, error = self._read(tp, offset, max(max_bytes, 1))
+            if error != ErrorCode.NONE or not batches:
+                break
+            for b_first, b_last, _, raw in batches:
+                if b_last < offset or b_first > last:
+                    continue
+                if any(r.first_offset <= b_last and r.last_offset >= b_first for r in acquired):
+                    chunks.append(raw)
+            offset = batches[-1][1] + 1
+        return b"".join(chunks)
+
+    def _read(self, tp: TopicPartition, offset: int, max_bytes: int) -> tuple[list[_Batch], int]:
+        params = FetchParams(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max(max_bytes, 1),
+                             isolation=FETCH_HIGH_WATERMARK)
+        result = self.server.replica_manager.fetch_messages(
+            params, [(tp, PartitionFetchInfo(offset, min(max(max_bytes, 1), _READ_BYTES)))])
+        assert isinstance(result, list)  # max_wait_ms 0: answered at once
+        data = result[0][1]
+        if data.error != ErrorCode.NONE:
+            return [], data.error
+        if data.records is None or data.size == 0:
+            return [], ErrorCode.NONE
+        return parse_batches(data.records.read()), ErrorCode.NONE  # type: ignore[attr-defined]
+
+    # ---------------------------------------------------------------- lock expiry and waiting
+    def _schedule_expiry(self, group_id: str, entry: _Entry) -> None:
+        deadline = entry.share.next_deadline_ms()
+        if deadline is None:
+            return
+        if entry.timer is not None:
+            entry.timer.cancel()
+        delay = max(deadline - self.now_ms(), 0) / 1000
+
+        def expire() -> None:
+            entry.timer = None
+            if entry.share.expire_locks(self.now_ms()):
+                self._spawn_persist(group_id, entry)
+                self._wake()
+            self._schedule_expiry(group_id, entry)
+        entry.timer = asyncio.get_running_loop().call_later(delay, expire)
+
+    def _spawn_persist(self, group_id: str, entry: _Entry) -> None:
+        task = asyncio.get_running_loop().create_task(self._persist(group_id, entry))
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+        self._wakeup = None
+
+    async def _wait(self, timeout: float) -> None:
+        if self._wakeup is None:
+            self._wakeup = asyncio.get_running_loop().create_future()
+        await asyncio.wait({self._wakeup}, timeout=timeout)
+
+
+_Batch = tuple[int, int, bool, bytes]
+_HEADER = struct.Struct(">qi")
+
+
+def parse_batches(buf: bytes) -> list[_Batch]:
+    """(first offset, last offset, is a control batch, the batch's bytes) of each whole batch in `buf`."""
+    out: list[_Batch] = []
+    pos = 0
+    while pos + 12 <= len(buf):
+        base, length = _HEADER.unpack_from(buf, pos)
+        end = pos + 12 + length
+        if end > len(buf) or length < 0:
+            break
+        magic = buf[pos + 16] if pos + 16 < len(buf) else 0
+        if magic >= 2:
+            (attributes,) = struct.unpack_from(">h", buf, pos + 21)
+            (last_delta,) = struct.unpack_from(">i", buf, pos + 23)
+            out.append((base, base + last_delta, bool(attributes & 0x20), bytes(buf[pos:end])))
+        else:
+            out.append((base, base, False, bytes(buf[pos:end])))
+        pos = end
+    return out
+
+
+def share_partition_manager(server: KafkaServer) -> SharePartitionManager:
+    """The broker's manager, made on first use."""
+    manager = getattr(server, "share_partition_manager", None)
+    if manager is None:
+        manager = SharePartitionManager(server, create_persister(server), share_group_config(server.config))
+        server.share_partition_manager = manager  # type: ignore[attr-defined]
+    return manager
