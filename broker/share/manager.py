@@ -140,7 +140,9 @@ class SharePartitionManager:
     async def entry(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID) -> _Entry:
         partition = self.server.replica_manager.partitions.get(tp)
         if partition is None:
-            raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            # As Kafka's getPartitionOrError: a partition the metadata knows is led elsewhere.
+            known = self.server.metadata_cache.partition(tp.topic, tp.partition) is not None
+            raise ShareError(ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if not partition.is_leader:
             raise ShareError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         key = (group_id, tp)

@@ -1,0 +1,71 @@
+"""Helpers for the share-group error paths: topic ids, a topic whose READ is denied on the partial-ACL broker,
+and share-session requests through our codec."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.security.acl import AclOperation, PatternType, PermissionType, ResourceType
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
+
+from .acl_support import partial
+from .support import Brokers
+
+FETCH = request_class(ApiKey.SHARE_FETCH)
+ACK = request_class(ApiKey.SHARE_ACKNOWLEDGE)
+METADATA = request_class(ApiKey.METADATA)
+
+
+def topic_id(b: Brokers, name: str, port: int | None = None) -> uuid.UUID:
+    resp = b.call(METADATA[12](topics=[METADATA.MetadataRequestTopic(name=name, topic_id=uuid.UUID(int=0))],
+                               allow_auto_topic_creation=False, include_topic_authorized_operations=False), port)
+    return resp.topics[0].topic_id
+
+
+_READ_DENIED: dict[int, uuid.UUID] = {}
+
+
+def read_denied_topic(b: Brokers) -> tuple[int, uuid.UUID]:
+    """(the partial-ACL broker's port, the id of a topic there every principal is denied READ on)."""
+    port = partial(b)
+    if port in _READ_DENIED:
+        return port, _READ_DENIED[port]
+    name = b.topic("share-read-denied", port=port)
+    tid = _READ_DENIED[port] = topic_id(b, name, port)
+    Req = request_class(ApiKey.CREATE_ACLS)
+    resp = b.call(Req[3](creations=[Req.AclCreation(
+        resource_type=ResourceType.TOPIC, resource_name=name, resource_pattern_type=PatternType.LITERAL,
+        principal="User:*", host="*", operation=AclOperation.READ, permission_type=PermissionType.DENY)]), port)
+    assert {r.error_code for r in resp.results} == {ErrorCode.NONE}, resp
+    return port, tid
+
+
+def fetch(b: Brokers, group: str, member: str, epoch: int, partitions: list[tuple[uuid.UUID, int]] = (),  # type: ignore[assignment]
+          acks: list[tuple[int, int, list[int]]] | None = None, port: int | None = None,
+          max_wait_ms: int = 0) -> Any:
+    T = FETCH.FetchTopic
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for tid, p in partitions:
+        by_topic.setdefault(tid, []).append(p)
+    topics = [T(topic_id=tid, partitions=[T.FetchPartition(
+        partition_index=p, acknowledgement_batches=[T.FetchPartition.AcknowledgementBatch(
+            first_offset=f, last_offset=last, acknowledge_types=types) for f, last, types in acks or []])
+        for p in ps]) for tid, ps in by_topic.items()]
+    return b.call(FETCH[1](group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
+                           min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100, topics=topics,
+                           forgotten_topics_data=[]), port)
+
+
+def acknowledge(b: Brokers, group: str, member: str, epoch: int, partitions: list[tuple[uuid.UUID, int]] = (),  # type: ignore[assignment]
+                acks: list[tuple[int, int, list[int]]] | None = None, port: int | None = None) -> Any:
+    T = ACK.AcknowledgeTopic
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for tid, p in partitions:
+        by_topic.setdefault(tid, []).append(p)
+    topics = [T(topic_id=tid, partitions=[T.AcknowledgePartition(
+        partition_index=p, acknowledgement_batches=[T.AcknowledgePartition.AcknowledgementBatch(
+            first_offset=f, last_offset=last, acknowledge_types=types) for f, last, types in acks or [(0, 0, [1])]])
+        for p in ps]) for tid, ps in by_topic.items()]
+    return b.call(ACK[1](group_id=group, member_id=member, share_session_epoch=epoch, topics=topics), port)

@@ -1,0 +1,67 @@
+"""ShareAcknowledge: every code of `broker.apis.share_acknowledge.ERRORS`, over a real socket with our codec."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.apis import share_acknowledge
+from protocol.errors import ErrorCode
+
+from .acl_support import denied
+from .share_support import acknowledge, fetch, read_denied_topic, topic_id
+from .support import Brokers, Producer, error_path_test
+
+
+def session(b: Brokers, group: str, port: int | None = None) -> None:
+    assert fetch(b, group, "m1", 0, port=port).error_code == ErrorCode.NONE
+
+
+def topic_denied(b: Brokers) -> Any:
+    port, tid = read_denied_topic(b)
+    session(b, "sa-acl", port)
+    return acknowledge(b, "sa-acl", "m1", 1, [(tid, 0)], port=port)
+
+
+def unknown_partition(b: Brokers) -> Any:
+    tid = topic_id(b, b.topic("sa-one-partition"))
+    session(b, "sa-unknown-partition")
+    return acknowledge(b, "sa-unknown-partition", "m1", 1, [(tid, 7)])
+
+
+def not_leader(b: Brokers) -> Any:
+    name = b.led_by_other("share-ack-on-1")
+    port = b.cluster.ports[0]
+    session(b, "sa-not-leader", port)
+    return acknowledge(b, "sa-not-leader", "m1", 1, [(topic_id(b, name, port), 0)], port=port)
+
+
+def record_state(b: Brokers) -> Any:
+    tid = topic_id(b, b.topic("sa-state"))
+    session(b, "sa-state")
+    return acknowledge(b, "sa-state", "m1", 1, [(tid, 0)], acks=[(0, 0, [1])])
+
+
+def bad_epoch(b: Brokers) -> Any:
+    session(b, "sa-epoch")
+    return acknowledge(b, "sa-epoch", "m1", 0)
+
+
+def unknown_id(b: Brokers) -> Any:
+    session(b, "sa-unknown-id")
+    return acknowledge(b, "sa-unknown-id", "m1", 1, [(uuid.uuid4(), 0)])
+
+
+PRODUCERS: dict[ErrorCode, Producer] = {
+    ErrorCode.INVALID_REQUEST: lambda b: acknowledge(b, "sa-invalid", "", 1),
+    ErrorCode.SHARE_SESSION_NOT_FOUND: lambda b: acknowledge(b, "sa-no-session", "m1", 3),
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH: bad_epoch,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: acknowledge(b, "sa-denied", "m1", 1, port=denied(b)),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: topic_denied,
+    ErrorCode.UNKNOWN_TOPIC_ID: unknown_id,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: unknown_partition,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: not_leader,
+    ErrorCode.INVALID_RECORD_STATE: record_state,
+}
+
+test_errors = error_path_test(share_acknowledge, PRODUCERS)
