@@ -1,0 +1,204 @@
+"""Share groups (KIP-932) with confluent-kafka 2.16's ShareConsumer over real sockets: members share the
+partitions of a topic, every record is delivered, acknowledged ones never again; a member killed with its
+records unacknowledged has them redelivered after the acquisition lock (delivery count 2); rejected records
+are not redelivered; a record released up to `group.share.delivery.count.limit` times is archived.
+
+The broker's record lock is 1 s (`group.share.record.lock.duration.ms`, Kafka's minimum) where a test waits
+for it, its share heartbeats 300 ms so members learn new assignments quickly, and the share groups start at
+the earliest offset (Kafka's `share.auto.offset.reset=earliest` group config, set on the broker's share-partition
+manager: group configs are not served yet).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.share.manager import share_partition_manager
+from tests.e2e.support import wait_until
+
+FAST = {"group.share.heartbeat.interval.ms": "300", "group.share.min.heartbeat.interval.ms": "300",
+        "group.share.record.lock.duration.ms": "1000", "group.share.min.record.lock.duration.ms": "1000"}
+
+
+def start(broker_factory: Callable[..., Any], **overrides: str) -> Any:
+    broker = broker_factory({**FAST, **overrides})
+    share_partition_manager(broker.server).auto_offset_reset = lambda group_id: "earliest"
+    return broker
+
+
+def settled(broker: Any, group: str, members: int) -> bool:
+    found = broker.server.group_coordinator.coordinator.share_groups.get(group)
+    return (found is not None and len(found.members) == members
+            and all(m.member_epoch == found.assignment_epoch for m in found.members.values()))
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=10).values():
+        future.result(15)
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(n):
+        producer.produce(topic, b"v%d" % i, partition=i % partitions)
+    assert producer.flush(15) == 0
+
+
+def share_consumer(bootstrap: str, group: str, topic: str, **extra: Any) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def poll_until(consumer: ShareConsumer, done: Callable[[], bool], timeout: float,
+               on_message: Callable[[Any], None]) -> None:
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        for m in consumer.poll(0.2):
+            assert m.error() is None, m.error()
+            on_message(m)
+
+
+def test_four_members_share_two_partitions_and_every_record_is_delivered_once(broker_factory: Any) -> None:
+    broker = start(broker_factory, **{"group.share.record.lock.duration.ms": "30000"})
+    topic, group, n = f"share-{uuid.uuid4().hex[:6]}", "sg-four", 400
+    create_topic(broker.bootstrap, topic, 2)
+    produce(broker.bootstrap, topic, n, 2)
+    seen: Counter[tuple[int, int]] = Counter()
+    counts: Counter[int] = Counter()
+    by_member: Counter[int] = Counter()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def member(index: int) -> None:
+        consumer = share_consumer(broker.bootstrap, group, topic)
+        try:
+            while not stop.is_set():
+                for m in consumer.poll(0.2):
+                    assert m.error() is None
+                    with lock:
+                        seen[(m.partition(), m.offset())] += 1
+                        counts[m.delivery_count()] += 1
+                        by_member[index] += 1
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(seen) >= n, 60, "every record to be delivered")
+        wait_until(lambda: settled(broker, group, 4), 30, "four members at the group's assignment epoch")
+        for _ in range(20):  # more, a few at a time, while all four members are in
+            produce(broker.bootstrap, topic, 10, 2)
+            time.sleep(0.05)
+        wait_until(lambda: len(seen) >= n + 200, 30, "the records produced later")
+        time.sleep(1.0)  # nothing acknowledged comes back
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert len(seen) == n + 200
+    assert set(seen.values()) == {1}, [k for k, v in seen.items() if v > 1][:10]
+    assert set(counts) == {1}
+    assert len(by_member) >= 2  # the partitions were shared
+
+
+KILLED_MEMBER = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import ShareConsumer
+    c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        got = [m for m in c.poll(0.5) if m.error() is None]
+        if got:
+            print("GOT", " ".join(f"{m.partition()}:{m.offset()}" for m in got), flush=True)
+            time.sleep(3600)
+""")
+
+
+def test_a_killed_members_records_are_redelivered_after_the_lock_with_delivery_count_2(
+        broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-killed"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 5, 1)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_MEMBER, broker.bootstrap, group, topic],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("GOT"), line
+        held = {tuple(int(x) for x in item.split(":")) for item in line.split()[1:]}
+        assert held
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    killed_at = time.monotonic()
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    redelivered: dict[tuple[int, int], int] = {}
+    try:
+        poll_until(consumer, lambda: held <= set(redelivered), 30,
+                   lambda m: redelivered.setdefault((m.partition(), m.offset()), m.delivery_count()))
+    finally:
+        consumer.close()
+    assert held <= set(redelivered)
+    assert {redelivered[k] for k in held} == {2}
+    assert time.monotonic() - killed_at >= 0.5  # not before the lock ran out
+
+
+def test_rejected_records_are_not_redelivered_and_released_ones_are(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-reject"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 10, 1)
+    consumer = share_consumer(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    deliveries: list[tuple[int, int]] = []
+    try:
+        def ack(m: Any) -> None:
+            deliveries.append((m.offset(), m.delivery_count()))
+            if m.offset() == 3 and m.delivery_count() == 1:
+                consumer.acknowledge(m, AcknowledgeType.RELEASE)
+            elif m.offset() % 2:
+                consumer.acknowledge(m, AcknowledgeType.REJECT)
+            else:
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        poll_until(consumer, lambda: (3, 2) in deliveries, 30, ack)
+        poll_until(consumer, lambda: False, 2.5, ack)  # longer than the lock: nothing else comes back
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(deliveries) == sorted([(o, 1) for o in range(10)] + [(3, 2)])
+
+
+def test_a_poison_record_is_archived_at_the_delivery_count_limit(broker_factory: Any) -> None:
+    broker = start(broker_factory, **{"group.share.delivery.count.limit": "3"})
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-poison"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 3, 1)
+    consumer = share_consumer(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    deliveries: list[tuple[int, int]] = []
+    try:
+        def ack(m: Any) -> None:
+            deliveries.append((m.offset(), m.delivery_count()))
+            consumer.acknowledge(m, AcknowledgeType.RELEASE if m.offset() == 1 else AcknowledgeType.ACCEPT)
+        poll_until(consumer, lambda: (1, 3) in deliveries, 30, ack)
+        poll_until(consumer, lambda: False, 2.5, ack)
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(deliveries) == [(0, 1), (1, 1), (1, 2), (1, 3), (2, 1)]
