@@ -70,6 +70,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         session.partitions.update(known)
         fetched = await manager.fetch(group_id, member_id, list(session.partitions.items()),
                                       request.max_records, request.max_bytes, request.max_wait_ms)
+        # Partitions that gave records go to the back, so MaxRecords does not always favour the first ones.
+        for tp in [tp for tp, r in fetched.items() if r.acquired and tp in session.partitions]:
+            session.partitions[tp] = session.partitions.pop(tp)
     return _response(ctx, request, known, refused, ack_codes, fetched, manager.config.record_lock_duration_ms,
                      full=epoch == INITIAL_EPOCH)
 

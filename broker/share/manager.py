@@ -186,9 +186,10 @@ class SharePartitionManager:
         return _Entry(share, tp, topic_id, state_epoch, leader_epoch)
 
     async def _persist(self, group_id: str, entry: _Entry) -> int:
-        state = entry.share.persisted_state(entry.state_epoch, entry.leader_epoch)
         try:
             async with entry.lock:
+                # Taken under the lock: writes reach the persister in the order of the changes.
+                state = entry.share.persisted_state(entry.state_epoch, entry.leader_epoch)
                 await self.persister.write(group_id, entry.topic_id.bytes, entry.tp.partition, state)
         except PersisterError as e:
             log.warning("share group %s: state write failed: %s", group_id, e)
