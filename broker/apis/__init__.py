@@ -66,6 +66,7 @@ from broker.apis import (
     sasl_handshake,
     share_acknowledge,
     share_fetch,
+    share_group_describe,
     share_group_heartbeat,
     stop_replica,
     sync_group,
@@ -137,6 +138,7 @@ HANDLER_MODULES: list[ModuleType] = [
     consumer_group_describe,
     # --- KIP-932 share groups (issue 19) ---
     share_group_heartbeat,
+    share_group_describe,
     share_fetch,
     share_acknowledge,
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -27,6 +28,8 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.share.manager import share_partition_manager
+from protocol import ApiKey, request_class
+from tests.broker.wire import roundtrip
 from tests.e2e.support import wait_until
 
 FAST = {"group.share.heartbeat.interval.ms": "300", "group.share.min.heartbeat.interval.ms": "300",
@@ -202,3 +205,32 @@ def test_a_poison_record_is_archived_at_the_delivery_count_limit(broker_factory:
     finally:
         consumer.close()
     assert sorted(deliveries) == [(0, 1), (1, 1), (1, 2), (1, 3), (2, 1)]
+
+
+def test_share_group_is_described_and_listed_by_type(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-described"
+    create_topic(broker.bootstrap, topic, 3)
+    consumers = [share_consumer(broker.bootstrap, group, topic) for _ in range(2)]
+    try:
+        def polled() -> bool:
+            for c in consumers:
+                c.poll(0.1)
+            return settled(broker, group, 2)
+        wait_until(polled, 30, "two members at the group's assignment epoch")
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+            Describe = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
+            described = roundtrip(s, Describe[1](group_ids=[group], include_authorized_operations=False), 1)
+            List = request_class(ApiKey.LIST_GROUPS)
+            shares = roundtrip(s, List[5](states_filter=[], types_filter=["Share"]), 2)
+            classic = roundtrip(s, List[5](states_filter=[], types_filter=["classic"]), 3)
+    finally:
+        for c in consumers:
+            c.close()
+    g = described.groups[0]
+    assert (g.error_code, g.group_state, g.assignor_name, len(g.members)) == (0, "Stable", "simple", 2)
+    assigned = sorted(p for m in g.members for t in m.assignment.topic_partitions if t.topic_name == topic
+                      for p in t.partitions)
+    assert assigned == [0, 1, 2]
+    assert [(x.group_id, x.group_type, x.protocol_type) for x in shares.groups] == [(group, "share", "share")]
+    assert group not in {x.group_id for x in classic.groups}

@@ -206,9 +206,15 @@ class ShareGroupRequests:
                 out.append((group_id, E.NONE, group))
         return out
 
-    def listed_share_groups(self) -> list[tuple[str, str]]:
-        """(group id, state) of the share groups of the partitions this coordinator owns."""
-        return [(gid, g.state) for gid, g in self.share_groups.items() if self.manager.partition_error(gid) is None]
+    def listed_share_groups(self, states_filter: list[str] | None = None,
+                            types_filter: list[str] | None = None) -> list[tuple[str, str]]:
+        """(group id, state) of the share groups of the partitions this coordinator owns, matching ListGroups'
+        filters (case-insensitive; empty or None: all)."""
+        if types_filter and "share" not in {t.lower() for t in types_filter}:
+            return []
+        states = {s.lower() for s in states_filter or []}
+        return [(gid, g.state) for gid, g in self.share_groups.items()
+                if self.manager.partition_error(gid) is None and (not states or g.state.lower() in states)]
 
     def shutdown_share_groups(self) -> None:
         for group in self.share_groups.values():
