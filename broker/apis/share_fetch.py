@@ -3,7 +3,8 @@
 A share-group member reads from a partition leader through its share session (broker/share/manager.py):
 epoch 0 opens the session (acknowledgements not allowed: INVALID_REQUEST), each next request carries the
 session's next epoch, -1 closes it (acknowledgements applied, nothing fetched, the member's acquired records
-released). Acknowledgements piggy-backed on the request (1 accept, 2 release, 3 reject, 0 gap) are applied
+released; so does closing the connection that opened it, as Kafka 4.1). Acknowledgements piggy-backed
+on the request (1 accept, 2 release, 3 reject, 0 gap) are applied
 and persisted first (AcknowledgeErrorCode per partition), then records are acquired for the member from every
 partition of the session, up to MaxRecords in all (whole batches), each acquisition locked for
 `group.share.record.lock.duration.ms` (AcquisitionLockTimeoutMs) and counted; the answer carries the log
@@ -54,7 +55,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(ctx, request, ErrorCode.INVALID_REQUEST, "Acknowledgements cannot open a share session.")
     manager = share_partition_manager(ctx.server)
     try:
-        session = (await manager.open_session(group_id, member_id) if epoch == INITIAL_EPOCH
+        session = (await manager.open_session(group_id, member_id, ctx.connection) if epoch == INITIAL_EPOCH
                    else manager.session(group_id, member_id, epoch))
     except ShareError as e:
         return _error(ctx, request, e.code, str(e) or None)

@@ -18,8 +18,9 @@ Contract:
   the log batches that hold the acquired offsets, untouched.
 - A ShareFetch with nothing to acquire waits up to its MaxWaitMs: it is woken by a release or lock expiry
   here and looks again for new records every `_POLL_S`.
-- Gaps: no release on connection close (Kafka 4.1 releases a member's records when its connection drops;
-  here they wait for the lock timeout); read_uncommitted only (`share.isolation.level`); group configs
+- A session ends with the connection that opened it (Kafka 4.1): a member that crashes has its acquired records
+  released at once instead of at the end of their locks.
+- Gaps: read_uncommitted only (`share.isolation.level`); group configs
   (`share.auto.offset.reset`, lock duration, delivery limit per group) come from `auto_offset_reset`
   (latest unless set) and the broker's group.share.* properties; the in-memory state is not rolled back when
   a persister write fails (the client gets the error).
@@ -67,6 +68,7 @@ class ShareSession:
     member_id: str
     epoch: int
     partitions: dict[TopicPartition, uuid.UUID] = field(default_factory=dict)
+    connection: Any = None  # the connection that opened it: its close ends the session
 
 
 @dataclass
@@ -101,6 +103,7 @@ class SharePartitionManager:
         self._init_locks: dict[tuple[str, TopicPartition], asyncio.Lock] = {}
         self.auto_offset_reset: Callable[[str], str] = lambda group_id: "latest"
         self._wakeup: asyncio.Future[None] | None = None
+        self._watched: set[int] = set()
 
     @staticmethod
     def now_ms() -> int:
@@ -119,12 +122,34 @@ class SharePartitionManager:
             session.epoch = next_epoch(session.epoch)
         return session
 
-    async def open_session(self, group_id: str, member_id: str) -> ShareSession:
+    async def open_session(self, group_id: str, member_id: str, connection: Any = None) -> ShareSession:
         old = self.sessions.pop((group_id, member_id), None)
         if old is not None:
             await self.release_member(old)
-        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1)
+        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1, connection=connection)
+        if connection is not None:
+            self._watch(connection.server)
         return session
+
+    def _watch(self, socket_server: Any) -> None:
+        """Hear of the listener's closed connections: a member whose connection drops (a crash, kill -9)
+        has its share sessions closed and its records released at once, as Kafka 4.1 does."""
+        if id(socket_server) in self._watched:
+            return
+        self._watched.add(id(socket_server))
+        previous = socket_server.on_close
+
+        def on_close(conn: Any) -> None:
+            if previous is not None:
+                previous(conn)
+            self.connection_closed(conn)
+        socket_server.on_close = on_close
+
+    def connection_closed(self, conn: Any) -> None:
+        for session in [s for s in self.sessions.values() if s.connection is conn]:
+            self.sessions.pop((session.group_id, session.member_id), None)
+            task = asyncio.get_running_loop().create_task(self.release_member(session))
+            task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
 
     async def close_session(self, session: ShareSession) -> None:
         self.sessions.pop((session.group_id, session.member_id), None)

@@ -1,8 +1,10 @@
 """Share groups (KIP-932) with confluent-kafka 2.16's ShareConsumer over real sockets: members share the
 partitions of a topic, every record is delivered, acknowledged ones never again; a member killed with its
-records unacknowledged has them redelivered after the acquisition lock (delivery count 2); rejected records
+records unacknowledged, or hung, has them redelivered (delivery count 2); rejected records
 are not redelivered; a record released up to `group.share.delivery.count.limit` times is archived.
 
+A member killed -9 loses its connection, which ends its share session: its records are released at once (Kafka
+4.1); a member that hangs (SIGSTOP) keeps its connection and its records come back when their locks expire.
 The broker's record lock is 1 s (`group.share.record.lock.duration.ms`, Kafka's minimum) where a test waits
 for it, its share heartbeats 300 ms so members learn new assignments quickly, and the share groups start at
 the earliest offset (Kafka's `share.auto.offset.reset=earliest` group config, set on the broker's share-partition
@@ -135,23 +137,17 @@ KILLED_MEMBER = textwrap.dedent("""
 """)
 
 
-def test_a_killed_members_records_are_redelivered_after_the_lock_with_delivery_count_2(
-        broker_factory: Any) -> None:
-    broker = start(broker_factory)
-    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-killed"
-    create_topic(broker.bootstrap, topic, 1)
-    produce(broker.bootstrap, topic, 5, 1)
+def _held_by_a_member_in_a_subprocess(broker: Any, group: str, topic: str) -> tuple[subprocess.Popen[str], set]:
     proc = subprocess.Popen([sys.executable, "-c", KILLED_MEMBER, broker.bootstrap, group, topic],
                             stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line.startswith("GOT"), line
-        held = {tuple(int(x) for x in item.split(":")) for item in line.split()[1:]}
-        assert held
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    killed_at = time.monotonic()
+    line = proc.stdout.readline() if proc.stdout else ""
+    assert line.startswith("GOT"), line
+    held = {tuple(int(x) for x in item.split(":")) for item in line.split()[1:]}
+    assert held
+    return proc, held
+
+
+def _redelivered(broker: Any, group: str, topic: str, held: set) -> dict[tuple[int, int], int]:
     consumer = share_consumer(broker.bootstrap, group, topic)
     redelivered: dict[tuple[int, int], int] = {}
     try:
@@ -159,9 +155,41 @@ def test_a_killed_members_records_are_redelivered_after_the_lock_with_delivery_c
                    lambda m: redelivered.setdefault((m.partition(), m.offset()), m.delivery_count()))
     finally:
         consumer.close()
+    return redelivered
+
+
+def test_a_hung_members_records_are_redelivered_after_the_lock_with_delivery_count_2(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-hung"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 5, 1)
+    proc, held = _held_by_a_member_in_a_subprocess(broker, group, topic)
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)  # its connection stays open: only the lock frees its records
+        stopped_at = time.monotonic()
+        redelivered = _redelivered(broker, group, topic, held)
+        waited = time.monotonic() - stopped_at
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
     assert held <= set(redelivered)
     assert {redelivered[k] for k in held} == {2}
-    assert time.monotonic() - killed_at >= 0.5  # not before the lock ran out
+    assert waited >= 0.5  # not before the 1 s lock ran out
+
+
+def test_a_killed_members_records_are_redelivered_with_delivery_count_2(broker_factory: Any) -> None:
+    broker = start(broker_factory, **{"group.share.record.lock.duration.ms": "60000"})
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-killed"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 5, 1)
+    proc, held = _held_by_a_member_in_a_subprocess(broker, group, topic)
+    os.kill(proc.pid, signal.SIGKILL)  # its connection drops: its share session ends, its records are released
+    proc.wait(10)
+    killed_at = time.monotonic()
+    redelivered = _redelivered(broker, group, topic, held)
+    assert held <= set(redelivered)
+    assert {redelivered[k] for k in held} == {2}
+    assert time.monotonic() - killed_at < 30  # well before the 60 s lock
 
 
 def test_rejected_records_are_not_redelivered_and_released_ones_are(broker_factory: Any) -> None:

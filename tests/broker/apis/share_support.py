@@ -1,14 +1,17 @@
 """Helpers for the share-group error paths: topic ids, a topic whose READ is denied on the partial-ACL broker,
-and share-session requests through our codec."""
+and share-session requests through our codec. A share session ends with the connection that opened it, so the
+requests of one session go on one connection (`connection`)."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 from typing import Any
 
 from broker.security.acl import AclOperation, PatternType, PermissionType, ResourceType
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from tests.broker.wire import roundtrip
 
 from .acl_support import partial
 from .support import Brokers
@@ -44,7 +47,7 @@ def read_denied_topic(b: Brokers) -> tuple[int, uuid.UUID]:
 
 def fetch(b: Brokers, group: str, member: str, epoch: int, partitions: list[tuple[uuid.UUID, int]] = (),  # type: ignore[assignment]
           acks: list[tuple[int, int, list[int]]] | None = None, port: int | None = None,
-          max_wait_ms: int = 0) -> Any:
+          max_wait_ms: int = 0, sock: socket.socket | None = None) -> Any:
     T = FETCH.FetchTopic
     by_topic: dict[uuid.UUID, list[int]] = {}
     for tid, p in partitions:
@@ -53,13 +56,14 @@ def fetch(b: Brokers, group: str, member: str, epoch: int, partitions: list[tupl
         partition_index=p, acknowledgement_batches=[T.FetchPartition.AcknowledgementBatch(
             first_offset=f, last_offset=last, acknowledge_types=types) for f, last, types in acks or []])
         for p in ps]) for tid, ps in by_topic.items()]
-    return b.call(FETCH[1](group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
-                           min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100, topics=topics,
-                           forgotten_topics_data=[]), port)
+    return _call(b, FETCH[1](group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
+                             min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100, topics=topics,
+                             forgotten_topics_data=[]), port, sock)
 
 
 def acknowledge(b: Brokers, group: str, member: str, epoch: int, partitions: list[tuple[uuid.UUID, int]] = (),  # type: ignore[assignment]
-                acks: list[tuple[int, int, list[int]]] | None = None, port: int | None = None) -> Any:
+                acks: list[tuple[int, int, list[int]]] | None = None, port: int | None = None,
+                sock: socket.socket | None = None) -> Any:
     T = ACK.AcknowledgeTopic
     by_topic: dict[uuid.UUID, list[int]] = {}
     for tid, p in partitions:
@@ -68,4 +72,13 @@ def acknowledge(b: Brokers, group: str, member: str, epoch: int, partitions: lis
         partition_index=p, acknowledgement_batches=[T.AcknowledgePartition.AcknowledgementBatch(
             first_offset=f, last_offset=last, acknowledge_types=types) for f, last, types in acks or [(0, 0, [1])]])
         for p in ps]) for tid, ps in by_topic.items()]
-    return b.call(ACK[1](group_id=group, member_id=member, share_session_epoch=epoch, topics=topics), port)
+    return _call(b, ACK[1](group_id=group, member_id=member, share_session_epoch=epoch, topics=topics), port, sock)
+
+
+def connection(b: Brokers, port: int | None = None) -> socket.socket:
+    """A connection to keep a share session on (closed by the caller)."""
+    return socket.create_connection(("127.0.0.1", port or b.single.port), timeout=30)
+
+
+def _call(b: Brokers, request: Any, port: int | None, sock: socket.socket | None) -> Any:
+    return b.call(request, port) if sock is None else roundtrip(sock, request, 7)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 from typing import Any
 
@@ -9,47 +10,50 @@ from broker.apis import share_acknowledge
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .share_support import acknowledge, fetch, read_denied_topic, topic_id
+from .share_support import acknowledge, connection, fetch, read_denied_topic, topic_id
 from .support import Brokers, Producer, error_path_test
 
 
-def session(b: Brokers, group: str, port: int | None = None) -> None:
-    assert fetch(b, group, "m1", 0, port=port).error_code == ErrorCode.NONE
+def session(b: Brokers, group: str, port: int | None = None) -> socket.socket:
+    """A connection with member m1's share session of `group` open on it."""
+    s = connection(b, port)
+    assert fetch(b, group, "m1", 0, port=port, sock=s).error_code == ErrorCode.NONE
+    return s
 
 
 def topic_denied(b: Brokers) -> Any:
     port, tid = read_denied_topic(b)
-    session(b, "sa-acl", port)
-    return acknowledge(b, "sa-acl", "m1", 1, [(tid, 0)], port=port)
+    with session(b, "sa-acl", port) as s:
+        return acknowledge(b, "sa-acl", "m1", 1, [(tid, 0)], port=port, sock=s)
 
 
 def unknown_partition(b: Brokers) -> Any:
     tid = topic_id(b, b.topic("sa-one-partition"))
-    session(b, "sa-unknown-partition")
-    return acknowledge(b, "sa-unknown-partition", "m1", 1, [(tid, 7)])
+    with session(b, "sa-unknown-partition") as s:
+        return acknowledge(b, "sa-unknown-partition", "m1", 1, [(tid, 7)], sock=s)
 
 
 def not_leader(b: Brokers) -> Any:
     name = b.led_by_other("share-ack-on-1")
     port = b.cluster.ports[0]
-    session(b, "sa-not-leader", port)
-    return acknowledge(b, "sa-not-leader", "m1", 1, [(topic_id(b, name, port), 0)], port=port)
+    with session(b, "sa-not-leader", port) as s:
+        return acknowledge(b, "sa-not-leader", "m1", 1, [(topic_id(b, name, port), 0)], port=port, sock=s)
 
 
 def record_state(b: Brokers) -> Any:
     tid = topic_id(b, b.topic("sa-state"))
-    session(b, "sa-state")
-    return acknowledge(b, "sa-state", "m1", 1, [(tid, 0)], acks=[(0, 0, [1])])
+    with session(b, "sa-state") as s:
+        return acknowledge(b, "sa-state", "m1", 1, [(tid, 0)], acks=[(0, 0, [1])], sock=s)
 
 
 def bad_epoch(b: Brokers) -> Any:
-    session(b, "sa-epoch")
-    return acknowledge(b, "sa-epoch", "m1", 0)
+    with session(b, "sa-epoch") as s:
+        return acknowledge(b, "sa-epoch", "m1", 0, sock=s)
 
 
 def unknown_id(b: Brokers) -> Any:
-    session(b, "sa-unknown-id")
-    return acknowledge(b, "sa-unknown-id", "m1", 1, [(uuid.uuid4(), 0)])
+    with session(b, "sa-unknown-id") as s:
+        return acknowledge(b, "sa-unknown-id", "m1", 1, [(uuid.uuid4(), 0)], sock=s)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {

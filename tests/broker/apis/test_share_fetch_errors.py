@@ -9,13 +9,14 @@ from broker.apis import share_fetch
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .share_support import fetch, read_denied_topic, topic_id
+from .share_support import connection, fetch, read_denied_topic, topic_id
 from .support import Brokers, Producer, error_path_test
 
 
 def bad_epoch(b: Brokers) -> Any:
-    assert fetch(b, "sf-epoch", "m1", 0).error_code == ErrorCode.NONE
-    return fetch(b, "sf-epoch", "m1", 5)
+    with connection(b) as s:
+        assert fetch(b, "sf-epoch", "m1", 0, sock=s).error_code == ErrorCode.NONE
+        return fetch(b, "sf-epoch", "m1", 5, sock=s)
 
 
 def topic_denied(b: Brokers) -> Any:
@@ -36,8 +37,9 @@ def not_leader(b: Brokers) -> Any:
 
 def record_state(b: Brokers) -> Any:
     tid = topic_id(b, b.topic("sf-state"))
-    assert fetch(b, "sf-state", "m1", 0, [(tid, 0)]).error_code == ErrorCode.NONE
-    return fetch(b, "sf-state", "m1", 1, [(tid, 0)], acks=[(0, 0, [1])])
+    with connection(b) as s:
+        assert fetch(b, "sf-state", "m1", 0, [(tid, 0)], sock=s).error_code == ErrorCode.NONE
+        return fetch(b, "sf-state", "m1", 1, [(tid, 0)], acks=[(0, 0, [1])], sock=s)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
