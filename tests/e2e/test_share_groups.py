@@ -38,8 +38,8 @@ FAST = {"group.share.heartbeat.interval.ms": "300", "group.share.min.heartbeat.i
         "group.share.record.lock.duration.ms": "1000", "group.share.min.record.lock.duration.ms": "1000"}
 
 
-def start(broker_factory: Callable[..., Any], **overrides: str) -> Any:
-    broker = broker_factory({**FAST, **overrides})
+def start(broker_factory: Callable[..., Any], data_dir: Any = None, **overrides: str) -> Any:
+    broker = broker_factory({**FAST, **overrides}, data_dir=data_dir)
     share_partition_manager(broker.server).auto_offset_reset = lambda group_id: "earliest"
     return broker
 
@@ -262,3 +262,41 @@ def test_share_group_is_described_and_listed_by_type(broker_factory: Any) -> Non
     assert assigned == [0, 1, 2]
     assert [(x.group_id, x.group_type, x.protocol_type) for x in shares.groups] == [(group, "share", "share")]
     assert group not in {x.group_id for x in classic.groups}
+
+
+def test_a_share_group_survives_a_broker_restart(broker_factory: Any, tmp_path: Any) -> None:
+    data_dir = tmp_path / "restarted"
+    broker = start(broker_factory, data_dir=data_dir)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-restart"
+    create_topic(broker.bootstrap, topic, 3)
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    joined = []
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)  # makes __consumer_offsets
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+
+        def join(member: str) -> bool:
+            resp = roundtrip(s, Heartbeat[1](group_id=group, member_id=member, member_epoch=0,
+                                             subscribed_topic_names=[topic]), 1)
+            joined.append(resp)
+            return resp.error_code == 0
+        wait_until(lambda: join("m1"), 30, "the first member to join")
+        assert join("m2")
+        first = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=joined[-2].member_epoch), 2)
+    assert first.error_code == 0
+    before = broker.server.group_coordinator.coordinator.share_groups[group]
+    epoch = before.group_epoch
+    members = {m: (x.member_epoch, x.assigned, x.subscribed_topic_names) for m, x in before.members.items()}
+    broker.stop()
+    again = broker_factory(FAST, data_dir=data_dir, port=broker.port)
+    with socket.create_connection(("127.0.0.1", again.port), timeout=30) as s:
+        described: list[Any] = []
+        Describe = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
+        wait_until(lambda: described.append(roundtrip(s, Describe[1](group_ids=[group],
+                                                                     include_authorized_operations=False), 3))
+                   or described[-1].groups[0].error_code == 0, 30, "the group to load")
+    loaded = again.server.group_coordinator.coordinator.share_groups[group]
+    assert loaded.group_epoch == epoch == 2
+    assert {m: (x.member_epoch, x.assigned, x.subscribed_topic_names) for m, x in loaded.members.items()} == members
+    assert sorted(p for _, assigned, _ in members.values() for ps in assigned.values() for p in ps) == [0, 1, 2]
+    assert {m.member_id for m in described[-1].groups[0].members} == {"m1", "m2"}

@@ -78,6 +78,7 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, ShareGroupRequests
         self.rebalance = Rebalancer(self.config, self.manager)
         self.manager.on_group_loaded = self._on_group_loaded
         self.manager.on_group_unloaded = self._on_group_unloaded
+        self.manager.on_share_groups_loaded = self.on_share_groups_loaded
 
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)

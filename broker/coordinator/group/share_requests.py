@@ -14,9 +14,12 @@ Contract:
   part at the new epoch on its next heartbeat. The assignment is answered on joining and whenever it changed.
 - Each heartbeat restarts the member's session (`group.share.session.timeout.ms`); expiring or leaving
   (epoch -1) removes the member and bumps the group epoch.
-- Gaps: share groups live in memory on the coordinator (not yet as ShareGroup* records in
-  `__consumer_offsets`), so a coordinator restart or move makes members rejoin (UNKNOWN_MEMBER_ID) with new
-  epochs; the share-group state itself is the share-partition leaders' (broker/share/), unaffected.
+- Persistence (share_records.py): every accepted change is appended to the group's `__consumer_offsets`
+  partition as Kafka's ShareGroup* records before the member hears of it, so the group survives a restart or a
+  coordinator move (loaded members' sessions start again). A failed append answers its error (the in-memory
+  change is not rolled back).
+- Gaps: DeleteGroups and offset expiry do not know share groups; the share-group state itself is the
+  share-partition leaders' (broker/share/).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from broker.coordinator.group import share_records
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.metadata import GroupState
 from broker.coordinator.group.share_group import (
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
     from broker.coordinator.group.metadata_manager import GroupMetadataManager
 
 log = logging.getLogger(__name__)
+
+Record = tuple[bytes, bytes | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +91,24 @@ class ShareGroupRequests:
             error = self.manager.partition_error(group_id)
             if error is not None:
                 raise _Refused(error)
+            records: list[Record] = []
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-                return self._share_group_leave(group_id, member_id)
-            return self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names,
-                                               client_id, client_host)
+                result = self._share_group_leave(group_id, member_id, records)
+            else:
+                result = self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id,
+                                                     subscribed_topic_names, client_id, client_host, records)
         except _Refused as refused:
             return ShareGroupHeartbeatResult(refused.code, refused.message)
+        # Applied; the member hears of it once it is stored (Kafka answers after the write).
+        if records:
+            error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
+            if error != E.NONE:
+                return ShareGroupHeartbeatResult(error)
+        return result
 
     def _share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
-                               names: list[str] | None, client_id: str,
-                               client_host: str) -> ShareGroupHeartbeatResult:
+                               names: list[str] | None, client_id: str, client_host: str,
+                               records: list[Record]) -> ShareGroupHeartbeatResult:
         group = self._share_group(group_id, create=member_epoch == 0)
         config = self.share_config
         member = group.members.get(member_id)
@@ -118,18 +132,26 @@ class ShareGroupRequests:
         metadata = self._share_subscription_metadata(members.values())
         bump = (member_id not in group.members or updated.subscribed_topic_names != member.subscribed_topic_names
                 or metadata != group.subscription_metadata)
+        if member_id not in group.members or (updated.rack_id, updated.client_id, updated.client_host,
+                                              updated.subscribed_topic_names) != (
+                member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names):
+            records.append(share_records.member_metadata_record(group_id, updated))
+        if metadata != group.subscription_metadata:
+            records.append(share_records.partition_metadata_record(group_id, metadata))
         if bump:
             group.group_epoch += 1
             group.subscription_metadata = metadata
+            records.append(share_records.group_epoch_record(group_id, group.group_epoch))
             log.info("share group %s: epoch %d", group_id, group.group_epoch)
         group.members[member_id] = updated
         if group.group_epoch > group.assignment_epoch:
-            self._share_target(group)
+            self._share_target(group, records)
         target = group.target_assignment.get(member_id, {})
         if updated.member_epoch != group.assignment_epoch or updated.assigned != target:
             updated.previous_member_epoch = updated.member_epoch
             updated.member_epoch = group.assignment_epoch
             updated.assigned = target
+            records.append(share_records.current_assignment_record(group_id, updated))
         self._schedule_share_session_timeout(group, member_id)
         changed = member_epoch == 0 or updated.assigned != member.assigned
         return ShareGroupHeartbeatResult(E.NONE, None, member_id, updated.member_epoch,
@@ -154,35 +176,49 @@ class ShareGroupRequests:
                 out[name] = found
         return out
 
-    def _share_target(self, group: ShareGroup) -> None:
+    def _share_target(self, group: ShareGroup, records: list[Record]) -> None:
         metadata = group.subscription_metadata
         specs = {mid: frozenset(metadata[t][0] for t in m.subscribed_topic_names if t in metadata)
                  for mid, m in group.members.items()}
-        group.target_assignment = simple_assign(specs, dict(metadata.values()), group.target_assignment)
+        target = simple_assign(specs, dict(metadata.values()), group.target_assignment)
+        records.extend(share_records.target_member_record(group.group_id, mid, assignment)
+                       for mid, assignment in target.items() if group.target_assignment.get(mid) != assignment)
+        group.target_assignment = target
         group.assignment_epoch = group.group_epoch
+        records.append(share_records.target_epoch_record(group.group_id, group.assignment_epoch))
 
-    def _share_group_leave(self, group_id: str, member_id: str) -> ShareGroupHeartbeatResult:
+    def _share_group_leave(self, group_id: str, member_id: str, records: list[Record]) -> ShareGroupHeartbeatResult:
         group = self._share_group(group_id, create=False)
         if member_id not in group.members:
             raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         log.info("share group %s: member %s leaves", group_id, member_id)
-        self._remove_share_member(group, member_id)
+        records.extend(self._remove_share_member(group, member_id))
         return ShareGroupHeartbeatResult(E.NONE, None, member_id, LEAVE_GROUP_MEMBER_EPOCH)
 
-    def _remove_share_member(self, group: ShareGroup, member_id: str) -> None:
+    def _remove_share_member(self, group: ShareGroup, member_id: str) -> list[Record]:
+        """Remove a member; the group epoch moves so the others share its partitions. Returns the records."""
+        records = share_records.member_tombstones(group.group_id, member_id)
         group.members.pop(member_id, None)
         group.target_assignment.pop(member_id, None)
         group.cancel_timer(member_id)
-        group.subscription_metadata = self._share_subscription_metadata(group.members.values())
+        metadata = self._share_subscription_metadata(group.members.values())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            records.append(share_records.partition_metadata_record(group.group_id, metadata))
         group.group_epoch += 1
+        return [*records, share_records.group_epoch_record(group.group_id, group.group_epoch)]
 
     def _schedule_share_session_timeout(self, group: ShareGroup, member_id: str) -> None:
         group.cancel_timer(member_id)
 
         def expire() -> None:
-            if self.share_groups.get(group.group_id) is group and member_id in group.members:
-                log.info("share group %s: member %s fenced: its session expired", group.group_id, member_id)
-                self._remove_share_member(group, member_id)
+            group_id = group.group_id
+            if (self.share_groups.get(group_id) is group and member_id in group.members
+                    and self.manager.partition_error(group_id) is None):
+                log.info("share group %s: member %s fenced: its session expired", group_id, member_id)
+                records = self._remove_share_member(group, member_id)
+                self.manager.spawn(self.manager.append_group_records(self.manager.partition_for(group_id), records),
+                                   "fence a share group member")
         group.session_timers[member_id] = asyncio.get_running_loop().call_later(
             self.share_config.session_timeout_ms / 1000, expire)
 
@@ -215,6 +251,16 @@ class ShareGroupRequests:
         states = {s.lower() for s in states_filter or []}
         return [(gid, g.state) for gid, g in self.share_groups.items()
                 if self.manager.partition_error(gid) is None and (not states or g.state.lower() in states)]
+
+    def on_share_groups_loaded(self, partition: int, groups: dict[str, ShareGroup]) -> None:
+        """A `__consumer_offsets` partition loaded: its share groups replace what was kept for it, and their
+        members' sessions start now (as Kafka's)."""
+        for group_id in [g for g in self.share_groups if self.manager.partition_for(g) == partition]:
+            self.share_groups.pop(group_id).cancel_timers()
+        for group_id, group in groups.items():
+            self.share_groups[group_id] = group
+            for member_id in group.members:
+                self._schedule_share_session_timeout(group, member_id)
 
     def shutdown_share_groups(self) -> None:
         for group in self.share_groups.values():
