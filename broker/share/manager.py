@@ -89,6 +89,21 @@ class FetchedPartition:
     acquired: list[AcquiredRange] = field(default_factory=list)
 
 
+def persister_error_code(code: int) -> int:
+    """The error a share-partition leader answers for a persister error, as Kafka's SharePartition maps them:
+    the share coordinator unavailable or moving -> COORDINATOR_NOT_AVAILABLE, a newer leader epoch ->
+    NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH and UNKNOWN_TOPIC_OR_PARTITION as they are, anything else
+    UNKNOWN_SERVER_ERROR."""
+    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code == ErrorCode.FENCED_LEADER_EPOCH:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 def next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
@@ -204,7 +219,7 @@ class SharePartitionManager:
             else:
                 share.restore(state)
         except PersisterError as e:
-            raise ShareError(e.error_code, str(e)) from e
+            raise ShareError(persister_error_code(e.error_code), str(e)) from e
         share.reset_start(partition.log_start_offset)
         log.info("share group %s: %s starts at offset %d (state epoch %d)", group_id, tp, share.start_offset,
                  state_epoch)
@@ -218,7 +233,7 @@ class SharePartitionManager:
                 await self.persister.write(group_id, entry.topic_id.bytes, entry.tp.partition, state)
         except PersisterError as e:
             log.warning("share group %s: state write failed: %s", group_id, e)
-            return e.error_code
+            return persister_error_code(e.error_code)
         return ErrorCode.NONE
 
     # ---------------------------------------------------------------- acknowledgements
