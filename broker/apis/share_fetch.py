@@ -16,8 +16,7 @@ authorizer); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEA
 current leader and its endpoint), TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as
 AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not acquired by this member) and INVALID_REQUEST (a
 malformed acknowledgement batch), or the persister's error (e.g. FENCED_STATE_EPOCH).
-Gaps: v2 (ShareAcquireMode, renew acknowledgements, Kafka 4.2) not served; MinBytes is taken as one record;
-waiting fetches look for new records every 50 ms instead of being completed by appends.
+Gaps: v2 (ShareAcquireMode, renew acknowledgements, Kafka 4.2) not served; MinBytes is taken as one record.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Contract:
   without waiting) and acquired whole batches at a time (see share_partition.py); the records returned are
   the log batches that hold the acquired offsets, untouched.
 - A ShareFetch with nothing to acquire waits up to its MaxWaitMs: it is woken by a release or lock expiry
-  here and looks again for new records every `_POLL_S`.
+  here, or by an append past a window's end (parked in the replica manager's fetch purgatory, as a Fetch).
 - A session ends with the connection that opened it (Kafka 4.1): a member that crashes has its acquired records
   released at once instead of at the end of their locks.
 - Gaps: read_uncommitted only (`share.isolation.level`); group configs
@@ -258,7 +258,37 @@ class SharePartitionManager:
             remaining = deadline - time.monotonic()
             if any(r.acquired or r.error for r in out.values()) or remaining <= 0:
                 return out
-            await self._wait(min(remaining, _POLL_S))
+            await self._wait_for_records(group_id, wanted, remaining)
+
+    async def _wait_for_records(self, group_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
+                                timeout: float) -> None:
+        """Until a record is appended past a share partition's window (the fetch purgatory, as a consumer's
+        Fetch waits), a record is released here, or `timeout`."""
+        infos = []
+        for tp, _ in wanted:
+            entry = self.partitions.get((group_id, tp))
+            if entry is not None and entry.share.can_fetch_more:
+                infos.append((tp, PartitionFetchInfo(entry.share.end_offset, 1)))
+        waiters: set[asyncio.Future[Any]] = set()
+        if infos:
+            params = FetchParams(replica_id=-1, max_wait_ms=max(int(timeout * 1000), 1), min_bytes=1,
+                                 max_bytes=1, isolation=FETCH_HIGH_WATERMARK)
+            parked = self.server.replica_manager.fetch_messages(params, infos)
+            if not isinstance(parked, asyncio.Future):
+                timeout = min(timeout, _POLL_S)  # answered at once (an error, a full window): do not spin
+            else:
+                waiters.add(parked)
+        else:
+            timeout = min(timeout, _POLL_S * 10)
+        if self._wakeup is None:
+            self._wakeup = asyncio.get_running_loop().create_future()
+        waiters.add(self._wakeup)
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                if waiter is not self._wakeup and not waiter.done():
+                    waiter.cancel()  # the parked fetch completes nothing once cancelled
 
     async def _fetch_once(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
                           max_records: int, max_bytes: int) -> dict[TopicPartition, FetchedPartition]:
@@ -357,10 +387,6 @@ class SharePartitionManager:
             self._wakeup.set_result(None)
         self._wakeup = None
 
-    async def _wait(self, timeout: float) -> None:
-        if self._wakeup is None:
-            self._wakeup = asyncio.get_running_loop().create_future()
-        await asyncio.wait({self._wakeup}, timeout=timeout)
 
 
 _Batch = tuple[int, int, bool, bytes]
