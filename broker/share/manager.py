@@ -252,6 +252,8 @@ class SharePartitionManager:
     # ---------------------------------------------------------------- fetching
     async def fetch(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
                     max_records: int, max_bytes: int, max_wait_ms: int) -> dict[TopicPartition, FetchedPartition]:
+        if not wanted or max_records == 0 or max_bytes == 0:
+            return {}  # nothing asked for: answered at once, as Kafka's processShareFetch
         deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
         while True:
             out = await self._fetch_once(group_id, member_id, wanted, max_records, max_bytes)
@@ -278,8 +280,6 @@ class SharePartitionManager:
                 timeout = min(timeout, _POLL_S)  # answered at once (an error, a full window): do not spin
             else:
                 waiters.add(parked)
-        else:
-            timeout = min(timeout, _POLL_S * 10)
         if self._wakeup is None:
             self._wakeup = asyncio.get_running_loop().create_future()
         waiters.add(self._wakeup)
