@@ -236,6 +236,17 @@ class SharePartitionManager:
             return persister_error_code(e.error_code)
         return ErrorCode.NONE
 
+    async def delete_group(self, group_id: str) -> None:
+        """A deleted share group: its share partitions here are dropped and their state deleted."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            entry = self.partitions.pop(key)
+            if entry.timer is not None:
+                entry.timer.cancel()
+            try:
+                await self.persister.delete(group_id, entry.topic_id.bytes, entry.tp.partition)
+            except PersisterError as e:
+                log.warning("share group %s: state of %s not deleted: %s", group_id, entry.tp, e)
+
     # ---------------------------------------------------------------- acknowledgements
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, topic_id: uuid.UUID,
                           batches: list[tuple[int, int, list[int]]]) -> int:

@@ -300,3 +300,30 @@ def test_a_share_group_survives_a_broker_restart(broker_factory: Any, tmp_path: 
     assert {m: (x.member_epoch, x.assigned, x.subscribed_topic_names) for m, x in loaded.members.items()} == members
     assert sorted(p for _, assigned, _ in members.values() for ps in assigned.values() for p in ps) == [0, 1, 2]
     assert {m.member_id for m in described[-1].groups[0].members} == {"m1", "m2"}
+
+
+def test_delete_groups_deletes_an_empty_share_group(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-deleted"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 3, 1)
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    seen: list[int] = []
+    poll_until(consumer, lambda: len(seen) >= 3, 30, lambda m: seen.append(m.offset()))
+    Delete = request_class(ApiKey.DELETE_GROUPS)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        busy = roundtrip(s, Delete[2](groups_names=[group]), 1)
+        consumer.close()
+        wait_until(lambda: not settled(broker, group, 1) and settled(broker, group, 0), 30, "the member to leave")
+        deleted = roundtrip(s, Delete[2](groups_names=[group]), 2)
+        again = roundtrip(s, Delete[2](groups_names=[group]), 3)
+    assert [r.error_code for r in (*busy.results, *deleted.results, *again.results)] == [68, 0, 69]
+    assert group not in broker.server.group_coordinator.coordinator.share_groups
+    assert not [k for k in share_partition_manager(broker.server).partitions if k[0] == group]
+    # A new group of that id starts afresh (here at the earliest offset): its state was deleted with the group.
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    try:
+        poll_until(consumer, lambda: len(seen) >= 6, 30, lambda m: seen.append(m.offset()))
+    finally:
+        consumer.close()
+    assert seen == [0, 1, 2, 0, 1, 2]

@@ -18,8 +18,10 @@ Contract:
   partition as Kafka's ShareGroup* records before the member hears of it, so the group survives a restart or a
   coordinator move (loaded members' sessions start again). A failed append answers its error (the in-memory
   change is not rolled back).
-- Gaps: DeleteGroups and offset expiry do not know share groups; the share-group state itself is the
-  share-partition leaders' (broker/share/).
+- DeleteGroups deletes an Empty share group (NON_EMPTY_GROUP while members remain).
+- Gaps: the share-group state itself is the share-partition leaders' (broker/share/); the initialized share
+  partitions are not recorded (Kafka 4.1's ShareGroupStatePartitionMetadata), so DeleteGroups clears only the
+  state this broker's share-partition manager holds.
 """
 
 from __future__ import annotations
@@ -241,6 +243,23 @@ class ShareGroupRequests:
             else:
                 out.append((group_id, E.NONE, group))
         return out
+
+    async def delete_share_group(self, group_id: str) -> int:
+        """DeleteGroups for a share group this coordinator owns: NON_EMPTY_GROUP while it has members, else its
+        records are tombstoned and it is gone (NONE), or the append's error."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        records = [(share_records.target_epoch_record(group_id, 0)[0], None),
+                   (share_records.partition_metadata_record(group_id, {})[0], None),
+                   (share_records.group_epoch_record(group_id, 0)[0], None)]
+        error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
+        if error == E.NONE and self.share_groups.get(group_id) is group and not group.members:
+            self.share_groups.pop(group_id).cancel_timers()
+            log.info("share group %s: deleted", group_id)
+        return int(error)
 
     def listed_share_groups(self, states_filter: list[str] | None = None,
                             types_filter: list[str] | None = None) -> list[tuple[str, str]]:
