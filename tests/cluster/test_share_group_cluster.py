@@ -1,5 +1,6 @@
 """A share group over three brokers: the group coordinator on one broker, the share partitions led by all
-three; three confluent-kafka ShareConsumers get every record exactly once. Share groups start at the latest
+three; three confluent-kafka ShareConsumers get every record exactly once. And the group survives its
+coordinator's death with its members and epochs. Share groups start at the latest
 offset (Kafka's default `share.auto.offset.reset`), so markers are produced until one from each partition has
 arrived before the records that count."""
 
@@ -9,10 +10,12 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer, ShareConsumer
 
-from tests.cluster.support import create_topic, metadata, start_cluster, wait_until
+from protocol import ApiKey, request_class
+from tests.cluster.support import Zk, create_topic, metadata, raw_request, start_cluster, wait_isr, wait_until
 
 TOPIC, GROUP, PARTITIONS = "share-cluster", "share-cluster-group", 3
 
@@ -66,3 +69,75 @@ def test_three_members_share_partitions_led_by_three_brokers(tmp_path: Path) -> 
         assert {seen[v] for v in values} == {1}
     finally:
         cluster.stop()
+
+
+def test_a_share_group_survives_its_coordinators_death(tmp_path: Path) -> None:
+    """The share partitions on the two brokers that are not the group's coordinator; the coordinator killed
+    -9: the broker that now leads the group's `__consumer_offsets` partition loads the group (Kafka's
+    ShareGroup* records) with the same members and epochs, and the members consume on without rejoining."""
+    cluster = start_cluster(tmp_path, {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms": "100",
+                                       "group.share.heartbeat.interval.ms": "500",
+                                       "group.share.min.heartbeat.interval.ms": "500"})
+    zk = Zk(cluster)
+    try:
+        group = "share-failover"
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        old = wait_until(lambda: (r := raw_request(cluster.ports[0], find)).error_code == 0 and r.node_id + 1, 30,
+                         "the group coordinator") - 1
+        wait_isr(zk, "__consumer_offsets", 4, {0, 1, 2}, 20)
+        others = [b for b in range(3) if b != old]
+        create_topic(cluster.bootstrap, "share-failover", 2, 1, assignment=[[b] for b in others])
+        wait_until(lambda: len(metadata(cluster.bootstrap, "share-failover")) == 2, 30, "the topic")
+        bootstrap = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in others)
+        producer = Producer({"bootstrap.servers": bootstrap})
+        consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+        consumer.subscribe(["share-failover"])
+        seen: Counter[bytes] = Counter()
+
+        def produce_and_consume(tag: str, n: int) -> None:
+            marker = f"{tag}-marker".encode()
+
+            def markers() -> bool:
+                for p in range(2):
+                    producer.produce("share-failover", marker, partition=p)
+                producer.flush(10)
+                for m in consumer.poll(0.5):
+                    if m.error() is None:
+                        seen[m.value()] += 1
+                return seen[marker] >= 2
+            wait_until(markers, 60, f"{tag}: markers through both partitions")
+            values = [f"{tag}-{i}".encode() for i in range(n)]
+            for i, v in enumerate(values):
+                producer.produce("share-failover", v, partition=i % 2)
+            assert producer.flush(15) == 0
+
+            def consumed() -> bool:
+                for m in consumer.poll(0.3):
+                    if m.error() is None:
+                        seen[m.value()] += 1
+                return all(seen[v] for v in values)
+            wait_until(consumed, 60, f"{tag}: every record")
+            assert {seen[v] for v in values} == {1}
+
+        def describe(port: int) -> Any:
+            return raw_request(port, request_class(ApiKey.SHARE_GROUP_DESCRIBE)[1](
+                group_ids=[group], include_authorized_operations=False)).groups[0]
+
+        try:
+            produce_and_consume("before", 100)
+            before = describe(cluster.ports[old])
+            assert before.error_code == 0 and len(before.members) == 1
+            cluster.brokers[old].kill()
+            new = wait_until(lambda: (r := raw_request(cluster.ports[others[0]], find)).error_code == 0
+                             and r.node_id != old and r.node_id + 1, 30, "a new group coordinator") - 1
+            after = wait_until(lambda: (d := describe(cluster.ports[new])).error_code == 0 and d, 30, "the group")
+            assert [(m.member_id, m.member_epoch) for m in after.members] == [
+                (m.member_id, m.member_epoch) for m in before.members]
+            assert after.group_epoch == before.group_epoch
+            produce_and_consume("after", 100)
+            assert [m.member_id for m in describe(cluster.ports[new]).members] == [before.members[0].member_id]
+        finally:
+            consumer.close()
+    finally:
+        zk.close()
+        cluster.cleanup()
