@@ -2,7 +2,8 @@
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
-(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge), BrokerRegistration,
+(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets),
+BrokerRegistration,
 BrokerHeartbeat and FetchSnapshot, loaded through kafka-python's machinery (`load_json=`) so they behave like
 every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
@@ -135,4 +136,12 @@ class ShareAcknowledgeRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
     pass

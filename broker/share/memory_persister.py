@@ -10,7 +10,8 @@ Rules, as Kafka's share coordinator (ShareCoordinatorShard) applies them:
   FENCED_LEADER_EPOCH; a partition never initialized is initialized by it. The written batches are merged
   into the stored ones (the newer state wins for each offset, as the coordinator's ShareUpdate replay does),
   a start offset of -1 keeps the stored one, and batches (or their parts) below the start offset are dropped.
-- `delete` forgets the partition; `read_summary` answers state epoch and start offset only.
+- `delete` forgets the partition; `read_summary` answers state epoch and start offset only and changes
+  nothing (leader epoch -1, an admin's read, is never fenced).
 Every state is copied in and out, so callers never share lists with the store.
 """
 
@@ -71,8 +72,13 @@ class InMemoryPersister:
 
     async def read_summary(self, group_id: str, topic_id: bytes, partition: int,
                            leader_epoch: int) -> SharePartitionState:
-        state = await self.read(group_id, topic_id, partition, leader_epoch)
-        return SharePartitionState(state.state_epoch, state.start_offset, [], state.leader_epoch)
+        current = self._states.get((group_id, topic_id, partition))
+        if current is None:
+            return SharePartitionState(0, -1, [], -1)
+        if leader_epoch < current.leader_epoch and leader_epoch != -1:
+            raise PersisterError(ErrorCode.FENCED_LEADER_EPOCH,
+                                 f"leader epoch {leader_epoch} is below {current.leader_epoch}")
+        return SharePartitionState(current.state_epoch, current.start_offset, [], current.leader_epoch)
 
 
 def _merge(old: list[PersisterStateBatch], new: list[PersisterStateBatch],

@@ -327,3 +327,30 @@ def test_delete_groups_deletes_an_empty_share_group(broker_factory: Any) -> None
     finally:
         consumer.close()
     assert seen == [0, 1, 2, 0, 1, 2]
+
+
+def test_share_group_offsets_are_described(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-offsets"
+    create_topic(broker.bootstrap, topic, 2)
+    produce(broker.bootstrap, topic, 10, 2)
+    consumer = share_consumer(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    seen: list[tuple[int, int]] = []
+    try:
+        def ack(m: Any) -> None:  # accept partition 0's records, release partition 1's (its start stays)
+            seen.append((m.partition(), m.offset()))
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT if m.partition() == 0 else AcknowledgeType.RELEASE)
+        poll_until(consumer, lambda: len({o for p, o in seen if p == 0}) >= 5, 30, ack)
+        consumer.commit_sync()
+        Req = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+        G = Req.DescribeShareGroupOffsetsRequestGroup
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+            every = roundtrip(s, Req[0](groups=[G(group_id=group, topics=None)]), 1)
+            named = roundtrip(s, Req[0](groups=[G(group_id=group, topics=[G.DescribeShareGroupOffsetsRequestTopic(
+                topic_name=topic, partitions=[1])])]), 2)
+    finally:
+        consumer.close()
+    starts = {p.partition_index: p.start_offset for t in every.groups[0].topics for p in t.partitions}
+    assert starts == {0: 5, 1: 0}
+    assert [(p.partition_index, p.start_offset, p.error_code) for p in named.groups[0].topics[0].partitions] == [
+        (1, 0, 0)]
