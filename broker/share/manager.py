@@ -383,6 +383,13 @@ class SharePartitionManager:
 
         def expire() -> None:
             entry.timer = None
+            partition = self.server.replica_manager.partitions.get(entry.tp)
+            if partition is None or not partition.is_leader or partition.leader_epoch != entry.leader_epoch:
+                # No longer this partition's leader (or a newer epoch reloads it): the state is the new
+                # leader's to keep, this copy is dropped.
+                if self.partitions.get((group_id, entry.tp)) is entry:
+                    del self.partitions[(group_id, entry.tp)]
+                return
             if entry.share.expire_locks(self.now_ms()):
                 self._spawn_persist(group_id, entry)
                 self._wake()
