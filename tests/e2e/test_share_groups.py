@@ -354,3 +354,28 @@ def test_share_group_offsets_are_described(broker_factory: Any) -> None:
     assert starts == {0: 5, 1: 0}
     assert [(p.partition_index, p.start_offset, p.error_code) for p in named.groups[0].topics[0].partitions] == [
         (1, 0, 0)]
+
+
+def test_a_share_groups_id_is_not_a_classic_or_consumer_group_and_back(broker_factory: Any) -> None:
+    broker = start(broker_factory)
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    ConsumerHeartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+    Join = request_class(ApiKey.JOIN_GROUP)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key="sg-ids", key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        shared = roundtrip(s, Heartbeat[1](group_id="sg-ids", member_id="m1", member_epoch=0,
+                                           subscribed_topic_names=["t"]), 1)
+        consumer = roundtrip(s, ConsumerHeartbeat[1](group_id="sg-ids", member_id="c1", member_epoch=0,
+                                                     rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
+                                                     topic_partitions=[]), 2)
+        classic = roundtrip(s, Join[5](group_id="sg-ids", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                       member_id="", group_instance_id=None, protocol_type="consumer",
+                                       protocols=[Join.JoinGroupRequestProtocol(name="range", metadata=b"")]), 3)
+        joined = roundtrip(s, ConsumerHeartbeat[1](group_id="cg-ids", member_id="c1", member_epoch=0,
+                                                   rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
+                                                   topic_partitions=[]), 4)
+        refused = roundtrip(s, Heartbeat[1](group_id="cg-ids", member_id="m1", member_epoch=0,
+                                            subscribed_topic_names=["t"]), 5)
+    assert shared.error_code == 0 and joined.error_code == 0
+    assert (consumer.error_code, classic.error_code, refused.error_code) == (69, 25, 69)

@@ -82,6 +82,11 @@ class ShareGroupRequests:
             groups = self.__dict__["_share_groups"] = {}
         return groups
 
+    def is_share_group(self, group_id: str) -> bool:
+        """Whether `group_id` is a share group this coordinator owns: classic and consumer group requests for
+        it are refused (Kafka: "Group X is not a classic/consumer group")."""
+        return group_id in self.share_groups and self.manager.partition_error(group_id) is None
+
     # ---------------------------------------------------------------- ShareGroupHeartbeat
     async def share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
                                     rack_id: str | None = None, subscribed_topic_names: list[str] | None = None,
