@@ -379,3 +379,31 @@ def test_a_share_groups_id_is_not_a_classic_or_consumer_group_and_back(broker_fa
                                             subscribed_topic_names=["t"]), 5)
     assert shared.error_code == 0 and joined.error_code == 0
     assert (consumer.error_code, classic.error_code, refused.error_code) == (69, 25, 69)
+
+
+def test_a_silent_member_is_fenced_after_the_session_timeout(broker_factory: Any) -> None:
+    broker = start(broker_factory, **{"group.share.session.timeout.ms": "1000",
+                                      "group.share.min.session.timeout.ms": "1000"})
+    topic = f"share-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic, 2)
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key="sg-silent", key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+
+        def beat(member: str, epoch: int) -> Any:
+            return roundtrip(s, Heartbeat[1](group_id="sg-silent", member_id=member, member_epoch=epoch,
+                                             subscribed_topic_names=[topic] if epoch == 0 else None), 1)
+        a, b = beat("a", 0), beat("b", 0)
+        a = beat("a", a.member_epoch)  # a takes its share at b's epoch
+        assert a.assignment is not None and sum(len(t.partitions) for t in a.assignment.topic_partitions) == 1
+        assignment = a.assignment
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # a heartbeats, b stays silent
+            a = beat("a", a.member_epoch)
+            assignment = a.assignment or assignment  # answered when it changes
+            time.sleep(0.2)
+        gone = beat("b", b.member_epoch)
+    assert gone.error_code == 25  # UNKNOWN_MEMBER_ID: fenced
+    assert a.error_code == 0 and a.member_epoch > b.member_epoch
+    assert sum(len(t.partitions) for t in assignment.topic_partitions) == 2
