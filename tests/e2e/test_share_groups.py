@@ -407,3 +407,19 @@ def test_a_silent_member_is_fenced_after_the_session_timeout(broker_factory: Any
     assert gone.error_code == 25  # UNKNOWN_MEMBER_ID: fenced
     assert a.error_code == 0 and a.member_epoch > b.member_epoch
     assert sum(len(t.partitions) for t in assignment.topic_partitions) == 2
+
+
+def test_records_a_member_closed_without_acknowledging_are_redelivered_with_delivery_count_2(
+        broker_factory: Any) -> None:
+    broker = start(broker_factory, **{"group.share.record.lock.duration.ms": "60000"})
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-closed"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 5, 1)
+    first = share_consumer(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    held: set[tuple[int, int]] = set()
+    poll_until(first, lambda: bool(held), 30, lambda m: held.add((m.partition(), m.offset())))
+    first.close()  # mid-batch: nothing acknowledged; its share session ends and releases them
+    closed_at = time.monotonic()
+    redelivered = _redelivered(broker, group, topic, held)
+    assert {redelivered[k] for k in held} == {2}
+    assert time.monotonic() - closed_at < 30  # not the 60 s lock
