@@ -233,7 +233,15 @@ class SharePartitionManager:
                 await self.persister.write(group_id, entry.topic_id.bytes, entry.tp.partition, state)
         except PersisterError as e:
             log.warning("share group %s: state write failed: %s", group_id, e)
-            return persister_error_code(e.error_code)
+            code = persister_error_code(e.error_code)
+            if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+                # Fenced (an admin reset the state, or another leader writes it): this copy is dropped and the
+                # next request loads the state again, as Kafka's fenced share-partition handler does.
+                if self.partitions.get((group_id, entry.tp)) is entry:
+                    del self.partitions[(group_id, entry.tp)]
+                    if entry.timer is not None:
+                        entry.timer.cancel()
+            return code
         return ErrorCode.NONE
 
     async def delete_group(self, group_id: str) -> None:
