@@ -404,6 +404,10 @@ def test_a_silent_member_is_fenced_after_the_session_timeout(broker_factory: Any
             assignment = a.assignment or assignment  # answered when it changes
             time.sleep(0.2)
         gone = beat("b", b.member_epoch)
+        fenced = beat("a", a.member_epoch + 3)
+        rejoined = beat("a", 0)  # the client rejoins with its member id after FENCED_MEMBER_EPOCH
+    assert (fenced.error_code, rejoined.error_code, rejoined.member_epoch) == (110, 0, a.member_epoch)
+    assert rejoined.assignment is not None
     assert gone.error_code == 25  # UNKNOWN_MEMBER_ID: fenced
     assert a.error_code == 0 and a.member_epoch > b.member_epoch
     assert sum(len(t.partitions) for t in assignment.topic_partitions) == 2

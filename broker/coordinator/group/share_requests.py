@@ -127,8 +127,9 @@ class ShareGroupRequests:
                                f"{config.max_size} members.")
             log.info("share group %s: member %s joins", group_id, member_id)
             member = ShareGroupMember(member_id)
-        elif member_epoch > member.member_epoch or (member_epoch < member.member_epoch
-                                                    and member_epoch != member.previous_member_epoch):
+        # Epoch 0 from a known member is a rejoin (after an error the client keeps its member id), as Kafka.
+        elif member_epoch != 0 and (member_epoch > member.member_epoch or (
+                member_epoch < member.member_epoch and member_epoch != member.previous_member_epoch)):
             raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has member epoch {member_epoch}, the "
                            f"group coordinator knows {member.member_epoch}.")
         updated = replace(member, rack_id=rack_id if rack_id is not None else member.rack_id,
