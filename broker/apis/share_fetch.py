@@ -73,7 +73,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         # Partitions that gave records go to the back, so MaxRecords does not always favour the first ones.
         for tp in [tp for tp, r in fetched.items() if r.acquired and tp in session.partitions]:
             session.partitions[tp] = session.partitions.pop(tp)
-    return _response(ctx, request, known, refused, ack_codes, fetched, manager.config.record_lock_duration_ms,
+    return _response(ctx, request, known, refused, ack_codes, fetched, manager.lock_duration_ms(group_id),
                      full=epoch == INITIAL_EPOCH)
 
 

@@ -9,8 +9,9 @@ Contract:
   member fetches (requests add partitions; ForgottenTopicsData removes them).
 - Share partitions, one per (group, topic partition) on its leader, created on first use: the state is read
   through the `Persister` (from `create_persister`, the one place that chooses it); a share partition
-  never initialized starts at the group's `share.auto.offset.reset` (latest, Kafka's default: the high
-  watermark; earliest: the log start offset) and is initialized in the persister. Every acknowledgement,
+  never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/group_configs.py:
+  latest, Kafka's default, is the high watermark; earliest the log start offset) and is initialized in the
+  persister. The group config `share.record.lock.duration.ms` sets its acquisition locks. Every acknowledgement,
   release and lock expiry is written through the persister before the client hears of it. A change of
   leader epoch reloads the state.
 - Records are read through the replica manager's read path (`fetch_messages`, up to the high watermark,
@@ -20,10 +21,9 @@ Contract:
   here, or by an append past a window's end (parked in the replica manager's fetch purgatory, as a Fetch).
 - A session ends with the connection that opened it (Kafka 4.1): a member that crashes has its acquired records
   released at once instead of at the end of their locks.
-- Gaps: read_uncommitted only (`share.isolation.level`); group configs
-  (`share.auto.offset.reset`, lock duration, delivery limit per group) come from `auto_offset_reset`
-  (latest unless set) and the broker's group.share.* properties; the in-memory state is not rolled back when
-  a persister write fails (the client gets the error).
+- Gaps: read_uncommitted only (`share.isolation.level`); a changed group config applies to share partitions
+  loaded afterwards; the in-memory state is not rolled back when a persister write fails (the client gets the
+  error).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
 from broker.delayed_fetch import FetchParams, PartitionFetchInfo
+from broker.group_configs import group_configs
 from broker.partition import FETCH_HIGH_WATERMARK
 from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister
@@ -116,9 +117,15 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, TopicPartition], _Entry] = {}
         self._init_locks: dict[tuple[str, TopicPartition], asyncio.Lock] = {}
-        self.auto_offset_reset: Callable[[str], str] = lambda group_id: "latest"
+        # A test's override of the group config share.auto.offset.reset ("" = the group config decides).
+        self.auto_offset_reset: Callable[[str], str] = lambda group_id: ""
         self._wakeup: asyncio.Future[None] | None = None
         self._watched: set[int] = set()
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The group's `share.record.lock.duration.ms` (its group config, else the broker's)."""
+        overrides = group_configs(self.server).cached(group_id) if self.server.controller is not None else {}
+        return int(overrides.get("share.record.lock.duration.ms", self.config.record_lock_duration_ms))
 
     @staticmethod
     def now_ms() -> int:
@@ -203,14 +210,17 @@ class SharePartitionManager:
     async def _load(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID, partition: Any) -> _Entry:
         leader_epoch = partition.leader_epoch
         cfg = self.config
+        configs = group_configs(self.server)
+        overrides = await configs.overrides(group_id) if self.server.controller is not None else {}
         try:
             state = await self.persister.read(group_id, topic_id.bytes, tp.partition, leader_epoch)
-            share = SharePartition(0, record_lock_duration_ms=cfg.record_lock_duration_ms,
+            share = SharePartition(0, record_lock_duration_ms=int(
+                                       overrides.get("share.record.lock.duration.ms", cfg.record_lock_duration_ms)),
                                    delivery_count_limit=cfg.delivery_count_limit,
                                    max_in_flight=cfg.partition_max_record_locks)
             state_epoch = state.state_epoch
             if state.start_offset < 0:
-                reset = self.auto_offset_reset(group_id)
+                reset = self.auto_offset_reset(group_id) or overrides.get("share.auto.offset.reset", "latest")
                 start = partition.log_start_offset if reset == "earliest" else partition.high_watermark
                 if state_epoch == 0:
                     state_epoch = 1

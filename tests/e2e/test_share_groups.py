@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from broker.share.manager import share_partition_manager
 from protocol import ApiKey, request_class
@@ -427,3 +427,40 @@ def test_records_a_member_closed_without_acknowledging_are_redelivered_with_deli
     redelivered = _redelivered(broker, group, topic, held)
     assert {redelivered[k] for k in held} == {2}
     assert time.monotonic() - closed_at < 30  # not the 60 s lock
+
+
+def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factory: Any) -> None:
+    """share.auto.offset.reset and share.record.lock.duration.ms as group configs (IncrementalAlterConfigs on a
+    GROUP resource with confluent-kafka's AdminClient), described back with their source, bounds checked."""
+    broker = broker_factory(FAST)  # no test override of the offset reset: the group config decides
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-configs"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 5, 1)  # before the group exists: only "earliest" delivers them
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def alter(**configs: str) -> None:
+        entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in configs.items()]
+        admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)])[
+            ConfigResource(ResourceType.GROUP, group)].result(15)
+
+    alter(share_auto_offset_reset="earliest", share_record_lock_duration_ms="1500")
+    try:
+        alter(share_record_lock_duration_ms="999999")
+        raise AssertionError("a lock duration above group.share.max.record.lock.duration.ms was accepted")
+    except KafkaException as e:
+        assert e.args[0].code() == KafkaError.INVALID_CONFIG
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])[
+        ConfigResource(ResourceType.GROUP, group)].result(15)
+    assert {k: (v.value, int(v.source)) for k, v in described.items()} == {
+        "share.auto.offset.reset": ("earliest", 8), "share.record.lock.duration.ms": ("1500", 8),
+        "share.heartbeat.interval.ms": ("300", 5), "share.session.timeout.ms": ("45000", 5)}
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    seen: list[int] = []
+    try:
+        poll_until(consumer, lambda: len(seen) >= 5, 30, lambda m: seen.append(m.offset()))
+    finally:
+        consumer.close()
+    assert sorted(seen) == list(range(5))
+    [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
+    assert entry.share.record_lock_duration_ms == 1500

@@ -12,8 +12,9 @@ Contract:
   or previous one). A changed subscription, or changed partition counts of the subscribed topics, bumps the
   group epoch; the target assignment is then recomputed with the simple assignor and every member takes its
   part at the new epoch on its next heartbeat. The assignment is answered on joining and whenever it changed.
-- Each heartbeat restarts the member's session (`group.share.session.timeout.ms`); expiring or leaving
-  (epoch -1) removes the member and bumps the group epoch.
+- Each heartbeat restarts the member's session (`group.share.session.timeout.ms`, or the group config
+  `share.session.timeout.ms`; the interval answered: `share.heartbeat.interval.ms` likewise); expiring or
+  leaving (epoch -1) removes the member and bumps the group epoch.
 - Persistence (share_records.py): every accepted change is appended to the group's `__consumer_offsets`
   partition as Kafka's ShareGroup* records before the member hears of it, so the group survives a restart or a
   coordinator move (loaded members' sessions start again). A failed append answers its error (the in-memory
@@ -29,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,9 @@ class ShareGroupRequests:
     manager: GroupMetadataManager
     topics_image: TopicsImage
     share_config: ShareGroupConfig = ShareGroupConfig()
+    # A group's configs (broker/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
+    # the broker; they override `share_config` for that group.
+    share_group_configs: Callable[[str], Mapping[str, str]] = staticmethod(lambda group_id: {})  # type: ignore[assignment]
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:
@@ -162,8 +166,10 @@ class ShareGroupRequests:
             records.append(share_records.current_assignment_record(group_id, updated))
         self._schedule_share_session_timeout(group, member_id)
         changed = member_epoch == 0 or updated.assigned != member.assigned
-        return ShareGroupHeartbeatResult(E.NONE, None, member_id, updated.member_epoch,
-                                         config.heartbeat_interval_ms, updated.assigned if changed else None)
+        interval = int(self.share_group_configs(group_id).get("share.heartbeat.interval.ms",
+                                                               config.heartbeat_interval_ms))
+        return ShareGroupHeartbeatResult(E.NONE, None, member_id, updated.member_epoch, interval,
+                                         updated.assigned if changed else None)
 
     def _share_group(self, group_id: str, create: bool) -> ShareGroup:
         entry = self.manager.groups.get(group_id)
@@ -227,8 +233,9 @@ class ShareGroupRequests:
                 records = self._remove_share_member(group, member_id)
                 self.manager.spawn(self.manager.append_group_records(self.manager.partition_for(group_id), records),
                                    "fence a share group member")
-        group.session_timers[member_id] = asyncio.get_running_loop().call_later(
-            self.share_config.session_timeout_ms / 1000, expire)
+        timeout_ms = int(self.share_group_configs(group.group_id).get("share.session.timeout.ms",
+                                                                      self.share_config.session_timeout_ms))
+        group.session_timers[member_id] = asyncio.get_running_loop().call_later(timeout_ms / 1000, expire)
 
     # ---------------------------------------------------------------- ShareGroupDescribe and listing
     async def share_group_describe(self, group_ids: list[str]) -> list[tuple[str, int, ShareGroup | None]]:
