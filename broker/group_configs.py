@@ -3,10 +3,11 @@ share-group settings, altered with IncrementalAlterConfigs / AlterConfigs and re
 
 Contract:
 - Keys served (the share-group half of Kafka 4.1's GroupConfig): `share.auto.offset.reset` ("latest", Kafka's
-  default, or "earliest"), `share.record.lock.duration.ms`, `share.session.timeout.ms`,
-  `share.heartbeat.interval.ms`; each numeric one defaults to the broker's group.share.* property and must lie
-  within the broker's min/max for it (INVALID_CONFIG otherwise, as Kafka's GroupConfig.validate). Any other key
-  is INVALID_CONFIG (the consumer.* and streams.* group configs are not served).
+  default, "earliest", or "by_duration:<ISO-8601 duration>": the first offset of a record at most that old),
+  `share.record.lock.duration.ms`, `share.session.timeout.ms`, `share.heartbeat.interval.ms`; each numeric one
+  defaults to the broker's group.share.* property and must lie within the broker's min/max for it
+  (INVALID_CONFIG otherwise, as Kafka's GroupConfig.validate). Any other key is INVALID_CONFIG (the consumer.*
+  and streams.* group configs are not served).
 - Stored in the metadata store as `/config/groups/<group>` (``{"version":1,"config":{...}}``, the layout of
   every entity config) with a /config/changes notification, so every broker sharing the store drops its cached
   copy and reads the new one.
@@ -15,14 +16,15 @@ Contract:
 - Who uses them: share-partition leaders (the auto offset reset of a share partition never initialized, the
   record lock duration), the group coordinator (session timeout and heartbeat interval of share members).
 - Gaps: authorized as other non-topic config resources here (ALTER_CONFIGS / DESCRIBE_CONFIGS on the cluster;
-  Kafka checks the group resource); `share.auto.offset.reset=by_duration:...` and `share.isolation.level` are
-  not served; on a KRaft broker the store is the broker's own (not the controller's ConfigRecords).
+  Kafka checks the group resource); `share.isolation.level` is not served; on a KRaft broker the store is the
+  broker's own (not the controller's ConfigRecords).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -116,9 +118,13 @@ class GroupConfigs:
             key = KEYS.get(name)
             if key is None:
                 return f"Unknown group config name: {name}"
-            if key.choices and value not in key.choices:
+            if name == "share.auto.offset.reset" and value.startswith(BY_DURATION):
+                if by_duration_ms(value) is None:
+                    return f"Invalid value {value} for configuration {name}: by_duration must be followed by " \
+                           "an ISO-8601 duration (e.g. by_duration:PT1H)"
+            elif key.choices and value not in key.choices:
                 return f"Invalid value {value} for configuration {name}: String must be one of: " + \
-                    ", ".join(key.choices)
+                    ", ".join(key.choices) + f", {BY_DURATION}<duration>"
             if key.type is ConfigType.INT:
                 try:
                     number = int(value)
@@ -165,6 +171,23 @@ class GroupConfigs:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+BY_DURATION = "by_duration:"
+_ISO_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def by_duration_ms(value: str) -> int | None:
+    """The milliseconds of `by_duration:<ISO-8601 duration>` (days, hours, minutes, seconds, as Java's
+    Duration.parse reads them; not negative), or None when it is not one."""
+    if not value.startswith(BY_DURATION):
+        return None
+    text = value[len(BY_DURATION):]
+    m = _ISO_DURATION.fullmatch(text)
+    if m is None or text in ("P", "PT") or text.endswith("T"):
+        return None
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
 
 
 def _no_list_keys(name: str) -> str | None:

@@ -10,10 +10,10 @@ Contract:
 - Share partitions, one per (group, topic partition) on its leader, created on first use: the state is read
   through the `Persister` (from `create_persister`, the one place that chooses it); a share partition
   never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/group_configs.py:
-  latest, Kafka's default, is the high watermark; earliest the log start offset) and is initialized in the
-  persister. The group config `share.record.lock.duration.ms` sets its acquisition locks. Every acknowledgement,
-  release and lock expiry is written through the persister before the client hears of it. A change of
-  leader epoch reloads the state.
+  latest, Kafka's default, is the high watermark; earliest the log start offset; by_duration:<d> the first
+  record at most d old) and is initialized in the persister. The group config `share.record.lock.duration.ms`
+  sets its acquisition locks. Every acknowledgement, release and lock expiry is written through the persister
+  before the client hears of it. A change of leader epoch reloads the state.
 - Records are read through the replica manager's read path (`fetch_messages`, up to the high watermark,
   without waiting) and acquired whole batches at a time (see share_partition.py); the records returned are
   the log batches that hold the acquired offsets, untouched.
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
 from broker.delayed_fetch import FetchParams, PartitionFetchInfo
-from broker.group_configs import group_configs
+from broker.group_configs import by_duration_ms, group_configs
 from broker.partition import FETCH_HIGH_WATERMARK
 from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister
@@ -221,7 +221,7 @@ class SharePartitionManager:
             state_epoch = state.state_epoch
             if state.start_offset < 0:
                 reset = self.auto_offset_reset(group_id) or overrides.get("share.auto.offset.reset", "latest")
-                start = partition.log_start_offset if reset == "earliest" else partition.high_watermark
+                start = self._reset_offset(partition, reset)
                 if state_epoch == 0:
                     state_epoch = 1
                     await self.persister.initialize(group_id, topic_id.bytes, tp.partition, state_epoch, start)
@@ -234,6 +234,21 @@ class SharePartitionManager:
         log.info("share group %s: %s starts at offset %d (state epoch %d)", group_id, tp, share.start_offset,
                  state_epoch)
         return _Entry(share, tp, topic_id, state_epoch, leader_epoch)
+
+    @staticmethod
+    def _reset_offset(partition: Any, reset: str) -> int:
+        """Where a share partition never initialized starts: the log start (earliest), the first record at
+        most the duration old (by_duration:..., the high watermark when there is none), else the high
+        watermark (latest)."""
+        if reset == "earliest":
+            return int(partition.log_start_offset)
+        duration = by_duration_ms(reset)
+        if duration is not None:
+            offset = partition.fetch_offset_for_timestamp(int(time.time() * 1000) - duration, -1,
+                                                          from_replica=False)[0]
+            if offset >= 0:
+                return int(offset)
+        return int(partition.high_watermark)
 
     async def _persist(self, group_id: str, entry: _Entry) -> int:
         try:

@@ -464,3 +464,22 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
     assert sorted(seen) == list(range(5))
     [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
     assert entry.share.record_lock_duration_ms == 1500
+
+
+def test_share_auto_offset_reset_by_duration(broker_factory: Any) -> None:
+    """by_duration:PT1H starts a new share group at the first record of the last hour: all of them here."""
+    broker = broker_factory(FAST)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-by-duration"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 4, 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[ConfigResource(ResourceType.GROUP, group)].result(15)
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    seen: list[int] = []
+    try:
+        poll_until(consumer, lambda: len(seen) >= 4, 30, lambda m: seen.append(m.offset()))
+    finally:
+        consumer.close()
+    assert sorted(seen) == [0, 1, 2, 3]
