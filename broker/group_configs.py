@@ -4,7 +4,8 @@ share-group settings, altered with IncrementalAlterConfigs / AlterConfigs and re
 Contract:
 - Keys served (the share-group half of Kafka 4.1's GroupConfig): `share.auto.offset.reset` ("latest", Kafka's
   default, "earliest", or "by_duration:<ISO-8601 duration>": the first offset of a record at most that old),
-  `share.record.lock.duration.ms`, `share.session.timeout.ms`, `share.heartbeat.interval.ms`; each numeric one
+  `share.isolation.level`, `share.record.lock.duration.ms`, `share.session.timeout.ms`,
+  `share.heartbeat.interval.ms`; each numeric one
   defaults to the broker's group.share.* property and must lie within the broker's min/max for it
   (INVALID_CONFIG otherwise, as Kafka's GroupConfig.validate). Any other key is INVALID_CONFIG (the consumer.*
   and streams.* group configs are not served).
@@ -14,10 +15,11 @@ Contract:
 - `overrides(group)` (async) reads through a cache; `cached(group)` answers from the cache at once (the group
   coordinator's heartbeats: a miss answers {} and loads in the background).
 - Who uses them: share-partition leaders (the auto offset reset of a share partition never initialized, the
-  record lock duration), the group coordinator (session timeout and heartbeat interval of share members).
+  isolation level, the record lock duration), the group coordinator (session timeout and heartbeat interval
+  of share members).
 - Gaps: authorized as other non-topic config resources here (ALTER_CONFIGS / DESCRIBE_CONFIGS on the cluster;
-  Kafka checks the group resource); `share.isolation.level` is not served; on a KRaft broker the store is the
-  broker's own (not the controller's ConfigRecords).
+  Kafka checks the group resource); on a KRaft broker the store is the broker's own (not the controller's
+  ConfigRecords).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class _Key:
 
 KEYS: dict[str, _Key] = {k.name: k for k in (
     _Key("share.auto.offset.reset", ConfigType.STRING, choices=("latest", "earliest"), default="latest"),
+    _Key("share.isolation.level", ConfigType.STRING, choices=("read_uncommitted", "read_committed"),
+         default="read_uncommitted"),
     _Key("share.record.lock.duration.ms", ConfigType.INT, "group.share.record.lock.duration.ms",
          ("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms")),
     _Key("share.session.timeout.ms", ConfigType.INT, "group.share.session.timeout.ms",

@@ -21,16 +21,17 @@ Contract:
   here, or by an append past a window's end (parked in the replica manager's fetch purgatory, as a Fetch).
 - A session ends with the connection that opened it (Kafka 4.1): a member that crashes has its acquired records
   released at once instead of at the end of their locks.
-- Gaps: read_uncommitted only (`share.isolation.level`); a changed group config applies to share partitions
-  loaded afterwards; the in-memory state is not rolled back when a persister write fails (the client gets the
-  error).
+- `share.isolation.level` (a group config): read_uncommitted (Kafka's default) hands out every record up to the
+  high watermark; read_committed only those up to the last stable offset, aborted transactions' records
+  archived at once (log_batches.py).
+- Gaps: a changed group config applies to share partitions loaded afterwards; the in-memory state is not
+  rolled back when a persister write fails (the client gets the error).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -40,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
 from broker.delayed_fetch import FetchParams, PartitionFetchInfo
 from broker.group_configs import by_duration_ms, group_configs
-from broker.partition import FETCH_HIGH_WATERMARK
+from broker.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
+from broker.share.log_batches import LogBatch, deliverable, parse_batches
 from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister
 from broker.share.share_partition import AcquiredRange, SharePartition
@@ -79,6 +81,7 @@ class _Entry:
     topic_id: uuid.UUID
     state_epoch: int
     leader_epoch: int
+    read_committed: bool = False  # the group's share.isolation.level when the state was loaded
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     timer: asyncio.TimerHandle | None = None
 
@@ -233,7 +236,8 @@ class SharePartitionManager:
         share.reset_start(partition.log_start_offset)
         log.info("share group %s: %s starts at offset %d (state epoch %d)", group_id, tp, share.start_offset,
                  state_epoch)
-        return _Entry(share, tp, topic_id, state_epoch, leader_epoch)
+        read_committed = overrides.get("share.isolation.level") == "read_committed"
+        return _Entry(share, tp, topic_id, state_epoch, leader_epoch, read_committed)
 
     @staticmethod
     def _reset_offset(partition: Any, reset: str) -> int:
@@ -362,13 +366,13 @@ class SharePartitionManager:
         share.reset_start(partition.log_start_offset)
         if share.expire_locks(now):
             self._spawn_persist(group_id, entry)
-        if share.available_count() < max_records and share.can_fetch_more \
-                and share.end_offset < partition.high_watermark:
-            batches, error = self._read(tp, share.end_offset, max_bytes)
+        bound = partition.last_stable_offset if entry.read_committed else partition.high_watermark
+        if share.available_count() < max_records and share.can_fetch_more and share.end_offset < bound:
+            batches, ok, error = self._read(tp, share.end_offset, max_bytes, entry.read_committed)
             if error != ErrorCode.NONE:
                 return FetchedPartition(error)
-            for first, last, control, _ in batches:
-                share.add_fetched(first, last, deliverable=not control)
+            for batch, may in zip(batches, ok, strict=True):
+                share.add_fetched(batch.first_offset, batch.last_offset, deliverable=may)
         acquired = share.acquire(member_id, max_records, now)
         if not acquired:
             return FetchedPartition()
@@ -381,29 +385,36 @@ class SharePartitionManager:
         chunks: list[bytes] = []
         offset = first
         while offset <= last:
-            batches, error = self._read(tp, offset, max(max_bytes, 1))
+            batches, _, error = self._read(tp, offset, max(max_bytes, 1))
             if error != ErrorCode.NONE or not batches:
                 break
-            for b_first, b_last, _, raw in batches:
-                if b_last < offset or b_first > last:
+            for b in batches:
+                if b.last_offset < offset or b.first_offset > last:
                     continue
-                if any(r.first_offset <= b_last and r.last_offset >= b_first for r in acquired):
-                    chunks.append(raw)
-            offset = batches[-1][1] + 1
+                if any(r.first_offset <= b.last_offset and r.last_offset >= b.first_offset for r in acquired):
+                    chunks.append(b.raw)
+            offset = batches[-1].last_offset + 1
         return b"".join(chunks)
 
-    def _read(self, tp: TopicPartition, offset: int, max_bytes: int) -> tuple[list[_Batch], int]:
+    def _read(self, tp: TopicPartition, offset: int, max_bytes: int, read_committed: bool = False
+              ) -> tuple[list[LogBatch], list[bool], int]:
+        """(the whole batches from `offset`, whether each may be delivered, an error code): up to the high
+        watermark, or the last stable offset with `read_committed` (aborted transactions' batches not
+        deliverable)."""
         params = FetchParams(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max(max_bytes, 1),
-                             isolation=FETCH_HIGH_WATERMARK)
+                             isolation=FETCH_TXN_COMMITTED if read_committed else FETCH_HIGH_WATERMARK)
         result = self.server.replica_manager.fetch_messages(
             params, [(tp, PartitionFetchInfo(offset, min(max(max_bytes, 1), _READ_BYTES)))])
         assert isinstance(result, list)  # max_wait_ms 0: answered at once
         data = result[0][1]
         if data.error != ErrorCode.NONE:
-            return [], data.error
+            return [], [], data.error
         if data.records is None or data.size == 0:
-            return [], ErrorCode.NONE
-        return parse_batches(data.records.read()), ErrorCode.NONE  # type: ignore[attr-defined]
+            return [], [], ErrorCode.NONE
+        batches = parse_batches(data.records.read())  # type: ignore[attr-defined]
+        aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or []] \
+            if read_committed else None
+        return batches, deliverable(batches, aborted), ErrorCode.NONE
 
     # ---------------------------------------------------------------- lock expiry and waiting
     def _schedule_expiry(self, group_id: str, entry: _Entry) -> None:
@@ -438,30 +449,6 @@ class SharePartitionManager:
             self._wakeup.set_result(None)
         self._wakeup = None
 
-
-
-_Batch = tuple[int, int, bool, bytes]
-_HEADER = struct.Struct(">qi")
-
-
-def parse_batches(buf: bytes) -> list[_Batch]:
-    """(first offset, last offset, is a control batch, the batch's bytes) of each whole batch in `buf`."""
-    out: list[_Batch] = []
-    pos = 0
-    while pos + 12 <= len(buf):
-        base, length = _HEADER.unpack_from(buf, pos)
-        end = pos + 12 + length
-        if end > len(buf) or length < 0:
-            break
-        magic = buf[pos + 16] if pos + 16 < len(buf) else 0
-        if magic >= 2:
-            (attributes,) = struct.unpack_from(">h", buf, pos + 21)
-            (last_delta,) = struct.unpack_from(">i", buf, pos + 23)
-            out.append((base, base + last_delta, bool(attributes & 0x20), bytes(buf[pos:end])))
-        else:
-            out.append((base, base, False, bytes(buf[pos:end])))
-        pos = end
-    return out
 
 
 def share_partition_manager(server: KafkaServer) -> SharePartitionManager:

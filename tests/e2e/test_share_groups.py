@@ -454,7 +454,8 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
         ConfigResource(ResourceType.GROUP, group)].result(15)
     assert {k: (v.value, int(v.source)) for k, v in described.items()} == {
         "share.auto.offset.reset": ("earliest", 8), "share.record.lock.duration.ms": ("1500", 8),
-        "share.heartbeat.interval.ms": ("300", 5), "share.session.timeout.ms": ("45000", 5)}
+        "share.heartbeat.interval.ms": ("300", 5), "share.session.timeout.ms": ("45000", 5),
+        "share.isolation.level": ("read_uncommitted", 5)}
     consumer = share_consumer(broker.bootstrap, group, topic)
     seen: list[int] = []
     try:
@@ -483,3 +484,43 @@ def test_share_auto_offset_reset_by_duration(broker_factory: Any) -> None:
     finally:
         consumer.close()
     assert sorted(seen) == [0, 1, 2, 3]
+
+
+def test_share_isolation_level_read_committed(broker_factory: Any) -> None:
+    """A group with share.isolation.level=read_committed gets committed transactions' records and plain ones,
+    never an aborted transaction's, and nothing past the last stable offset while a transaction is open."""
+    broker = broker_factory({**FAST, "transaction.state.log.replication.factor": "1",
+                             "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "2"})
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-committed"
+    create_topic(broker.bootstrap, topic, 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[ConfigResource(ResourceType.GROUP, group)].result(15)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "share-txn"})
+    txn.init_transactions(15)
+    plain.produce(topic, b"plain-0")
+    plain.flush(10)
+    txn.begin_transaction()
+    txn.produce(topic, b"committed")
+    txn.commit_transaction(15)
+    txn.begin_transaction()
+    txn.produce(topic, b"aborted")
+    txn.abort_transaction(15)
+    txn.begin_transaction()
+    txn.produce(topic, b"open")  # not committed while the group reads
+    txn.flush(10)
+    plain.produce(topic, b"plain-1")
+    plain.flush(10)
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    seen: list[bytes] = []
+    try:
+        poll_until(consumer, lambda: False, 3, lambda m: seen.append(m.value()))
+        assert sorted(seen) == [b"committed", b"plain-0"]  # plain-1 is past the open transaction
+        txn.commit_transaction(15)
+        poll_until(consumer, lambda: len(seen) >= 4, 30, lambda m: seen.append(m.value()))
+    finally:
+        consumer.close()
+    assert sorted(seen) == [b"committed", b"open", b"plain-0", b"plain-1"]
