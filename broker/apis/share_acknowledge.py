@@ -8,8 +8,9 @@ session after applying the acknowledgements (the member's remaining acquired rec
 Errors: top level INVALID_REQUEST (no group or member id), SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH, GROUP_AUTHORIZATION_FAILED (READ on the group); per partition UNKNOWN_TOPIC_ID,
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current leader), TOPIC_AUTHORIZATION_FAILED,
-INVALID_RECORD_STATE (offsets this member has not acquired), INVALID_REQUEST (a malformed batch), or the
-persister's error.
+INVALID_RECORD_STATE (offsets this member has not acquired), INVALID_REQUEST (a malformed batch),
+FENCED_STATE_EPOCH (the state was reset meanwhile), or another persister error as Kafka maps them (only a
+network persister can produce COORDINATOR_NOT_AVAILABLE or UNKNOWN_SERVER_ERROR: not in ERRORS yet).
 Gaps: v2 (renew acknowledgements, Kafka 4.2) not served.
 """
 
@@ -30,6 +31,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_RECORD_STATE,
+    ErrorCode.FENCED_STATE_EPOCH,
 )
 
 

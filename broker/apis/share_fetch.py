@@ -15,7 +15,9 @@ SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, GROUP_AUTHORIZATION_FAILED
 authorizer); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the
 current leader and its endpoint), TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as
 AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not acquired by this member) and INVALID_REQUEST (a
-malformed acknowledgement batch), or the persister's error (e.g. FENCED_STATE_EPOCH).
+malformed acknowledgement batch), FENCED_STATE_EPOCH (the state was reset meanwhile: the leader reloads it), or
+another persister error as Kafka maps them (COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR: only a network
+persister can produce those, so they are not in ERRORS yet).
 Gaps: v2 (ShareAcquireMode, renew acknowledgements, Kafka 4.2) not served; MinBytes is taken as one record.
 """
 
@@ -36,6 +38,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_RECORD_STATE,
+    ErrorCode.FENCED_STATE_EPOCH,
 )
 
 

@@ -5,12 +5,16 @@ requests of one session go on one connection (`connection`)."""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from typing import Any
 
 from broker.security.acl import AclOperation, PatternType, PermissionType, ResourceType
+from broker.share.manager import share_partition_manager
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from storage import TopicPartition
 from tests.broker.wire import roundtrip
 
 from .acl_support import partial
@@ -82,3 +86,30 @@ def connection(b: Brokers, port: int | None = None) -> socket.socket:
 
 def _call(b: Brokers, request: Any, port: int | None, sock: socket.socket | None) -> Any:
     return b.call(request, port) if sock is None else roundtrip(sock, request, 7)
+
+
+def produce_one(b: Brokers, topic: str) -> None:
+    Req = request_class(ApiKey.PRODUCE)
+    P = Req.TopicProduceData
+    records = build_batch([(b"k", b"v", [], int(time.time() * 1000))])
+    resp = b.call(Req[9](transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
+        P(name=topic, partition_data=[P.PartitionProduceData(index=0, records=records)])]))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NONE, resp
+
+
+def fenced_state_epoch(b: Brokers, group: str, ack: Any) -> Any:
+    """`ack(sock, tid)`'s answer for a record member m1 acquired, after the share partition's state epoch moved
+    on in the persister (as an admin's reset of the share group's offsets moves it): FENCED_STATE_EPOCH."""
+    tid = topic_id(b, b.topic(group))
+    with connection(b) as s:
+        assert fetch(b, group, "m1", 0, [(tid, 0)], sock=s).error_code == ErrorCode.NONE  # starts at the end
+        produce_one(b, group)
+        got = fetch(b, group, "m1", 1, [(tid, 0)], sock=s, max_wait_ms=5000)
+        assert got.responses[0].partitions[0].acquired_records, got
+
+        async def reset() -> None:
+            manager = share_partition_manager(b.single.server)
+            entry = manager.partitions[(group, TopicPartition(group, 0))]
+            await manager.persister.initialize(group, tid.bytes, 0, entry.state_epoch + 1, 0)
+        b.single.call(reset)
+        return ack(s, tid)

@@ -10,7 +10,7 @@ from broker.apis import share_acknowledge
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .share_support import acknowledge, connection, fetch, read_denied_topic, topic_id
+from .share_support import acknowledge, connection, fenced_state_epoch, fetch, read_denied_topic, topic_id
 from .support import Brokers, Producer, error_path_test
 
 
@@ -66,6 +66,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: unknown_partition,
     ErrorCode.NOT_LEADER_OR_FOLLOWER: not_leader,
     ErrorCode.INVALID_RECORD_STATE: record_state,
+    ErrorCode.FENCED_STATE_EPOCH: lambda b: fenced_state_epoch(
+        b, "sa-fenced", lambda s, tid: acknowledge(b, "sa-fenced", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
 }
 
 test_errors = error_path_test(share_acknowledge, PRODUCERS)
