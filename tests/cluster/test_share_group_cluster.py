@@ -1,21 +1,29 @@
 """A share group over three brokers: the group coordinator on one broker, the share partitions led by all
-three; three confluent-kafka ShareConsumers get every record exactly once. And the group survives its
-coordinator's death with its members and epochs. Share groups start at the latest
-offset (Kafka's default `share.auto.offset.reset`), so markers are produced until one from each partition has
-arrived before the records that count."""
+three; three confluent-kafka ShareConsumers get every record exactly once. The group survives its coordinator's
+death with its members and epochs. And a share group on a KRaft broker (process.roles=broker). Share groups
+start at the latest offset (Kafka's default `share.auto.offset.reset`), so markers are produced until one from
+each partition has arrived before the records that count."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from broker.config import KafkaConfig
+from broker.kraft.format import format_dirs
+from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from tests.cluster.support import Zk, create_topic, metadata, raw_request, start_cluster, wait_isr, wait_until
+from tests.kraft_controller import ControllerThread
 
 TOPIC, GROUP, PARTITIONS = "share-cluster", "share-cluster-group", 3
 
@@ -141,3 +149,45 @@ def test_a_share_group_survives_its_coordinators_death(tmp_path: Path) -> None:
     finally:
         zk.close()
         cluster.cleanup()
+
+
+@pytest.fixture
+def kraft_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    """One broker with process.roles=broker against the test controller (tests/kraft_controller.py)."""
+    controller = ControllerThread(session_timeout_ms=1500, default_replication_factor=1).start()
+    broker = EmbeddedBroker({"process.roles": "broker", "node.id": "0", "controller.quorum.voters": controller.voters,
+                             "controller.listener.names": "CONTROLLER", "broker.heartbeat.interval.ms": "100",
+                             "initial.broker.registration.timeout.ms": "20000",
+                             "offsets.topic.replication.factor": "1"}, data_dir=tmp_path / "kraft0")
+    with open(os.devnull, "w") as quiet:
+        format_dirs(KafkaConfig(broker.props), controller.call(lambda c: c.cluster_id), out=quiet)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+        controller.stop()
+
+
+def test_a_share_group_on_a_kraft_broker(kraft_broker: EmbeddedBroker) -> None:
+    """process.roles=broker: a group config set through the broker and a share consumer reading every record."""
+    broker = kraft_broker
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("kraft-share", 2, 1)])["kraft-share"].result(20)
+    resource = ConfigResource(ResourceType.GROUP, "kraft-share-group", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[ConfigResource(ResourceType.GROUP, "kraft-share-group")].result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce("kraft-share", f"v{i}".encode(), partition=i % 2)
+    assert producer.flush(15) == 0
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "kraft-share-group"})
+    consumer.subscribe(["kraft-share"])
+    seen: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(seen) < 10 and time.monotonic() < deadline:
+            seen.extend(m.value() for m in consumer.poll(0.3) if m.error() is None)
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(f"v{i}".encode() for i in range(10))
