@@ -20,6 +20,8 @@ and messages):
   operations apply to the metadata image's set, then it is set on the controller as IncrementalAlterConfigs of
   the BROKER resource (ConfigRecords), answered once this broker's metadata has them (broker/kraft/admin.py
   `alter_broker_configs`).
+- GROUP: the share-group configs of broker/group_configs.py (INVALID_CONFIG for unknown keys or values out of
+  the broker's bounds).
 - Other resource types: INVALID_REQUEST.
 - APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
 """
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
 from broker.config_types import LIST, ConfigError, to_string
 from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
+from broker.group_configs import GROUP, group_configs
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS"}
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", GROUP: "GROUP"}
 
 Result = tuple[ErrorCode, str | None]
 OK: Result = (ErrorCode.NONE, None)
@@ -229,6 +232,8 @@ async def alter_resource(server: KafkaServer, res: Any, validate_only: bool, inc
         return await alter_topic(server, res.resource_name, res.configs, validate_only, incremental)
     if res.resource_type == BROKER:
         return await alter_broker(server, res.resource_name, res.configs, validate_only, incremental)
+    if res.resource_type == GROUP:
+        return await group_configs(server).alter(res.resource_name, res.configs, validate_only, incremental)
     try:
         check_entries(res.configs, incremental)
     except AdminError as e:

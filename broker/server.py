@@ -312,6 +312,8 @@ class KafkaServer:
         await self.log_dir_mover.shutdown()
         self.dynamic_config.shutdown()
         self.quotas.shutdown()
+        if getattr(self, "group_configs", None) is not None:  # made on first use (broker/group_configs.py)
+            self.group_configs.close()
         if self.authorizer is not None:
             self.authorizer.shutdown()
         if self.controller is not None:

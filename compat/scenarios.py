@@ -304,6 +304,43 @@ def group_protocol_consumer(ctx: Context) -> None:
                "the remaining member to own all partitions after the other left", step=lambda: c2.poll(1, 0.2))
 
 
+@scenario("share_group", "KIP-932 share group: two members share two partitions, every record is delivered "
+                         "once and acknowledged records never again")
+def share_group(ctx: Context) -> None:
+    try:
+        if 76 not in ctx.setup.api_versions():  # ShareGroupHeartbeat
+            raise NeedsEnvironment("the broker serves no share groups (ShareGroupHeartbeat: Kafka 4.1+)")
+    except NotSupported:
+        pass  # the setup client cannot tell: the scenario finds out
+    topic = ctx.new_topic("share", partitions=2)
+    group = ctx.unique("sg")
+    members = [ctx.track(ctx.client.share_consumer(group_id=group, subscribe=[topic])) for _ in range(2)]
+    got: list[tuple[int, int, bytes]] = []
+
+    def poll_all() -> None:
+        for m in members:
+            got.extend((r.partition, r.offset, r.value or b"") for r in m.poll(100, 0.2))
+
+    # A share group starts at the latest offset (share.auto.offset.reset): markers are produced until one
+    # from each partition arrives, so both share partitions started before the records that count.
+    def markers_seen() -> bool:
+        ctx.setup.produce(topic, [Record(b"marker", partition=p) for p in range(2)])
+        poll_all()
+        return {p for p, _, v in got if v == b"marker"} == {0, 1}
+
+    wait_until(markers_seen, ctx.timeout_s * 2, "a marker from each partition", step=poll_all)
+    values = _values(40, "share")
+    ctx.setup.produce(topic, [Record(v, partition=i % 2) for i, v in enumerate(values)])
+    wait_until(lambda: sum(v != b"marker" for _, _, v in got) >= len(values), ctx.timeout_s * 2,
+               "every record delivered to a member", step=poll_all)
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:  # acknowledged records (the previous polls') are never redelivered
+        poll_all()
+    records = [(p, o, v) for p, o, v in got if v != b"marker"]
+    check(sorted(v for _, _, v in records) == sorted(values), "the members did not get every record exactly once")
+    check(len({(p, o) for p, o, _ in got}) == len(got), "a record was delivered twice")
+
+
 @scenario("static_membership", "Static member (group.instance.id) rejoins without waiting out its session")
 def static_membership(ctx: Context) -> None:
     topic = ctx.new_topic("static", partitions=2)

@@ -1,9 +1,10 @@
 """Message classes for the APIs kafka-python does not ship, from our own specs in `protocol/schemas/`.
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
-AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, BrokerRegistration,
-BrokerHeartbeat, FetchSnapshot and the share-group state RPCs (Initialize/Read/Write/Delete ShareGroupState,
-ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they behave like
+AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
+(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets),
+BrokerRegistration, BrokerHeartbeat, FetchSnapshot and the share-group state RPCs (Initialize/Read/Write/Delete
+ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they behave like
 every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
@@ -142,4 +143,45 @@ class ReadShareGroupStateSummaryRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class ReadShareGroupStateSummaryResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+# --- share groups, KIP-932 (issue 19): Kafka 4.1's first stable versions (v1) -----------------------------
+class ShareGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareFetchResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
     pass

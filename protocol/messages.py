@@ -112,6 +112,12 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _pair_in(_OURS, "ConsumerGroupHeartbeat"),
     ApiKey.CONSUMER_GROUP_DESCRIBE: _pair_in(_OURS, "ConsumerGroupDescribe"),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _pair_in(_KAFKA + "admin.topics", "DescribeTopicPartitions"),
+    # --- share groups, KIP-932 (issue 19) ---
+    ApiKey.SHARE_GROUP_HEARTBEAT: _pair_in(_OURS, "ShareGroupHeartbeat"),
+    ApiKey.SHARE_GROUP_DESCRIBE: _pair_in(_OURS, "ShareGroupDescribe"),
+    ApiKey.SHARE_FETCH: _pair_in(_OURS, "ShareFetch"),
+    ApiKey.SHARE_ACKNOWLEDGE: _pair_in(_OURS, "ShareAcknowledge"),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _pair_in(_OURS, "DescribeShareGroupOffsets"),
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: _pair_in(_OURS, "AllocateProducerIds"),
     ApiKey.ELECT_LEADERS: _pair_in(_KAFKA + "admin.topics", "ElectLeaders"),

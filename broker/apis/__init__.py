@@ -41,6 +41,7 @@ from broker.apis import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -68,6 +69,10 @@ from broker.apis import (
     read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -143,6 +148,12 @@ HANDLER_MODULES: list[ModuleType] = [
     write_share_group_state,
     delete_share_group_state,
     read_share_group_state_summary,
+    # --- KIP-932 share groups (issue 19) ---
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
+    describe_share_group_offsets,
 ]
 
 

@@ -10,7 +10,9 @@ digits, '-' and '.', starting and ending with a letter or digit) answers INVALID
 A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs (broker/kraft/zk_apis.py).
 v3+ advertises the features this broker implements (KIP-584), each supported up to the level really served and
 finalized there (a KRaft broker: at the level its cluster finalized, at most ours; level 0 is left out), with
-finalized-features epoch 0: `group.version` 1 (Kafka's GroupVersion GV_1, KIP-848 consumer groups).
+finalized-features epoch 0: `group.version` 1 (Kafka's GroupVersion GV_1, KIP-848 consumer groups) and
+`share.version` 1 (KIP-932 share groups: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+v1, as Kafka 4.1 with the feature enabled).
 Gaps: no `metadata.version` / `kraft.version` features.
 """
 
@@ -31,6 +33,7 @@ ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALI
 # feature name -> (lowest supported level, the level served and finalized)
 FEATURES: dict[str, tuple[int, int]] = {
     "group.version": (0, 1),
+    "share.version": (0, 1),
 }
 
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

@@ -10,9 +10,9 @@ SubscribedTopicRegex (matched with Python's `re`).
 Errors, as Kafka 4.0: INVALID_REQUEST (a malformed request: no member id, no rebalance timeout or subscription
 on joining, owned partitions on joining, an epoch below -2, an empty group/instance/rack id),
 UNSUPPORTED_ASSIGNOR; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group
-API; GROUP_ID_NOT_FOUND (no such consumer group, or a classic group with members that may not be upgraded:
-`group.consumer.migration.policy` without upgrades, a protocol type other than "consumer", more members than
-`group.consumer.max.size`, a malformed embedded subscription), GROUP_MAX_SIZE_REACHED
+API; GROUP_ID_NOT_FOUND (no such consumer group, a share group, or a classic group with members that may not be
+upgraded: `group.consumer.migration.policy` without upgrades, a protocol type other than "consumer", more members
+than `group.consumer.max.size`, a malformed embedded subscription), GROUP_MAX_SIZE_REACHED
 (`group.consumer.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID (a static
 instance still held by a member that did not leave), FENCED_INSTANCE_ID.
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
@@ -53,6 +53,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return response_for(request, throttle_time_ms=0, error_code=refusal, member_epoch=0,
                             heartbeat_interval_ms=0)
     coordinator = ctx.server.group_coordinator.coordinator
+    if coordinator.is_share_group(request.group_id):
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                            error_message=f"Group {request.group_id} is not a consumer group.", member_epoch=0,
+                            heartbeat_interval_ms=0)
     return await group_api.consumer_group_heartbeat(coordinator, request, request.API_VERSION,
                                                     ctx.client_id or "", f"/{ctx.client_host}")
 

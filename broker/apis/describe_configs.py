@@ -12,6 +12,8 @@ it is: x"; another broker's id: INVALID_REQUEST "Unexpected broker id, expected 
 received <x>". PASSWORD keys and unknown keys are sensitive (value null). `configuration_keys` filters;
 synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `include_documentation`.
 v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
+GROUP resources (type 32): the share-group configs of broker/group_configs.py, each with its value (the
+group's override, source GROUP_CONFIG, else the default); an empty group id is INVALID_REQUEST.
 Gaps: BROKER_LOGGER (8) and CLIENT_METRICS (16) resources answer INVALID_REQUEST.
 With an authorizer (Kafka): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
@@ -24,6 +26,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config_admin import config_refusal
 from broker.config_describe import DescribedConfig, describe_broker, describe_topic
+from broker.group_configs import GROUP, group_configs
 from broker.security.acl import AclOperation
 from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
@@ -79,6 +82,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if error == ErrorCode.NONE:
                 configs = describe_broker(server.config, per_broker=res.resource_name != "",
                                           documentation=include_docs)
+        elif res.resource_type == GROUP:
+            if res.resource_name:
+                configs = await group_configs(server).describe(res.resource_name)
+            else:
+                error, message = ErrorCode.INVALID_REQUEST, "Group id must not be empty."
         else:
             error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {res.resource_type}"
         results.append(Result(error_code=error, error_message=message, resource_type=res.resource_type,

@@ -11,7 +11,7 @@ epoch as the generation and no leader, and it reconciles by rejoining (broker/co
 Errors: INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every
 group API; INVALID_SESSION_TIMEOUT outside group.min/max.session.timeout.ms; INVALID_REQUEST for strings too
 long to store (flexible versions); UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
-GROUP_MAX_SIZE_REACHED (group.max.size), MEMBER_ID_REQUIRED.
+GROUP_MAX_SIZE_REACHED (group.max.size), MEMBER_ID_REQUIRED; UNKNOWN_MEMBER_ID too for a share group's id (Kafka).
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED (Kafka).
 """
 
@@ -43,5 +43,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                             generation_id=-1, protocol_type=None, protocol_name=None if v >= 7 else "",
                             leader="", skip_assignment=False, member_id="", members=[])
     coordinator = ctx.server.group_coordinator.coordinator
+    if coordinator.is_share_group(request.group_id):
+        # Kafka: a share group is not a classic group; the joining member hears UNKNOWN_MEMBER_ID.
+        v = request.API_VERSION
+        return response_for(request, throttle_time_ms=0, error_code=ErrorCode.UNKNOWN_MEMBER_ID, generation_id=-1,
+                            protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
+                            skip_assignment=False, member_id=request.member_id, members=[])
     return await group_api.join_group(coordinator, request, request.API_VERSION, ctx.client_id or "",
                                        f"/{ctx.client_host}")

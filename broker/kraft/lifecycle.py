@@ -36,8 +36,9 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 # metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 3.9-IV0, the newest whose records
 # protocol/metadata_records.py decodes (docs/kraft.md).
 METADATA_VERSION_RANGE = (7, 21)
-# group.version 1: KIP-848 consumer groups (broker/apis/api_versions.py advertises the same level).
-SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1)}
+# group.version 1: KIP-848 consumer groups; share.version 1: KIP-932 share groups (broker/apis/api_versions.py
+# advertises the same levels).
+SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1)}
 _FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
 
 

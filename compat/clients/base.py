@@ -176,6 +176,11 @@ class ClientAdapter:
         cannot speak KIP-848 raise NotSupported for "consumer"."""
         raise NotSupported(f"{self.name} offers no consumer")
 
+    def share_consumer(self, *, group_id: str, subscribe: Sequence[str]) -> ConsumerHandle:
+        """A KIP-932 share-group member (records acknowledged implicitly, as the client's default): only
+        `poll` and `close` are used."""
+        raise NotSupported(f"{self.name} offers no share consumer (KIP-932)")
+
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
         """spec: 'earliest', 'latest' or a timestamp in ms (first offset with timestamp >= it, -1 if none)."""
         raise NotSupported(f"{self.name} offers no ListOffsets")

@@ -124,6 +124,28 @@ class ConfluentConsumer(ConsumerHandle):
         self._c.close()
 
 
+class ConfluentShareConsumer(ConsumerHandle):
+    """confluent-kafka's ShareConsumer (2.15+, KIP-932), implicit acknowledgement: the records of a poll are
+    accepted by the next poll or the close."""
+
+    def __init__(self, conf: dict[str, Any], subscribe: Sequence[str]) -> None:
+        from confluent_kafka import ShareConsumer
+        self._c = ShareConsumer(conf)
+        self._c.subscribe(list(subscribe))
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Message]:
+        out: list[Message] = []
+        for m in self._c.poll(timeout_s):
+            _raise_on(m.error())
+            _, ts = m.timestamp()
+            out.append(Message(m.topic(), m.partition(), m.offset(), m.key(), m.value(),
+                               tuple((k, v if v is not None else b"") for k, v in (m.headers() or [])), ts))
+        return out
+
+    def close(self) -> None:
+        self._c.close()
+
+
 class ConfluentProducer(ProducerHandle):
     def __init__(self, conf: dict[str, Any], timeout_s: float) -> None:
         from confluent_kafka import Producer
@@ -307,6 +329,13 @@ class ConfluentAdapter(ClientAdapter):
             conf["group.protocol"] = group_protocol
             del conf["session.timeout.ms"], conf["heartbeat.interval.ms"]
         return ConfluentConsumer(conf, subscribe, assign)
+
+    def share_consumer(self, *, group_id: str, subscribe: Sequence[str]) -> ConsumerHandle:
+        import confluent_kafka
+        if not hasattr(confluent_kafka, "ShareConsumer"):
+            raise NotSupported(f"confluent-kafka {confluent_kafka.version()[0]} has no ShareConsumer (2.15+)")
+        return ConfluentShareConsumer({**self._security(), "bootstrap.servers": self.bootstrap,
+                                       "group.id": group_id}, subscribe)
 
     def list_offsets(self, tps: Sequence[TopicPartition], spec: str | int) -> Offsets:
         from confluent_kafka import TopicPartition as CTP

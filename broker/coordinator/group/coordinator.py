@@ -21,6 +21,7 @@ Contract:
   too; their topic metadata comes from the injected `topics_image`. Classic requests (JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup) for a consumer group go to migration.py's classic-member paths, as do the conversions
   between the two kinds of group; DescribeGroups answers a consumer group as Dead, DeleteGroups as NON_EMPTY_GROUP.
+- KIP-932 share groups (ShareGroupHeartbeat, ShareGroupDescribe) are share_requests.py's, mixed in too.
 - The request methods (`join_group`, `sync_group`, `heartbeat`, `leave_group`, `commit_offsets`,
   `commit_txn_offsets` (TxnOffsetCommit, KIP-447 member checks), `fetch_offsets`, `delete_offsets`,
   `describe_groups`, `list_groups`, `delete_groups`) are coroutines returning the dataclasses in
@@ -63,13 +64,14 @@ from broker.coordinator.group.results import (
     SyncGroupResult,
 )
 from broker.coordinator.group.schema import fits_int16_string
+from broker.coordinator.group.share_requests import ShareGroupRequests
 
 log = logging.getLogger(__name__)
 
 E = GroupErrorCode
 
 
-class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, MigrationRequests):
+class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, MigrationRequests, ShareGroupRequests):
     def __init__(self, append_records: AppendRecords, config: GroupCoordinatorConfig | None = None, *,
                  clock_ms: Callable[[], int] | None = None, topics_image: TopicsImage | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
@@ -78,6 +80,7 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, MigrationRequests)
         self.rebalance = Rebalancer(self.config, self.manager)
         self.manager.on_group_loaded = self._on_group_loaded
         self.manager.on_group_unloaded = self._on_group_unloaded
+        self.manager.on_share_groups_loaded = self.on_share_groups_loaded
 
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)
@@ -89,6 +92,7 @@ class GroupCoordinator(OffsetRequests, ConsumerGroupRequests, MigrationRequests)
     def shutdown(self) -> None:
         """Stop all timers and answer every waiting member; afterwards COORDINATOR_NOT_AVAILABLE."""
         self.manager.shutdown()
+        self.shutdown_share_groups()
 
     def _on_group_loaded(self, group: GroupMetadata) -> None:
         if group.consumer is not None:

@@ -6,7 +6,8 @@ bare (key, value) pairs, `replay_batches(batches)` for whole batches with their 
 offset commits are committed at once; a transactional batch's offset commits wait under their producer id
 until a COMMIT marker makes them committed (the later batch wins, by batch offset) or an ABORT drops them;
 those still waiting at the end are `pending`. Group metadata records (and tombstones) apply as they come; KIP-848
-consumer groups' records go to `consumer` (consumer_records.ConsumerGroupReplay).
+consumer groups' records go to `consumer` (consumer_records.ConsumerGroupReplay), KIP-932 share groups' to `share`
+(share_records.ShareGroupReplay).
 Undecodable records are counted in `skipped`, with one warning. No I/O.
 """
 
@@ -27,6 +28,7 @@ from broker.coordinator.group.schema import (
     decode_key,
     decode_offset_commit_value,
 )
+from broker.coordinator.group.share_records import ShareGroupReplay, decode_share_key
 from broker.coordinator.runtime import LoadedBatch, Record
 from storage.values import TopicPartition
 
@@ -38,7 +40,7 @@ COMMIT = 1  # ControlRecordType.COMMIT
 
 
 class PartitionLoad:
-    __slots__ = ("partition", "offsets", "pending", "groups", "removed_groups", "skipped", "consumer")
+    __slots__ = ("partition", "offsets", "pending", "groups", "removed_groups", "skipped", "consumer", "share")
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
@@ -48,6 +50,7 @@ class PartitionLoad:
         self.removed_groups: set[str] = set()
         self.skipped = 0
         self.consumer = ConsumerGroupReplay()  # KIP-848 consumer groups' records
+        self.share = ShareGroupReplay()  # KIP-932 share groups' records
 
     def replay_batches(self, batches: Iterable[LoadedBatch]) -> None:
         for batch in batches:
@@ -81,6 +84,8 @@ class PartitionLoad:
                         self.removed_groups.discard(key.group)
                 elif (consumer_key := decode_consumer_key(raw_key)) is not None:
                     self.consumer.replay(consumer_key, raw_value)
+                elif (share_key := decode_share_key(raw_key)) is not None:
+                    self.share.replay(share_key, raw_value)
             except SchemaError as exc:
                 self.skipped += 1
                 if self.skipped == 1:

@@ -114,6 +114,7 @@ class GroupMetadataManager:
         self._open_groups_for_producer: dict[int, set[str]] = {}
         self.on_group_loaded: Callable[[GroupMetadata], None] = lambda group: None
         self.on_group_unloaded: Callable[[GroupMetadata, int], None] = lambda group, error: None
+        self.on_share_groups_loaded: Callable[[int, dict[str, Any]], None] = lambda partition, groups: None
 
     # ================================================================================================
     # Ownership of __consumer_offsets partitions
@@ -181,6 +182,7 @@ class GroupMetadataManager:
                 self._open_groups_for_producer.setdefault(producer_id, set()).add(group_id)
             self._install_loaded_group(group)
             loaded += 1
+        self.on_share_groups_loaded(partition, state.share.build())
         self._owned.add(partition)
         if state.skipped:
             log.warning("__consumer_offsets-%d: %d undecodable records skipped", partition, state.skipped)

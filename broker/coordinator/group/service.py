@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.group.share_group import share_group_config
 from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
+from broker.group_configs import group_configs
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -69,6 +71,8 @@ class GroupService:
             consumer_group_assignors=tuple(cfg["group.consumer.assignors"]),
             consumer_group_migration_policy=cfg["group.consumer.migration.policy"].lower(),
         ), topics_image=MetadataCacheTopics(server))
+        self.coordinator.share_config = share_group_config(cfg)
+        self.coordinator.share_group_configs = lambda group_id: group_configs(server).cached(group_id)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)

@@ -1,0 +1,315 @@
+"""The group coordinator's share-group requests (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, with
+Kafka 4.1's rules (GroupMetadataManager's share-group paths).
+
+Contract:
+- `ShareGroupRequests` is mixed into `GroupCoordinator` (coordinator.py), which provides `manager` (whose
+  `__consumer_offsets` partitions decide NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and whose group cache
+  holds the classic and consumer groups a share group id must not collide with) and `topics_image`.
+  `share_config` (ShareGroupConfig) is set by the broker from its group.share.* properties.
+- A heartbeat: request checks (INVALID_REQUEST), the coordinator's errors, then the member: GROUP_ID_NOT_FOUND
+  (a classic or consumer group has the id, or a non-joining member of an unknown group), GROUP_MAX_SIZE_REACHED
+  (`group.share.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (an epoch other than the member's current
+  or previous one). A changed subscription, or changed partition counts of the subscribed topics, bumps the
+  group epoch; the target assignment is then recomputed with the simple assignor and every member takes its
+  part at the new epoch on its next heartbeat. The assignment is answered on joining and whenever it changed.
+- Each heartbeat restarts the member's session (`group.share.session.timeout.ms`, or the group config
+  `share.session.timeout.ms`; the interval answered: `share.heartbeat.interval.ms` likewise); expiring or
+  leaving (epoch -1) removes the member and bumps the group epoch.
+- Persistence (share_records.py): every accepted change is appended to the group's `__consumer_offsets`
+  partition as Kafka's ShareGroup* records before the member hears of it, so the group survives a restart or a
+  coordinator move (loaded members' sessions start again). A failed append answers its error (the in-memory
+  change is not rolled back).
+- DeleteGroups deletes an Empty share group (NON_EMPTY_GROUP while members remain).
+- Gaps: the share-group state itself is the share-partition leaders' (broker/share/); the initialized share
+  partitions are not recorded (Kafka 4.1's ShareGroupStatePartitionMetadata), so DeleteGroups clears only the
+  state this broker's share-partition manager holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from broker.coordinator.group import share_records
+from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.metadata import GroupState
+from broker.coordinator.group.share_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    Assignment,
+    ShareGroup,
+    ShareGroupConfig,
+    ShareGroupMember,
+    simple_assign,
+)
+
+if TYPE_CHECKING:
+    from broker.coordinator.group.consumer_requests import TopicsImage
+    from broker.coordinator.group.metadata_manager import GroupMetadataManager
+
+log = logging.getLogger(__name__)
+
+Record = tuple[bytes, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class _Refused(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ShareGroupRequests:
+    manager: GroupMetadataManager
+    topics_image: TopicsImage
+    share_config: ShareGroupConfig = ShareGroupConfig()
+    # A group's configs (broker/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
+    # the broker; they override `share_config` for that group.
+    share_group_configs: Callable[[str], Mapping[str, str]] = staticmethod(lambda group_id: {})  # type: ignore[assignment]
+
+    @property
+    def share_groups(self) -> dict[str, ShareGroup]:
+        groups = self.__dict__.get("_share_groups")
+        if groups is None:
+            groups = self.__dict__["_share_groups"] = {}
+        return groups
+
+    def is_share_group(self, group_id: str) -> bool:
+        """Whether `group_id` is a share group this coordinator owns: classic and consumer group requests for
+        it are refused (Kafka: "Group X is not a classic/consumer group")."""
+        return group_id in self.share_groups and self.manager.partition_error(group_id) is None
+
+    # ---------------------------------------------------------------- ShareGroupHeartbeat
+    async def share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
+                                    rack_id: str | None = None, subscribed_topic_names: list[str] | None = None,
+                                    client_id: str = "", client_host: str = "") -> ShareGroupHeartbeatResult:
+        try:
+            if self.manager.shutting_down:
+                raise _Refused(E.COORDINATOR_NOT_AVAILABLE)
+            _check_heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names)
+            error = self.manager.partition_error(group_id)
+            if error is not None:
+                raise _Refused(error)
+            records: list[Record] = []
+            if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+                result = self._share_group_leave(group_id, member_id, records)
+            else:
+                result = self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id,
+                                                     subscribed_topic_names, client_id, client_host, records)
+        except _Refused as refused:
+            return ShareGroupHeartbeatResult(refused.code, refused.message)
+        # Applied; the member hears of it once it is stored (Kafka answers after the write).
+        if records:
+            error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
+            if error != E.NONE:
+                return ShareGroupHeartbeatResult(error)
+        return result
+
+    def _share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                               names: list[str] | None, client_id: str, client_host: str,
+                               records: list[Record]) -> ShareGroupHeartbeatResult:
+        group = self._share_group(group_id, create=member_epoch == 0)
+        config = self.share_config
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != 0:
+                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            if len(group.members) >= config.max_size:
+                raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of "
+                               f"{config.max_size} members.")
+            log.info("share group %s: member %s joins", group_id, member_id)
+            member = ShareGroupMember(member_id)
+        # Epoch 0 from a known member is a rejoin (after an error the client keeps its member id), as Kafka.
+        elif member_epoch != 0 and (member_epoch > member.member_epoch or (
+                member_epoch < member.member_epoch and member_epoch != member.previous_member_epoch)):
+            raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has member epoch {member_epoch}, the "
+                           f"group coordinator knows {member.member_epoch}.")
+        updated = replace(member, rack_id=rack_id if rack_id is not None else member.rack_id,
+                          subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
+                          client_id=client_id, client_host=client_host)
+        members = dict(group.members)
+        members[member_id] = updated
+        metadata = self._share_subscription_metadata(members.values())
+        bump = (member_id not in group.members or updated.subscribed_topic_names != member.subscribed_topic_names
+                or metadata != group.subscription_metadata)
+        if member_id not in group.members or (updated.rack_id, updated.client_id, updated.client_host,
+                                              updated.subscribed_topic_names) != (
+                member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names):
+            records.append(share_records.member_metadata_record(group_id, updated))
+        if metadata != group.subscription_metadata:
+            records.append(share_records.partition_metadata_record(group_id, metadata))
+        if bump:
+            group.group_epoch += 1
+            group.subscription_metadata = metadata
+            records.append(share_records.group_epoch_record(group_id, group.group_epoch))
+            log.info("share group %s: epoch %d", group_id, group.group_epoch)
+        group.members[member_id] = updated
+        if group.group_epoch > group.assignment_epoch:
+            self._share_target(group, records)
+        target = group.target_assignment.get(member_id, {})
+        if updated.member_epoch != group.assignment_epoch or updated.assigned != target:
+            updated.previous_member_epoch = updated.member_epoch
+            updated.member_epoch = group.assignment_epoch
+            updated.assigned = target
+            records.append(share_records.current_assignment_record(group_id, updated))
+        self._schedule_share_session_timeout(group, member_id)
+        changed = member_epoch == 0 or updated.assigned != member.assigned
+        interval = int(self.share_group_configs(group_id).get("share.heartbeat.interval.ms",
+                                                               config.heartbeat_interval_ms))
+        return ShareGroupHeartbeatResult(E.NONE, None, member_id, updated.member_epoch, interval,
+                                         updated.assigned if changed else None)
+
+    def _share_group(self, group_id: str, create: bool) -> ShareGroup:
+        entry = self.manager.groups.get(group_id)
+        if entry is not None and not entry.is_in(GroupState.DEAD):
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        group = self.share_groups.get(group_id)
+        if group is None:
+            if not create:
+                raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            group = self.share_groups[group_id] = ShareGroup(group_id)
+        return group
+
+    def _share_subscription_metadata(self, members: Iterable[ShareGroupMember]) -> dict[str, tuple[uuid.UUID, int]]:
+        out = {}
+        for name in sorted({n for m in members for n in m.subscribed_topic_names}):
+            found = self.topics_image.topic(name)
+            if found is not None and found[1] > 0:
+                out[name] = found
+        return out
+
+    def _share_target(self, group: ShareGroup, records: list[Record]) -> None:
+        metadata = group.subscription_metadata
+        specs = {mid: frozenset(metadata[t][0] for t in m.subscribed_topic_names if t in metadata)
+                 for mid, m in group.members.items()}
+        target = simple_assign(specs, dict(metadata.values()), group.target_assignment)
+        records.extend(share_records.target_member_record(group.group_id, mid, assignment)
+                       for mid, assignment in target.items() if group.target_assignment.get(mid) != assignment)
+        group.target_assignment = target
+        group.assignment_epoch = group.group_epoch
+        records.append(share_records.target_epoch_record(group.group_id, group.assignment_epoch))
+
+    def _share_group_leave(self, group_id: str, member_id: str, records: list[Record]) -> ShareGroupHeartbeatResult:
+        group = self._share_group(group_id, create=False)
+        if member_id not in group.members:
+            raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        log.info("share group %s: member %s leaves", group_id, member_id)
+        records.extend(self._remove_share_member(group, member_id))
+        return ShareGroupHeartbeatResult(E.NONE, None, member_id, LEAVE_GROUP_MEMBER_EPOCH)
+
+    def _remove_share_member(self, group: ShareGroup, member_id: str) -> list[Record]:
+        """Remove a member; the group epoch moves so the others share its partitions. Returns the records."""
+        records = share_records.member_tombstones(group.group_id, member_id)
+        group.members.pop(member_id, None)
+        group.target_assignment.pop(member_id, None)
+        group.cancel_timer(member_id)
+        metadata = self._share_subscription_metadata(group.members.values())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            records.append(share_records.partition_metadata_record(group.group_id, metadata))
+        group.group_epoch += 1
+        return [*records, share_records.group_epoch_record(group.group_id, group.group_epoch)]
+
+    def _schedule_share_session_timeout(self, group: ShareGroup, member_id: str) -> None:
+        group.cancel_timer(member_id)
+
+        def expire() -> None:
+            group_id = group.group_id
+            if (self.share_groups.get(group_id) is group and member_id in group.members
+                    and self.manager.partition_error(group_id) is None):
+                log.info("share group %s: member %s fenced: its session expired", group_id, member_id)
+                records = self._remove_share_member(group, member_id)
+                self.manager.spawn(self.manager.append_group_records(self.manager.partition_for(group_id), records),
+                                   "fence a share group member")
+        timeout_ms = int(self.share_group_configs(group.group_id).get("share.session.timeout.ms",
+                                                                      self.share_config.session_timeout_ms))
+        group.session_timers[member_id] = asyncio.get_running_loop().call_later(timeout_ms / 1000, expire)
+
+    # ---------------------------------------------------------------- ShareGroupDescribe and listing
+    async def share_group_describe(self, group_ids: list[str]) -> list[tuple[str, int, ShareGroup | None]]:
+        """Per group id: (id, error code, the group). INVALID_GROUP_ID for an empty id, the coordinator's
+        errors, GROUP_ID_NOT_FOUND for no share group of that id."""
+        out: list[tuple[str, int, ShareGroup | None]] = []
+        for group_id in group_ids:
+            if not group_id:
+                out.append((group_id, E.INVALID_GROUP_ID, None))
+                continue
+            error = E.COORDINATOR_NOT_AVAILABLE if self.manager.shutting_down else self.manager.partition_error(
+                group_id)
+            group = self.share_groups.get(group_id)
+            if error is not None:
+                out.append((group_id, error, None))
+            elif group is None:
+                out.append((group_id, E.GROUP_ID_NOT_FOUND, None))
+            else:
+                out.append((group_id, E.NONE, group))
+        return out
+
+    async def delete_share_group(self, group_id: str) -> int:
+        """DeleteGroups for a share group this coordinator owns: NON_EMPTY_GROUP while it has members, else its
+        records are tombstoned and it is gone (NONE), or the append's error."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        records = [(share_records.target_epoch_record(group_id, 0)[0], None),
+                   (share_records.partition_metadata_record(group_id, {})[0], None),
+                   (share_records.group_epoch_record(group_id, 0)[0], None)]
+        error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
+        if error == E.NONE and self.share_groups.get(group_id) is group and not group.members:
+            self.share_groups.pop(group_id).cancel_timers()
+            log.info("share group %s: deleted", group_id)
+        return int(error)
+
+    def listed_share_groups(self, states_filter: list[str] | None = None,
+                            types_filter: list[str] | None = None) -> list[tuple[str, str]]:
+        """(group id, state) of the share groups of the partitions this coordinator owns, matching ListGroups'
+        filters (case-insensitive; empty or None: all)."""
+        if types_filter and "share" not in {t.lower() for t in types_filter}:
+            return []
+        states = {s.lower() for s in states_filter or []}
+        return [(gid, g.state) for gid, g in self.share_groups.items()
+                if self.manager.partition_error(gid) is None and (not states or g.state.lower() in states)]
+
+    def on_share_groups_loaded(self, partition: int, groups: dict[str, ShareGroup]) -> None:
+        """A `__consumer_offsets` partition loaded: its share groups replace what was kept for it, and their
+        members' sessions start now (as Kafka's)."""
+        for group_id in [g for g in self.share_groups if self.manager.partition_for(g) == partition]:
+            self.share_groups.pop(group_id).cancel_timers()
+        for group_id, group in groups.items():
+            self.share_groups[group_id] = group
+            for member_id in group.members:
+                self._schedule_share_session_timeout(group, member_id)
+
+    def shutdown_share_groups(self) -> None:
+        for group in self.share_groups.values():
+            group.cancel_timers()
+
+
+def _check_heartbeat(group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                     names: list[str] | None) -> None:
+    """Kafka's ShareGroupHeartbeat request checks (INVALID_REQUEST)."""
+    if not group_id:
+        raise _Refused(E.INVALID_REQUEST, "GroupId can't be empty.")
+    if not member_id:
+        raise _Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
+    if rack_id == "":
+        raise _Refused(E.INVALID_REQUEST, "RackId can't be empty.")
+    if member_epoch == 0 and not names:
+        raise _Refused(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+    if member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        raise _Refused(E.INVALID_REQUEST, f"MemberEpoch is {member_epoch}, but must be greater than or equal "
+                       "to -1.")
