@@ -1,7 +1,8 @@
 """The one place that chooses the `Persister` share-partition leaders use (broker/share/persister.py).
 
-Today the in-memory one (memory_persister.py): share-partition state lives as long as the broker process.
-The network persister reaching the share coordinator (`__share_group_state`) replaces it here.
+A broker's is its `RpcPersister` (rpc_persister.py): share-partition state lives in `__share_group_state`, kept
+by the share coordinator, so it survives restarts and leader moves. The in-memory one (memory_persister.py)
+serves a server without one (request-handler tests that build a bare server).
 """
 
 from __future__ import annotations
@@ -16,4 +17,5 @@ if TYPE_CHECKING:
 
 
 def create_persister(server: KafkaServer) -> Persister:
-    return InMemoryPersister()
+    persister = getattr(server, "share_persister", None)
+    return persister if persister is not None else InMemoryPersister()

@@ -524,3 +524,41 @@ def test_share_isolation_level_read_committed(broker_factory: Any) -> None:
     finally:
         consumer.close()
     assert sorted(seen) == [b"committed", b"open", b"plain-0", b"plain-1"]
+
+
+def test_acknowledged_records_are_not_delivered_again_after_a_broker_restart(broker_factory: Any,
+                                                                             tmp_path: Any) -> None:
+    # The share-partition state lives in __share_group_state (the share coordinator, through the RpcPersister):
+    # a restarted broker reads it back, so what was accepted stays done and the rest comes again.
+    data_dir = tmp_path / "restarted"
+    broker = start(broker_factory, data_dir=data_dir)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-durable"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 10, 1)
+    consumer = share_consumer(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    first: list[int] = []
+    try:
+        def accept_half(m: Any) -> None:
+            first.append(m.offset())
+            if m.offset() < 5:
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+            else:
+                consumer.acknowledge(m, AcknowledgeType.RELEASE)
+        poll_until(consumer, lambda: len(first) >= 10, 30, accept_half)
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(first) == list(range(10))
+    broker.stop()
+
+    again = start(broker_factory, data_dir=data_dir)
+    consumer = share_consumer(again.bootstrap, group, topic)
+    second: list[tuple[int, int]] = []
+    try:
+        poll_until(consumer, lambda: len(second) >= 5, 30, lambda m: second.append((m.offset(), m.delivery_count())))
+        poll_until(consumer, lambda: False, 2.0, lambda m: second.append((m.offset(), m.delivery_count())))
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(o for o, _ in second) == [5, 6, 7, 8, 9]
+    assert all(count == 2 for _, count in second), second
