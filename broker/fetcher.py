@@ -135,6 +135,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._unwritten: list = []  # (log, offset, rollbacks) appended by the last response, not yet written
         self.session = FetchSessionHandler()
+        self._topic_ids: dict[str, Any] = {}  # the id each topic was last fetched by (for forgetting it)
         cfg = server.config
         self.max_wait_ms = cfg["replica.fetch.wait.max.ms"]
         self.min_bytes = cfg["replica.fetch.min.bytes"]
@@ -278,18 +279,28 @@ class ReplicaFetcher:
         cache = self.server.metadata_cache
         offsets = {tp: s.partition.log_end_offset for tp, s in ready.items()}
         fetch_states: dict[TopicPartition, tuple] = {}
+        # Topic ids as LeaderAndIsr gave them to the partition: the metadata cache may learn them later
+        # (UpdateMetadata follows LeaderAndIsr), and a fetch by an unknown id is answered for an id we cannot map.
+        topic_ids = {tp.topic: s.partition.topic_id or cache.topic_id(tp.topic) for tp, s in ready.items()}
+        topic_names = {tid: name for name, tid in topic_ids.items() if tid is not None}
         for tp, s in ready.items():
             last_epoch = s.partition.latest_epoch()
             fetch_states[tp] = (offsets[tp], s.leader_epoch, last_epoch if last_epoch is not None else -1,
                                 s.partition.log_start_offset, self.partition_max_bytes)
         sent_session: list[bool] = []
+        unnamed: list[TopicPartition] = []
 
         def build(v: int) -> Any:
             T = Req.FetchTopic
+            wanted = fetch_states
+            if v >= 13:
+                # No id yet: such a partition cannot be named; it waits for its id like a delayed partition.
+                wanted = {tp: st for tp, st in fetch_states.items() if topic_ids[tp.topic] is not None}
+                unnamed[:] = [tp for tp in fetch_states if tp not in wanted]
             if v >= 7:
-                session_id, epoch, send, forget = self.session.next_request(fetch_states)
+                session_id, epoch, send, forget = self.session.next_request(wanted)
             else:
-                session_id, epoch, send, forget = 0, -1, list(fetch_states), []
+                session_id, epoch, send, forget = 0, -1, list(wanted), []
             sent_session[:] = [v >= 7]
             by_topic: dict[str, list[Any]] = {}
             for tp in send:
@@ -297,12 +308,13 @@ class ReplicaFetcher:
                 by_topic.setdefault(tp.topic, []).append(T.FetchPartition(
                     partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
                     last_fetched_epoch=last_epoch, log_start_offset=log_start, partition_max_bytes=max_bytes))
-            topics = [T(topic=topic, topic_id=cache.topic_id(topic), partitions=parts)
+            topics = [T(topic=topic, topic_id=topic_ids.get(topic) or cache.topic_id(topic), partitions=parts)
                       for topic, parts in by_topic.items()]
             forgotten_by_topic: dict[str, list[int]] = {}
             for tp in forget:
                 forgotten_by_topic.setdefault(tp.topic, []).append(tp.partition)
-            forgotten = [Req.ForgottenTopic(topic=topic, topic_id=cache.topic_id(topic), partitions=parts)
+            forgotten = [Req.ForgottenTopic(topic=topic, topic_id=self._topic_ids.get(topic) or cache.topic_id(topic),
+                                            partitions=parts)
                          for topic, parts in forgotten_by_topic.items()]
             fields: dict[str, Any] = dict(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
                                           max_bytes=self.max_bytes, isolation_level=0, session_id=session_id,
@@ -317,11 +329,15 @@ class ReplicaFetcher:
                 fields["replica_id"] = self.broker_id
             return Req[v](**fields)
 
+        self._topic_ids.update((name, tid) for name, tid in topic_ids.items() if tid is not None)
         try:
             resp = await self.endpoint.fetch(build)
         except BrokerUnavailable:
             self.session.reset()  # a new connection: the leader may have dropped the session
             raise
+        for tp in unnamed:
+            log.info("%s: no topic id known yet; fetching it once its id arrives", tp)
+            ready[tp].delayed_until = asyncio.get_running_loop().time() + self.backoff_s
         if sent_session and sent_session[0]:
             self.session.on_response(resp.error_code, resp.session_id)
             if resp.error_code in _SESSION_ERRORS:
@@ -331,7 +347,7 @@ class ReplicaFetcher:
         if resp.API_VERSION >= 7 and resp.error_code != ErrorCode.NONE:
             raise BrokerUnavailable(f"fetch failed: {ErrorCode(resp.error_code).name}")
         for t in resp.responses:
-            topic = t.topic if resp.API_VERSION < 13 else cache.topic_name(t.topic_id)
+            topic = t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id) or cache.topic_name(t.topic_id)
             for p in t.partitions:
                 tp = TopicPartition(topic or "", p.partition_index)
                 s = self.partitions.get(tp)

@@ -340,3 +340,24 @@ def test_a_partition_the_leader_answered_with_an_error_is_named_again_in_the_ses
         assert follower_log.log_end_offset == 2
 
     asyncio.run(run())
+
+
+def test_the_follower_fetches_by_the_topic_id_leader_and_isr_gave_before_its_metadata_knows_it(
+        tmp_path: Path) -> None:
+    # In ZooKeeper mode UpdateMetadata may reach the follower after LeaderAndIsr: its metadata cache does not know
+    # the topic id yet, the partition does. Fetching by the cache's (missing) id was answered for an id the
+    # follower could not map, silently, and the partition was never fetched (test_isr: a follower with LEO -1).
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    lead(leader_rm, 1, isr=[0, 1], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(2, value=b"a")})
+    leader = SpyLeader(leader_rm)
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server = KafkaServer(KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "follower-server"),
+                                      "replica.fetch.wait.max.ms": "0"}))
+    assert server.metadata_cache.topic_id(TP.topic) is None
+    partition = Partition(TP, 1, replica_lag_time_max_ms=10000)
+    partition.set_log(follower_log, 0)
+    partition.topic_id = TOPIC_ID
+    partition.make_follower(PartitionState(leader=0, leader_epoch=1, isr=[0, 1], replicas=[0, 1]))
+    replicate(server, partition, leader, truncating=False, until=lambda: follower_log.log_end_offset == 2)
+    assert [t.topic_id for t in leader.requests[0].topics] == [TOPIC_ID]
