@@ -7,7 +7,10 @@ Per partition the fetcher first *truncates*, then *fetches*:
   earlier epoch, truncate to our own end offset of *that* epoch and ask again; only when the leader
   answers no epoch at all, or we have none to ask about, do we fall back to the high watermark. Never
   blindly to the HW.
-- Fetching: Fetch with our replica id and `last_fetched_epoch`; batches are appended as they are
+- Fetching: Fetch with our replica id and `last_fetched_epoch`, in an incremental fetch session (KIP-227, as
+  Kafka's follower does): after the first full fetch each request names only the partitions whose fetch
+  state changed and forgets those no longer fetched, and the leader answers only partitions with news; a
+  session error (or a lost connection) starts a new session with a full fetch. Batches are appended as they are
   (offsets and epochs assigned by the leader), our HW becomes min(LEO, leader's HW), our log start
   offset follows the leader's. A diverging epoch in the answer truncates to where our logs agree.
 Every change to the local log goes through `Partition` (append, truncation, log start, HW).
@@ -47,6 +50,54 @@ class FetchState:
     delayed_until: float = 0.0
 
 
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+
+
+class FetchSessionHandler:
+    """The fetching side of an incremental fetch session (KIP-227; Kafka's FetchSessionHandler).
+
+    `next_request(wanted)` takes every partition to fetch with its fetch state and says what the request carries:
+    all of them in a full request (epoch 0: open a session, closing ours if any), or only the changed ones plus
+    the forgotten ones in an incremental request. `on_response` moves the epoch on when the request was
+    answered, or starts over with a full request after an error."""
+
+    def __init__(self) -> None:
+        self.session_id = 0
+        self.epoch = 0  # 0: the next request is full and opens a session
+        self._sent: dict[TopicPartition, tuple] = {}  # what the session holds, as last sent
+        self._pending: dict[TopicPartition, tuple] = {}
+
+    def next_request(self, wanted: dict[TopicPartition, tuple]) -> tuple[int, int, list[TopicPartition],
+                                                                          list[TopicPartition]]:
+        self._pending = dict(wanted)
+        if self.epoch == 0:
+            return self.session_id, 0, list(wanted), []
+        send = [tp for tp, state in wanted.items() if self._sent.get(tp) != state]
+        forget = [tp for tp in self._sent if tp not in wanted]
+        return self.session_id, self.epoch, send, forget
+
+    def on_response(self, error_code: int, session_id: int) -> None:
+        if error_code != ErrorCode.NONE:
+            self.reset()
+            return
+        if self.epoch == 0:
+            self.session_id = session_id
+            # Without a session (the leader's cache is full, or it gives none) every request stays full.
+            self.epoch = 1 if session_id else 0
+        else:
+            self.epoch = 1 if self.epoch >= 2**31 - 1 else self.epoch + 1
+        self._sent = self._pending
+
+    def resend(self, tp: TopicPartition) -> None:
+        """Name `tp` in the next request even if its fetch state did not change."""
+        self._sent.pop(tp, None)
+
+    def reset(self) -> None:
+        """The next request is full; with our old session id it also closes that session on the leader."""
+        self.epoch = 0
+        self._sent = {}
+
+
 class LeaderEndPoint(Protocol):
     async def fetch(self, build: Any) -> Any: ...
     async def offsets_for_leader_epoch(self, build: Any) -> Any: ...
@@ -83,6 +134,8 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._unwritten: list = []  # (log, offset, rollbacks) appended by the last response, not yet written
+        self.session = FetchSessionHandler()
+        self._topic_ids: dict[str, Any] = {}  # the id each topic was last fetched by (for forgetting it)
         cfg = server.config
         self.max_wait_ms = cfg["replica.fetch.wait.max.ms"]
         self.min_bytes = cfg["replica.fetch.min.bytes"]
@@ -223,27 +276,50 @@ class ReplicaFetcher:
     # ---- fetching
     async def _fetch(self, ready: dict[TopicPartition, FetchState]) -> None:
         Req = request_class(ApiKey.FETCH)
-        by_topic: dict[str, list[tuple[TopicPartition, FetchState]]] = {}
-        for tp, s in ready.items():
-            by_topic.setdefault(tp.topic, []).append((tp, s))
         cache = self.server.metadata_cache
         offsets = {tp: s.partition.log_end_offset for tp, s in ready.items()}
+        fetch_states: dict[TopicPartition, tuple] = {}
+        # Topic ids as LeaderAndIsr gave them to the partition: the metadata cache may learn them later
+        # (UpdateMetadata follows LeaderAndIsr), and a fetch by an unknown id is answered for an id we cannot map.
+        topic_ids = {tp.topic: s.partition.topic_id or cache.topic_id(tp.topic) for tp, s in ready.items()}
+        topic_names = {tid: name for name, tid in topic_ids.items() if tid is not None}
+        for tp, s in ready.items():
+            last_epoch = s.partition.latest_epoch()
+            fetch_states[tp] = (offsets[tp], s.leader_epoch, last_epoch if last_epoch is not None else -1,
+                                s.partition.log_start_offset, self.partition_max_bytes)
+        sent_session: list[bool] = []
+        unnamed: list[TopicPartition] = []
 
         def build(v: int) -> Any:
             T = Req.FetchTopic
-            topics = []
-            for topic, entries in by_topic.items():
-                parts = []
-                for tp, s in entries:
-                    last_epoch = s.partition.latest_epoch()
-                    parts.append(T.FetchPartition(
-                        partition=tp.partition, current_leader_epoch=s.leader_epoch, fetch_offset=offsets[tp],
-                        last_fetched_epoch=last_epoch if last_epoch is not None else -1,
-                        log_start_offset=s.partition.log_start_offset, partition_max_bytes=self.partition_max_bytes))
-                topics.append(T(topic=topic, topic_id=cache.topic_id(topic), partitions=parts))
+            wanted = fetch_states
+            if v >= 13:
+                # No id yet: such a partition cannot be named; it waits for its id like a delayed partition.
+                wanted = {tp: st for tp, st in fetch_states.items() if topic_ids[tp.topic] is not None}
+                unnamed[:] = [tp for tp in fetch_states if tp not in wanted]
+            if v >= 7:
+                session_id, epoch, send, forget = self.session.next_request(wanted)
+            else:
+                session_id, epoch, send, forget = 0, -1, list(wanted), []
+            sent_session[:] = [v >= 7]
+            by_topic: dict[str, list[Any]] = {}
+            for tp in send:
+                offset, leader_epoch, last_epoch, log_start, max_bytes = fetch_states[tp]
+                by_topic.setdefault(tp.topic, []).append(T.FetchPartition(
+                    partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
+                    last_fetched_epoch=last_epoch, log_start_offset=log_start, partition_max_bytes=max_bytes))
+            topics = [T(topic=topic, topic_id=topic_ids.get(topic) or cache.topic_id(topic), partitions=parts)
+                      for topic, parts in by_topic.items()]
+            forgotten_by_topic: dict[str, list[int]] = {}
+            for tp in forget:
+                forgotten_by_topic.setdefault(tp.topic, []).append(tp.partition)
+            forgotten = [Req.ForgottenTopic(topic=topic, topic_id=self._topic_ids.get(topic) or cache.topic_id(topic),
+                                            partitions=parts)
+                         for topic, parts in forgotten_by_topic.items()]
             fields: dict[str, Any] = dict(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
-                                          max_bytes=self.max_bytes, isolation_level=0, session_id=0,
-                                          session_epoch=-1, topics=topics, forgotten_topics_data=[], rack_id="")
+                                          max_bytes=self.max_bytes, isolation_level=0, session_id=session_id,
+                                          session_epoch=epoch, topics=topics, forgotten_topics_data=forgotten,
+                                          rack_id="")
             if v >= 15:
                 # KRaft brokers send their broker epoch (Kafka 3.7+, KIP-903); ZooKeeper-mode ones -1.
                 epoch = self.server.broker_epoch if self.server.config.is_kraft else -1
@@ -253,11 +329,25 @@ class ReplicaFetcher:
                 fields["replica_id"] = self.broker_id
             return Req[v](**fields)
 
-        resp = await self.endpoint.fetch(build)
+        self._topic_ids.update((name, tid) for name, tid in topic_ids.items() if tid is not None)
+        try:
+            resp = await self.endpoint.fetch(build)
+        except BrokerUnavailable:
+            self.session.reset()  # a new connection: the leader may have dropped the session
+            raise
+        for tp in unnamed:
+            log.info("%s: no topic id known yet; fetching it once its id arrives", tp)
+            ready[tp].delayed_until = asyncio.get_running_loop().time() + self.backoff_s
+        if sent_session and sent_session[0]:
+            self.session.on_response(resp.error_code, resp.session_id)
+            if resp.error_code in _SESSION_ERRORS:
+                log.info("fetcher from broker %d: %s; starting a new fetch session", self.leader_id,
+                         ErrorCode(resp.error_code).name)
+                return
         if resp.API_VERSION >= 7 and resp.error_code != ErrorCode.NONE:
             raise BrokerUnavailable(f"fetch failed: {ErrorCode(resp.error_code).name}")
         for t in resp.responses:
-            topic = t.topic if resp.API_VERSION < 13 else cache.topic_name(t.topic_id)
+            topic = t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id) or cache.topic_name(t.topic_id)
             for p in t.partitions:
                 tp = TopicPartition(topic or "", p.partition_index)
                 s = self.partitions.get(tp)
@@ -279,13 +369,17 @@ class ReplicaFetcher:
     def _process_partition(self, tp: TopicPartition, s: FetchState, p: Any, version: int) -> None:
         error = ErrorCode(p.error_code)
         partition = s.partition
+        div = getattr(p, "diverging_epoch", None) if version >= 12 else None
+        if error != ErrorCode.NONE or (div is not None and div.epoch >= 0):
+            # The leader's session may not hold this partition as we last sent it (a topic id it did not know
+            # yet is left out of the session): name it again in the next request.
+            self.session.resend(tp)
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._handle_out_of_range(tp, s, p)
             return
         if error != ErrorCode.NONE:
             self._on_partition_error(tp, s, error)
             return
-        div = getattr(p, "diverging_epoch", None) if version >= 12 else None
         if div is not None and div.epoch >= 0 and div.end_offset >= 0:
             s.truncating = False
             self._apply_truncation(tp, s, -1, div.epoch, div.end_offset)

@@ -75,24 +75,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     # The partitions this request names, with their topic ids (v13+ names topics by id only).
     requested: list[tuple[TopicPartition, CachedPartition]] = []
-    unknown_ids: list[tuple[uuid.UUID, int]] = []
+    unresolved: list[tuple[tuple[uuid.UUID, int], CachedPartition]] = []
     for topic in request.topics:
-        if v >= 13:
-            name = cache.topic_name(topic.topic_id)
-            if name is None:
-                unknown_ids.extend((topic.topic_id, p.partition) for p in topic.partitions)
-                continue
-            tid = topic.topic_id
-        else:
-            name, tid = topic.topic, None
+        name, tid = (cache.topic_name(topic.topic_id), topic.topic_id) if v >= 13 else (topic.topic, None)
         for p in topic.partitions:
-            requested.append((TopicPartition(name, p.partition), CachedPartition(
+            cp = CachedPartition(
                 fetch_offset=p.fetch_offset,
                 max_bytes=p.partition_max_bytes,
                 current_leader_epoch=p.current_leader_epoch if v >= 9 else -1,
                 last_fetched_epoch=p.last_fetched_epoch if v >= 12 else -1,
                 log_start_offset=p.log_start_offset if v >= 5 else -1,
-                topic_id=tid)))
+                topic_id=tid)
+            if name is None:
+                unresolved.append(((topic.topic_id, p.partition), cp))
+            else:
+                requested.append((TopicPartition(name, p.partition), cp))
+    unknown_ids = [key for key, _ in unresolved]
 
     sessions = server.fetch_sessions
     session = None
@@ -110,10 +108,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                         cp.log_start_offset = cp.log_start_offset if cp.log_start_offset >= 0 else \
                             old.log_start_offset
                     session.partitions[tp] = cp
+                    if cp.topic_id is not None:
+                        session.unresolved.pop((cp.topic_id, tp.partition), None)
+                session.unresolved.update(unresolved)
                 for ft in request.forgotten_topics_data or []:
                     fname = ft.topic if v < 13 else cache.topic_name(ft.topic_id)
                     for p in ft.partitions:
                         session.partitions.pop(TopicPartition(fname, p), None)
+                        if v >= 13:
+                            session.unresolved.pop((ft.topic_id, p), None)
             else:
                 if sid:
                     sessions.remove(sid)
@@ -121,10 +124,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     session = sessions.new_session()
                     if session is not None:
                         session.partitions = dict(requested)
+                        session.unresolved = dict(unresolved)
         except FetchSessionError as e:
             return response_for(request, throttle_time_ms=0, error_code=e.code, session_id=0, responses=[])
         if epoch == FINAL_EPOCH:
             session = None
+    if session is not None and session.unresolved:
+        for (tid, index), cp in list(session.unresolved.items()):
+            name = cache.topic_name(tid)
+            if name is not None:
+                del session.unresolved[(tid, index)]
+                session.partitions.setdefault(TopicPartition(name, index), cp)
+        unknown_ids = list(session.unresolved)  # type: ignore[arg-type]
     fetch_list = list(session.partitions.items()) if session is not None else requested
 
     # KIP-392: a consumer's Fetch v11+ carries its rack; with it, it may read from followers.

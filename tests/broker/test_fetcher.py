@@ -229,3 +229,135 @@ def test_out_of_range_past_the_leaders_end_truncates_without_epochs_to_the_high_
     assert leader.asked_epochs == []
     assert values(follower_log) == [b"old-%d" % i for i in range(5)] + [b"new", b"new"]
     assert leader_partition.high_watermark == 7
+
+
+class SpyLeader(HandlerLeader):
+    """Keeps every Fetch request the follower sent (decoded as the leader got it)."""
+
+    def __init__(self, rm: ReplicaManager) -> None:
+        super().__init__(rm)
+        self.requests: list = []
+
+    async def fetch(self, build):  # type: ignore[no-untyped-def]
+        def spy(v: int):  # type: ignore[no-untyped-def]
+            request = build(v)
+            self.requests.append(request)
+            return request
+        return await super().fetch(spy)
+
+
+def _fetched(request) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    return [(p.partition, p.fetch_offset) for t in request.topics for p in t.partitions]
+
+
+def test_the_follower_fetches_in_an_incremental_session_and_starts_over_after_a_session_error(
+        tmp_path: Path) -> None:
+    # KIP-227 as Kafka's follower: a full fetch opens the session; then each request names only the
+    # partitions whose fetch offset (or epoch, log start) changed, and the leader answers from the session.
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    leader_partition = lead(leader_rm, 1, isr=[0, 1], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(3, value=b"a")})
+    leader = SpyLeader(leader_rm)
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server, partition = follower(tmp_path, follower_log, leader_epoch=1)
+    sessions = leader.server.fetch_sessions.sessions
+
+    async def run() -> None:
+        fetcher = ReplicaFetcher(server, 0, leader)
+        fetcher.add(partition)
+        state = fetcher.partitions[TP]
+        state.truncating = False
+
+        async def fetch() -> None:
+            await fetcher._fetch({TP: state})
+
+        await fetch()
+        first = leader.requests[-1]
+        assert (first.session_epoch, _fetched(first)) == (0, [(0, 0)])
+        assert follower_log.log_end_offset == 3 and len(sessions) == 1
+        session_id = next(iter(sessions))
+
+        await fetch()  # our offset moved: the partition is in the request, in session epoch 1
+        req = leader.requests[-1]
+        assert (req.session_id, req.session_epoch, _fetched(req)) == (session_id, 1, [(0, 3)])
+
+        await fetch()  # nothing changed: an empty incremental request
+        req = leader.requests[-1]
+        assert (req.session_epoch, _fetched(req)) == (2, [])
+
+        leader_rm.append_records(1000, 1, {TP: records(2, value=b"b")})
+        await fetch()  # still nothing to say, but the leader reads from the offset the session holds
+        assert _fetched(leader.requests[-1]) == [] and follower_log.log_end_offset == 5
+        assert leader_partition.high_watermark == 3  # the follower has only told the leader about offset 3
+
+        sessions.clear()  # the leader lost the session (evicted, restarted)
+        leader_rm.append_records(1000, 1, {TP: records(1, value=b"c")})
+        await fetch()  # FETCH_SESSION_ID_NOT_FOUND: nothing appended, and no error to back off on
+        assert leader.requests[-1].session_epoch == 4 and follower_log.log_end_offset == 5
+        assert state.delayed_until == 0.0
+        await fetch()  # a full request again, closing the lost session id, opening a new one
+        req = leader.requests[-1]
+        assert (req.session_id, req.session_epoch, _fetched(req)) == (session_id, 0, [(0, 5)])
+        assert follower_log.log_end_offset == 6 and len(sessions) == 1
+        await fetch()
+        assert leader_partition.high_watermark == 6
+
+        fetcher.remove(TP)
+        await fetcher._fetch({})  # a partition no longer fetched is forgotten by the session
+        req = leader.requests[-1]
+        assert [(t.topic, list(t.partitions)) for t in req.forgotten_topics_data] == [(TP.topic, [0])]
+        assert next(iter(sessions.values())).partitions == {}
+
+    asyncio.run(run())
+    assert values(follower_log) == [b"a"] * 3 + [b"b"] * 2 + [b"c"]
+
+
+def test_a_partition_the_leader_answered_with_an_error_is_named_again_in_the_session(tmp_path: Path) -> None:
+    # The leader leads before its metadata knows the topic id (LeaderAndIsr comes before UpdateMetadata): the
+    # follower's first, full fetch gets UNKNOWN_TOPIC_ID and the session the leader opens does not hold the
+    # partition. After the back-off the follower must name it again, or it would never fetch it (seen as a
+    # follower that never replicated, its acknowledged writes lost in an unclean election).
+    leader_rm = replica_manager(tmp_path / "leader", 0, known=())
+    lead(leader_rm, 1, isr=[0, 1], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(2, value=b"a")})
+    leader = SpyLeader(leader_rm)
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server, partition = follower(tmp_path, follower_log, leader_epoch=1)
+
+    async def run() -> None:
+        fetcher = ReplicaFetcher(server, 0, leader)
+        fetcher.add(partition)
+        state = fetcher.partitions[TP]
+        state.truncating = False
+        await fetcher._fetch({TP: state})
+        assert leader.fetch_errors == [ErrorCode.UNKNOWN_TOPIC_ID] and state.delayed_until > 0
+        leader_rm.metadata_cache.update_partition(TP.topic, TOPIC_ID, PartitionMetadata(TP.partition, 0, 1,
+                                                                                        (0, 1), (0, 1)))
+        state.delayed_until = 0.0  # the back-off is over
+        await fetcher._fetch({TP: state})
+        req = leader.requests[-1]
+        assert (req.session_epoch, _fetched(req)) == (1, [(0, 0)])
+        assert follower_log.log_end_offset == 2
+
+    asyncio.run(run())
+
+
+def test_the_follower_fetches_by_the_topic_id_leader_and_isr_gave_before_its_metadata_knows_it(
+        tmp_path: Path) -> None:
+    # In ZooKeeper mode UpdateMetadata may reach the follower after LeaderAndIsr: its metadata cache does not know
+    # the topic id yet, the partition does. Fetching by the cache's (missing) id was answered for an id the
+    # follower could not map, silently, and the partition was never fetched (test_isr: a follower with LEO -1).
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    lead(leader_rm, 1, isr=[0, 1], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(2, value=b"a")})
+    leader = SpyLeader(leader_rm)
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server = KafkaServer(KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "follower-server"),
+                                      "replica.fetch.wait.max.ms": "0"}))
+    assert server.metadata_cache.topic_id(TP.topic) is None
+    partition = Partition(TP, 1, replica_lag_time_max_ms=10000)
+    partition.set_log(follower_log, 0)
+    partition.topic_id = TOPIC_ID
+    partition.make_follower(PartitionState(leader=0, leader_epoch=1, isr=[0, 1], replicas=[0, 1]))
+    replicate(server, partition, leader, truncating=False, until=lambda: follower_log.log_end_offset == 2)
+    assert [t.topic_id for t in leader.requests[0].topics] == [TOPIC_ID]
