@@ -27,16 +27,11 @@ if TYPE_CHECKING:
 API_KEY = 84
 MIN_VERSION = 0
 MAX_VERSION = 0
-ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-)
+ERRORS: tuple[ErrorCode, ...] = common.ERRORS + (ErrorCode.FENCED_LEADER_EPOCH,)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    refusal = common.refused(ctx, request)
-    return refusal if refusal is not None else answer(ctx.server, request)
+    return common.serve(ctx, request, answer)
 
 
 async def answer(server: KafkaServer, request: Any) -> Any:

@@ -28,6 +28,18 @@ log = logging.getLogger("broker.apis.share_state")
 
 Outcome = tuple[ErrorCode, str | None, Any]  # error, message, the operation's value when NONE
 
+# The codes every state RPC can answer; each handler adds its fencing codes.
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+)
+
+
+def serve(ctx: RequestContext, request: Any, answer: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+    """A handler's body: the refusal without CLUSTER_ACTION, else `answer(server, request)`."""
+    refusal = refused(ctx, request)
+    return refusal if refusal is not None else answer(ctx.server, request)
+
 
 def refused(ctx: RequestContext, request: Any) -> Any | None:
     """The whole answer when the principal may not act as a broker, else None."""
