@@ -113,13 +113,16 @@ class _Flex:
         return b"".join(self.parts)
 
 
-def group_epoch_record(group_id: str, epoch: int) -> Record:
+# The builders below also write share groups' records (share_records.py), whose layouts are the same under
+# other key versions: `key` is the record's key version.
+def group_epoch_record(group_id: str, epoch: int, key: int = GROUP_EPOCH) -> Record:
     w = _Flex()
     w.int32(epoch)
-    return _key(GROUP_EPOCH, group_id), w.value()
+    return _key(key, group_id), w.value()
 
 
-def partition_metadata_record(group_id: str, metadata: Mapping[str, tuple[uuid.UUID, int]]) -> Record:
+def partition_metadata_record(group_id: str, metadata: Mapping[str, tuple[uuid.UUID, int]],
+                              key: int = PARTITION_METADATA) -> Record:
     w = _Flex()
     w.length(len(metadata))
     for name, (topic_id, count) in sorted(metadata.items()):
@@ -128,7 +131,7 @@ def partition_metadata_record(group_id: str, metadata: Mapping[str, tuple[uuid.U
         w.int32(count)
         w.length(0)  # no rack metadata
         w.tags()
-    return _key(PARTITION_METADATA, group_id), w.value()
+    return _key(key, group_id), w.value()
 
 
 def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Record:
@@ -160,16 +163,16 @@ def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Record:
     return _key(MEMBER_METADATA, group_id, m.member_id), b"".join(w.parts)
 
 
-def target_epoch_record(group_id: str, epoch: int) -> Record:
+def target_epoch_record(group_id: str, epoch: int, key: int = TARGET_EPOCH) -> Record:
     w = _Flex()
     w.int32(epoch)
-    return _key(TARGET_EPOCH, group_id), w.value()
+    return _key(key, group_id), w.value()
 
 
-def target_member_record(group_id: str, member_id: str, assignment: Assignment) -> Record:
+def target_member_record(group_id: str, member_id: str, assignment: Assignment, key: int = TARGET_MEMBER) -> Record:
     w = _Flex()
     w.partitions(assignment)
-    return _key(TARGET_MEMBER, group_id, member_id), w.value()
+    return _key(key, group_id, member_id), w.value()
 
 
 def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Record:
@@ -287,6 +290,23 @@ def decode_consumer_key(data: bytes | memoryview) -> tuple[int, str, str | None]
     return version, group_id, member_id
 
 
+def partition_metadata(raw: bytes | memoryview | None) -> dict[str, tuple[uuid.UUID, int]]:
+    """A partition-metadata value (a consumer or share group's): topic name -> (topic id, partition count)."""
+    metadata: dict[str, tuple[uuid.UUID, int]] = {}
+    if raw is not None:
+        r = _value(raw)
+        for _ in range(r.length()):
+            topic_id, name, count = r.uuid(), r.string() or "", r.int32()
+            for _ in range(r.length()):  # partition racks, not used
+                r.int32()
+                for _ in range(r.length()):
+                    r.string()
+                r.tags()
+            r.tags()
+            metadata[name] = (topic_id, count)
+    return metadata
+
+
 def _value(data: bytes | memoryview) -> _In:
     r = _In(bytes(data))
     if r.int16() != 0:
@@ -319,18 +339,7 @@ class ConsumerGroupReplay:
             r = _value(raw)
             g.epoch = r.int32()
         elif version == PARTITION_METADATA:
-            g.metadata = {}
-            if raw is not None:
-                r = _value(raw)
-                for _ in range(r.length()):
-                    topic_id, name, count = r.uuid(), r.string() or "", r.int32()
-                    for _ in range(r.length()):  # partition racks, not used
-                        r.int32()
-                        for _ in range(r.length()):
-                            r.string()
-                        r.tags()
-                    r.tags()
-                    g.metadata[name] = (topic_id, count)
+            g.metadata = partition_metadata(raw)
         elif version == TARGET_EPOCH:
             g.target_epoch = _value(raw).int32() if raw is not None else 0
         else:

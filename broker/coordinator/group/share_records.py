@@ -22,7 +22,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.coordinator.group.consumer_records import _Flex, _In, _key, _value
+from broker.coordinator.group import consumer_records
+from broker.coordinator.group.consumer_records import _Flex, _In, _key, _value, partition_metadata
 from broker.coordinator.group.schema import SchemaError
 from broker.coordinator.group.share_group import Assignment, ShareGroup, ShareGroupMember
 
@@ -33,21 +34,11 @@ _MEMBER_KEYS = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
 
 
 def group_epoch_record(group_id: str, epoch: int) -> Record:
-    w = _Flex()
-    w.int32(epoch)
-    return _key(GROUP_EPOCH, group_id), w.value()
+    return consumer_records.group_epoch_record(group_id, epoch, GROUP_EPOCH)
 
 
 def partition_metadata_record(group_id: str, metadata: Mapping[str, tuple[uuid.UUID, int]]) -> Record:
-    w = _Flex()
-    w.length(len(metadata))
-    for name, (topic_id, count) in sorted(metadata.items()):
-        w.uuid(topic_id)
-        w.string(name)
-        w.int32(count)
-        w.length(0)  # no rack metadata
-        w.tags()
-    return _key(PARTITION_METADATA, group_id), w.value()
+    return consumer_records.partition_metadata_record(group_id, metadata, PARTITION_METADATA)
 
 
 def member_metadata_record(group_id: str, m: ShareGroupMember) -> Record:
@@ -62,15 +53,11 @@ def member_metadata_record(group_id: str, m: ShareGroupMember) -> Record:
 
 
 def target_epoch_record(group_id: str, epoch: int) -> Record:
-    w = _Flex()
-    w.int32(epoch)
-    return _key(TARGET_EPOCH, group_id), w.value()
+    return consumer_records.target_epoch_record(group_id, epoch, TARGET_EPOCH)
 
 
 def target_member_record(group_id: str, member_id: str, assignment: Assignment) -> Record:
-    w = _Flex()
-    w.partitions(assignment)
-    return _key(TARGET_MEMBER, group_id, member_id), w.value()
+    return consumer_records.target_member_record(group_id, member_id, assignment, TARGET_MEMBER)
 
 
 def current_assignment_record(group_id: str, m: ShareGroupMember) -> Record:
@@ -124,18 +111,7 @@ class ShareGroupReplay:
                 return
             g.epoch = _value(raw).int32()
         elif version == PARTITION_METADATA:
-            g.metadata = {}
-            if raw is not None:
-                r = _value(raw)
-                for _ in range(r.length()):
-                    topic_id, name, count = r.uuid(), r.string() or "", r.int32()
-                    for _ in range(r.length()):  # partition racks, not used
-                        r.int32()
-                        for _ in range(r.length()):
-                            r.string()
-                        r.tags()
-                    r.tags()
-                    g.metadata[name] = (topic_id, count)
+            g.metadata = partition_metadata(raw)
         elif version == TARGET_EPOCH:
             g.target_epoch = _value(raw).int32() if raw is not None else 0
         elif version == TARGET_MEMBER:
