@@ -81,8 +81,10 @@ from protocol import ApiKey, decode_request, encode_response_parts, response_cla
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (
     FeatureLevelRecord,
+    KRaftVersionRecord,
     LeaderChangeMessage,
     MetadataRecord,
+    VotersRecord,
     encode_control_record,
     encode_metadata_record,
 )
@@ -105,7 +107,8 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
 class KRaftController(QuorumRules, SecurityRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
-                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None) -> None:
+                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None,
+                 features: dict[str, int] | None = None, kraft_version: int = 0) -> None:
         self.node_id = node_id
         # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN,
         # SCRAM-SHA-256 or SCRAM-SHA-512 (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_users`, user ->
@@ -135,8 +138,13 @@ class KRaftController(QuorumRules, SecurityRules):
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._next_producer_id = 0
+        self.kraft_version = kraft_version
         self._new_epoch()
-        self.append([FeatureLevelRecord(name="metadata.version", feature_level=metadata_version, version=0)])
+        # The bootstrap records, as `kafka-storage.sh format` leaves them: metadata.version, then the other
+        # finalized features (`--feature name=level`, or Kafka 4.x's defaults for the release).
+        self.append([FeatureLevelRecord(name="metadata.version", feature_level=metadata_version, version=0)]
+                    + [FeatureLevelRecord(name=n, feature_level=v, version=0)
+                       for n, v in sorted((features or {}).items())])
 
     @staticmethod
     def _fault(message: str, error: BaseException) -> None:
@@ -251,7 +259,23 @@ class KRaftController(QuorumRules, SecurityRules):
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = await asyncio.start_server(self._serve, host, port, ssl=self.ssl_context)
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        if self.kraft_version >= 1:
+            self._append_voters()
         self._spawn(self._expire_sessions())
+
+    def _append_voters(self) -> None:
+        """kraft.version 1 (KIP-853): the KRaftVersion and Voters control records of a dynamic quorum (one voter,
+        this controller, with its endpoint) in one control batch, as a `--standalone` formatted quorum writes."""
+        voter = VotersRecord.Voter(voter_id=self.node_id, voter_directory_id=uuid.UUID(int=0x5EED), endpoints=[
+            VotersRecord.Voter.Endpoint(name="CONTROLLER", host=self.host, port=self.port)],
+            k_raft_version_feature=VotersRecord.Voter.KRaftVersionFeature(min_supported_version=0,
+                                                                           max_supported_version=1))
+        records = [KRaftVersionRecord(record_version=0, k_raft_version=self.kraft_version),
+                   VotersRecord(record_version=0, voters=[voter])]
+        now = int(time.time() * 1000)
+        data = build_batch([(*encode_control_record(r), (), now) for r in records], is_control=True,
+                           base_offset=self.end_offset, partition_leader_epoch=self.epoch)
+        self._add_batch(data, len(records), [])
 
     @property
     def voters(self) -> str:

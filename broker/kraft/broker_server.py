@@ -188,9 +188,13 @@ class KRaftBroker:
         level = features.metadata_version
         lo, hi = METADATA_VERSION_RANGE
         if not lo <= level <= hi:
+            # Below our range the cluster can be upgraded to our newest level; above it, only a metadata.version
+            # without metadata changes in between can be downgraded, so a new cluster is the sure way.
+            fix = (f"`kafka-features.sh upgrade --metadata {feature_release(hi)}`" if level < lo else
+                   f"`kafka-features.sh downgrade --metadata {feature_release(hi)}`")
             return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
                     f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
-                    f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
+                    f"{fix} (or format a new cluster with "
                     f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
         for name, finalized in sorted(features.finalized_versions.items()):
             supported = SUPPORTED_FEATURES.get(name, (0, 0))

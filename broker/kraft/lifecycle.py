@@ -33,12 +33,20 @@ from protocol.errors import ErrorCode
 log = logging.getLogger("broker.kraft.lifecycle")
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 3.9-IV0, the newest whose records
-# protocol/metadata_records.py decodes (docs/kraft.md).
-METADATA_VERSION_RANGE = (7, 21)
+# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 4.1-IV1 (Kafka 4.1's newest production
+# level); protocol/metadata_records.py decodes every record a controller writes up to it (ClearElrRecord and the
+# ELR fields of PartitionRecord/PartitionChangeRecord v2 from 4.0-IV1; 4.0-IV2 to 4.1-IV1 add no record).
+METADATA_VERSION_RANGE = (7, 27)
 # group.version 1: KIP-848 consumer groups; share.version 1: KIP-932 share groups (broker/apis/api_versions.py
-# advertises the same levels).
-SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1)}
+# advertises the same levels). transaction.version 1 (KIP-890): the coordinator may write __transaction_state
+# values at version 1 (flexible), which ours reads (broker/coordinator/transaction/log.py); level 2 (epoch bump per
+# transaction, EndTxn v5 / AddPartitionsToTxn v5) is not implemented, so a cluster that finalized it refuses us.
+# kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
+# controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
+# eligible.leader.replicas.version (KIP-966) is left out (level 0 only) until the leader holds the high watermark
+# back below min.insync.replicas (KAFKA-15583), which the ELR guarantees rest on.
+SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1),
+                      "transaction.version": (0, 1), "kraft.version": (0, 1)}
 _FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
 
 
