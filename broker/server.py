@@ -35,6 +35,7 @@ from broker.controller.producer_ids import FileProducerIdManager, ProducerIdMana
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
+from broker.kraft import admin as kraft_admin
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Deferred, Response, SendfileChunk, SocketServer
@@ -481,6 +482,8 @@ class KafkaServer:
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
         result = apis.HANDLERS[api_key].handle(ctx, request)
+        if api_key in kraft_admin.FORWARDED_APIS and self.config.is_kraft and asyncio.iscoroutine(result):
+            result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             return None

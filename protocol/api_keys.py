@@ -161,6 +161,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1),
     ApiKey.FETCH_SNAPSHOT: (0, 1),
+    ApiKey.ENVELOPE: (0, 0),
     # --- SCRAM credentials (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),

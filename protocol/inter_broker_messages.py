@@ -3,9 +3,9 @@
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets),
-BrokerRegistration, BrokerHeartbeat, FetchSnapshot and the share-group state RPCs (Initialize/Read/Write/Delete
-ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they behave like
-every other message. Reach them through `protocol.messages`
+BrokerRegistration, BrokerHeartbeat, FetchSnapshot, Envelope (KIP-590) and the share-group state RPCs
+(Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's
+machinery (`load_json=`) so they behave like every other message. Reach them through `protocol.messages`
 (`request_class(key)`), which imports this module on first use.
 """
 
@@ -95,6 +95,14 @@ class BrokerHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class BrokerHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EnvelopeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EnvelopeResponse(ApiMessage, load_json=_SCHEMAS):
     pass
 
 

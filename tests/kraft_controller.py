@@ -7,7 +7,7 @@ BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; I
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
 ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
 AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
-DeleteAcls 0-3.
+DeleteAcls 0-3; Envelope 0 (tests/kraft_controller_envelope.py says its rules).
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -89,6 +89,7 @@ from protocol.metadata_records import (
     encode_metadata_record,
 )
 from records import build_batch
+from tests.kraft_controller_envelope import EnvelopeRules
 from tests.kraft_controller_rules import BrokerState, QuorumRules
 from tests.kraft_controller_security import SecurityRules
 
@@ -101,14 +102,16 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
           ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
           ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
           ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
-          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
+          ApiKey.ENVELOPE: (0, 0)}
 
 
-class KRaftController(QuorumRules, SecurityRules):
+class KRaftController(QuorumRules, SecurityRules, EnvelopeRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
                  epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None,
-                 features: dict[str, int] | None = None, kraft_version: int = 0) -> None:
+                 features: dict[str, int] | None = None, kraft_version: int = 0,
+                 admin_principals: set[str] | None = None) -> None:
         self.node_id = node_id
         # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN,
         # SCRAM-SHA-256 or SCRAM-SHA-512 (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_users`, user ->
@@ -139,6 +142,8 @@ class KRaftController(QuorumRules, SecurityRules):
         self._tasks: set[asyncio.Task] = set()
         self._next_producer_id = 0
         self.kraft_version = kraft_version
+        self.admin_principals = admin_principals  # who may do forwarded admin requests (None: everyone)
+        self.forwarded: list[tuple[int, str, str, str | None]] = []  # (api key, principal, address, client id)
         self._new_epoch()
         # The bootstrap records, as `kafka-storage.sh format` leaves them: metadata.version, then the other
         # finalized features (`--feature name=level`, or Kafka 4.x's defaults for the release).
@@ -313,7 +318,7 @@ class KRaftController(QuorumRules, SecurityRules):
                 elif not authenticated and api_key != ApiKey.API_VERSIONS:
                     break  # Kafka's authenticator closes a connection that skips SASL
                 else:
-                    response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
+                    response = await self._dispatch(request)
                 response.with_header(correlation_id=request.header.correlation_id)
                 size, parts = encode_response_parts(response)
                 writer.write(struct.pack(">i", size) + b"".join(bytes(p) for p in parts))
@@ -328,6 +333,9 @@ class KRaftController(QuorumRules, SecurityRules):
     @staticmethod
     def _response(request: Any, **fields: Any) -> Any:
         return response_class(request.API_KEY)[request.API_VERSION](**fields)
+
+    async def _dispatch(self, request: Any) -> Any:
+        return await getattr(self, f"_{ApiKey(request.API_KEY).name.lower()}")(request)
 
     async def _sasl(self, request: Any, state: dict[str, Any]) -> tuple[Any, bool]:
         """SASL on the controller listener: (the answer, whether the connection is now authenticated)."""

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
-from protocol import ApiKey, request_class
-from protocol.errors import ErrorCode
+from protocol import ApiKey, decode_response, encode_request, request_class
+from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("broker.kraft.lifecycle")
 
@@ -54,6 +54,14 @@ class ControllerUnavailable(Exception):
     pass
 
 
+class EnvelopeRefused(ControllerUnavailable):
+    """The controller answered an Envelope with an error (e.g. PRINCIPAL_DESERIALIZATION_FAILURE)."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or f"the controller refused the envelope: {error.name}")
+        self.error = error
+
+
 class ControllerChannel:
     def __init__(self, leader: Callable[[], tuple[str, int] | None], client_id: str, *,
                  security: ClientSecurity | None = None, timeout_s: float = 30.0) -> None:
@@ -76,6 +84,30 @@ class ControllerChannel:
         except BrokerUnavailable as e:
             self.close()
             raise ControllerUnavailable(str(e)) from None
+
+    async def send_enveloped(self, build: Any, api_key: int, *, principal: bytes, client_address: bytes,
+                             client_id: str | None, correlation_id: int) -> Any:
+        """`build(version)` wrapped in an EnvelopeRequest (KIP-590, Kafka's ForwardingManager): the inner request
+        at the best version the controller and we share, with the client's header (correlation id, client id),
+        the serialized principal and the client's address; returns the inner response. An Envelope the
+        controller refuses raises `EnvelopeRefused` (Kafka's broker answers the client UNKNOWN_SERVER_ERROR)."""
+        inner: dict[str, int] = {}
+
+        def envelope(v: int) -> Any:
+            assert self._conn is not None
+            inner["version"] = version = self._conn[1].version_for(api_key)
+            request = build(version)
+            request.with_header(correlation_id=correlation_id, client_id=client_id)
+            return request_class(ApiKey.ENVELOPE)[v](request_data=encode_request(request),
+                                                      request_principal=principal, client_host_address=client_address)
+
+        resp = await self.send(envelope, ApiKey.ENVELOPE)
+        if resp.error_code != ErrorCode.NONE:
+            raise EnvelopeRefused(ErrorCode(resp.error_code))
+        try:
+            return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
+        except ProtocolError as e:
+            raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
 
     def close(self) -> None:
         if self._conn is not None:

@@ -185,3 +185,40 @@ def test_controlled_shutdown_and_session_expiry() -> None:
             conn.close()
             await c.stop()
     run(main())
+
+
+def test_envelope_errors() -> None:
+    from protocol import decode_response, encode_request
+    from protocol.envelope import address_bytes, serialize_principal
+
+    async def main() -> None:
+        c, conn = await started(admin_principals={"User:admin"})
+        Env = request_class(ApiKey.ENVELOPE)
+        inner = request_class(ApiKey.CREATE_TOPICS)[7](timeout_ms=1000, validate_only=False, topics=[
+            request_class(ApiKey.CREATE_TOPICS).CreatableTopic(name="t", num_partitions=1, replication_factor=1,
+                                                              assignments=[], configs=[])])
+        inner.with_header(correlation_id=5, client_id="c")
+        data, who, where = encode_request(inner), serialize_principal("User", "admin"), address_bytes("10.1.2.3")
+
+        async def send(**fields: Any) -> Any:
+            values = {"request_data": data, "request_principal": who, "client_host_address": where, **fields}
+            return await conn.send(lambda v: Env[v](**values), ApiKey.ENVELOPE)
+        try:
+            assert (await send(request_principal=b"\x00\x07")).error_code == E.PRINCIPAL_DESERIALIZATION_FAILURE
+            assert (await send(request_principal=None)).error_code == E.PRINCIPAL_DESERIALIZATION_FAILURE
+            assert (await send(client_host_address=b"\x01")).error_code == E.INVALID_REQUEST
+            assert (await send(request_data=b"\x00\x13")).error_code == E.INVALID_REQUEST
+            # The inner response, at the inner request's version and correlation id: handled as if sent directly.
+            ok = await send()
+            inner_resp = decode_response(bytes(ok.response_data), ApiKey.CREATE_TOPICS, 7)
+            assert ok.error_code == E.NONE and inner_resp.header.correlation_id == 5
+            assert inner_resp.topics[0].error_code == E.INVALID_REPLICATION_FACTOR  # no broker registered
+            refused = await send(request_principal=serialize_principal("User", "eve"))
+            inner_resp = decode_response(bytes(refused.response_data), ApiKey.CREATE_TOPICS, 7)
+            assert inner_resp.topics[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+            assert c.forwarded == [(ApiKey.CREATE_TOPICS, "User:admin", "10.1.2.3", "c"),
+                                   (ApiKey.CREATE_TOPICS, "User:eve", "10.1.2.3", "c")]
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
