@@ -7,7 +7,8 @@ BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; I
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
 ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
 AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
-DeleteAcls 0-3; Envelope 0 (tests/kraft_controller_envelope.py says its rules).
+DeleteAcls 0-3; Envelope 0 (tests/kraft_controller_envelope.py says its rules); AssignReplicasToDirs 0 and
+BrokerHeartbeat's OfflineLogDirs (tests/kraft_controller_jbod.py).
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -90,6 +91,7 @@ from protocol.metadata_records import (
 )
 from records import build_batch
 from tests.kraft_controller_envelope import EnvelopeRules
+from tests.kraft_controller_jbod import JbodRules
 from tests.kraft_controller_rules import BrokerState, QuorumRules
 from tests.kraft_controller_security import SecurityRules
 
@@ -103,10 +105,10 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
           ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
           ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
           ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
-          ApiKey.ENVELOPE: (0, 0)}
+          ApiKey.ENVELOPE: (0, 0), ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0)}
 
 
-class KRaftController(QuorumRules, SecurityRules, EnvelopeRules):
+class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
                  epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None,

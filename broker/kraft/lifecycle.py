@@ -11,8 +11,9 @@ Contract:
   epoch is `broker_epoch`. Then a BrokerHeartbeat every `broker.heartbeat.interval.ms` carrying the offset of
   the metadata image we have published, WantFence until `set_ready_to_unfence()`, and WantShutDown once
   `begin_controlled_shutdown()`. Events for the server: `caught_up` (the controller says our metadata
-  reached our registration), `unfenced`, `should_shut_down`. STALE_BROKER_EPOCH (the controller lost or
-  replaced our registration) registers again; other errors retry at the next interval.
+  reached our registration), `unfenced`, `should_shut_down`. Heartbeats v1 carry `offline_log_dirs()`
+  (KIP-858); `wake()` sends one at once. STALE_BROKER_EPOCH (the controller lost or replaced our registration)
+  registers again; other errors retry at the next interval.
 - `registration_failed` carries the error of a registration the controller refused for good
   (INCONSISTENT_CLUSTER_ID, UNSUPPORTED_VERSION); DUPLICATE_BROKER_REGISTRATION is retried (our previous
   session has to expire first).
@@ -140,6 +141,8 @@ class BrokerLifecycleManager:
         self.want_shut_down = False
         self.is_fenced = True
         self._wake = asyncio.Event()
+        # Failed log directories' ids, sent in every heartbeat from v1 (KIP-858; broker/kraft/assignments.py).
+        self.offline_log_dirs: Callable[[], list[uuid.UUID]] = list
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -151,6 +154,10 @@ class BrokerLifecycleManager:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.channel.close()
+
+    def wake(self) -> None:
+        """Heartbeat now (a log directory went offline)."""
+        self._wake.set()
 
     def set_ready_to_unfence(self) -> None:
         self.ready_to_unfence = True
@@ -229,7 +236,7 @@ class BrokerLifecycleManager:
                                           current_metadata_offset=offset, want_fence=want_fence,
                                           want_shut_down=want_shut_down)
             if v >= 1:
-                fields["offline_log_dirs"] = []
+                fields["offline_log_dirs"] = list(self.offline_log_dirs())
             return Req[v](**fields)
 
         try:

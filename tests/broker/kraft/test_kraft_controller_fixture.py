@@ -222,3 +222,46 @@ def test_envelope_errors() -> None:
             conn.close()
             await c.stop()
     run(main())
+
+
+def test_assign_replicas_to_dirs_rules() -> None:
+    async def assign(conn: BrokerConnection, broker_id: int, epoch: int, dir_id: uuid.UUID,
+                     parts: list[tuple[uuid.UUID, int]]) -> Any:
+        Req = request_class(ApiKey.ASSIGN_REPLICAS_TO_DIRS)
+        D = Req.DirectoryData
+        return await conn.send(lambda v: Req[v](broker_id=broker_id, broker_epoch=epoch, directories=[D(
+            id=dir_id, topics=[D.TopicData(topic_id=t, partitions=[D.TopicData.PartitionData(partition_index=p)])
+                               for t, p in parts])]), ApiKey.ASSIGN_REPLICAS_TO_DIRS)
+
+    def codes(resp: Any) -> list[int]:
+        return [p.error_code for t in resp.directories[0].topics for p in t.partitions]
+
+    async def main() -> None:
+        old, old_conn = await started(metadata_version=15)  # before 3.7-IV2: no directory assignment
+        try:
+            assert (await assign(old_conn, 1, 0, uuid.uuid4(), [])).error_code == E.UNSUPPORTED_VERSION
+        finally:
+            old_conn.close()
+            await old.stop()
+        c, conn = await started()
+        try:
+            epoch = await unfenced(conn, c, 1)
+            await unfenced(conn, c, 2)
+            topic_id = (await create(conn, "t", 2, 1)).topic_id
+            mine = next(p for p in (0, 1) if c.image.topics.get_partition("t", p).replicas == (1,))
+            other = 1 - mine
+            online = c.image.cluster.broker(1).directories[0]
+            # One registered directory: new replicas are placed in it (ClusterControlManager.defaultDir).
+            assert c.image.topics.get_partition("t", mine).directory(1) == online
+            assert (await assign(conn, 1, epoch + 1, online, [])).error_code == E.STALE_BROKER_EPOCH
+            resp = await assign(conn, 1, epoch, online, [(uuid.uuid4(), 0), (topic_id, 9), (topic_id, other)])
+            assert codes(resp) == [E.UNKNOWN_TOPIC_ID, E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER]
+            # An assignment to a directory the broker does not have online moves leadership away.
+            gone = uuid.uuid4()
+            assert codes(await assign(conn, 1, epoch, gone, [(topic_id, mine)])) == [E.NONE]
+            p = c.image.topics.get_partition("t", mine)
+            assert p.directory(1) == gone and p.leader == -1
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
