@@ -456,10 +456,14 @@ class KafkaServer:
             lambda _: self._flushing.discard(log_))
 
     # ------------------------------------------------------------------ topics
-    def auto_create_topics(self, names: list[str]) -> None:
+    def auto_create_topics(self, names: list[str], ctx: RequestContext | None = None) -> None:
+        """`ctx`: the client request asking; a KRaft broker sends the creation in an Envelope as that client."""
         assert self.controller is not None
         for name in names:
-            self.controller.admin.auto_create_topic(name)
+            if ctx is not None and self.config.is_kraft:
+                self.controller.admin.auto_create_topic(name, client=ctx)
+            else:
+                self.controller.admin.auto_create_topic(name)
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:

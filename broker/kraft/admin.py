@@ -17,8 +17,8 @@ Envelopes (KIP-590): while the server runs the handler of a client's FORWARDED_A
 request sent here goes to the controller in an EnvelopeRequest carrying the client's request header, its
 principal (DefaultKafkaPrincipalBuilder's serialization) and its address, for the controller to authorize; the
 inner response comes back out of the EnvelopeResponse. An Envelope the controller refuses is answered as an
-unreachable controller. Requests of our own (auto-creation outside a client request, internal topics at
-start-up) go without one.
+unreachable controller. Auto-creation for a client's Metadata request goes in an Envelope as that client too
+(Kafka's AutoTopicCreationManager); requests of our own (internal topics) go without one.
 """
 
 from __future__ import annotations
@@ -390,11 +390,13 @@ class KRaftAdmin:
                          == dict(props), 30000)
         return ErrorCode.NONE, None
 
-    def auto_create_topic(self, name: str) -> None:
+    def auto_create_topic(self, name: str, client: Any = None) -> None:
+        """CreateTopics for a topic a client's Metadata request named; in an Envelope as that client (Kafka's
+        AutoTopicCreationManager with a request context) when `client` is given."""
         if name in self._auto_creating:
             return
-        task = asyncio.get_running_loop().create_task(
-            self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000))
+        creating = self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000)
+        task = asyncio.get_running_loop().create_task(creating if client is None else as_client(client, creating))
         self._auto_creating[name] = task
         task.add_done_callback(lambda _: self._auto_creating.pop(name, None))
 

@@ -4,11 +4,12 @@ that principal (tests/kraft_controller_envelope.py), as Kafka's ForwardingManage
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -22,7 +23,8 @@ from confluent_kafka.admin import (
 from broker.config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker, free_port
-from protocol import ApiKey
+from protocol import ApiKey, request_class
+from tests.broker.wire import roundtrip
 from tests.cluster.test_kraft_cluster import FAST, wait_for
 from tests.cluster.test_kraft_security import plaintext, scram_login_works, secured
 from tests.kraft_controller import ControllerThread
@@ -86,5 +88,21 @@ def test_admin_requests_go_in_envelopes_with_the_clients_principal(
     alice.create_acls([acl])[acl].result(20)
     assert [p for _, p, _, _ in forwarded(controller, ApiKey.CREATE_ACLS)] == ["User:ANONYMOUS", "User:alice"]
     assert controller.call(lambda c: len(c.image.acls)) == 1
+    # Auto-creation for a client's Metadata request goes as that client too (Kafka's AutoTopicCreationManager).
+    Req = request_class(ApiKey.METADATA)
+    host, port = plaintext(b).split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        roundtrip(sock, Req[9](topics=[Req.MetadataRequestTopic(name="auto-anon")], allow_auto_topic_creation=True,
+                               include_cluster_authorized_operations=False,
+                               include_topic_authorized_operations=False), 1)
+    wait_for(lambda: any(f[1] == "User:ANONYMOUS" for f in forwarded(controller, ApiKey.CREATE_TOPICS)[2:]),
+             what="auto-creation forwarded")
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+                         "sasl.password": "wonderland"})
+    producer.produce("auto-alice", b"x")
+    assert producer.flush(20) == 0
+    assert controller.call(lambda c: sorted(n for n in c.image.topics.by_name if n.startswith("auto"))) == [
+        "auto-alice"]
     # The broker's own requests to the controller (registration, heartbeats) never come in an Envelope.
     assert not forwarded(controller, ApiKey.BROKER_HEARTBEAT)
