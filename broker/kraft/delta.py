@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 from broker.kraft.image import (
     CONFIG_RESOURCE_TOPIC,
     METADATA_VERSION_FEATURE,
-    NO_LEADER_CHANGE,
     AclEntry,
     BrokerRegistration,
     ClusterImage,
@@ -60,19 +59,6 @@ if TYPE_CHECKING:
     from broker.partition import PartitionState
 
 _REMOVED: Any = object()
-
-
-class _ClearElrChange:
-    """The PartitionChangeRecord a ClearElrRecord amounts to: only ELR and last-known ELR set (to empty)."""
-
-    replicas = directories = isr = removing_replicas = adding_replicas = None
-    leader = NO_LEADER_CHANGE
-    leader_recovery_state = -1
-    eligible_leader_replicas: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
-
-
-_CLEAR_ELR_CHANGE = _ClearElrChange()
 
 
 class MetadataReplayError(RuntimeError):
@@ -178,7 +164,7 @@ class TopicDelta:
         partitions.update(self.partition_changes)
         for partition_id, partition in partitions.items():
             if partition.elr or partition.last_known_elr:
-                self.partition_changes[partition_id] = partition.merge(_CLEAR_ELR_CHANGE)
+                self.partition_changes[partition_id] = partition.without_elr()
 
     def new_partitions(self) -> dict[int, PartitionRegistration]:
         return {p: r for p, r in self.partition_changes.items() if p not in self.image.partitions}
