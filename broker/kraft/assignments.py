@@ -6,14 +6,14 @@ Contract:
 - `prefer_assigned_dirs(changes)`: a replica the metadata places in one of our online directories is created
   there (LogManager's preferred dir), as Kafka's getOrCreateLog honours the target directory id; a replica whose
   directory is MIGRATING, UNASSIGNED, LOST or not ours goes where the log manager chooses.
-- `AssignmentsManager.run()` (from registration to shutdown): at each published image and every
-  `interval_s`, every local log whose directory id differs from the one the image gives our replica is sent to
-  the controller in one AssignReplicasToDirs (v0: broker id and epoch, directories -> topic ids -> partitions),
-  once metadata.version is at least 3.7-IV2 (level 17; before it the controller does not track directories).
-  This covers a directory chosen for a new replica and a replica moved by AlterReplicaLogDirs (after the move).
-  Per partition: NONE (the metadata will show it), UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION /
-  NOT_LEADER_OR_FOLLOWER (dropped: the replica is going away), anything else retried after `interval_s`; a
-  top-level error or an unreachable controller retries it all.
+- `AssignmentsManager.run()` (from registration to shutdown): the replicas a published image changed (at once)
+  and every local log (each `full_scan_every` x `interval_s`) whose directory id differs from the one the image
+  gives our replica are sent to the controller in one AssignReplicasToDirs (v0: broker id and epoch,
+  directories -> topic ids -> partitions), once metadata.version is at least 3.7-IV2 (level 17; before it the
+  controller does not track directories). This covers a directory chosen for a new replica and a replica moved
+  by AlterReplicaLogDirs (after the move). Per partition: NONE (the metadata will show it), UNKNOWN_TOPIC_ID /
+  UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER (dropped: the replica is going away), anything else at
+  the next full scan; a top-level error or an unreachable controller makes the next interval a full scan.
 - `mark_offline(path)`: the hook for a log directory failure (the storage layer does not report failures yet):
   the directory's id goes into every BrokerHeartbeat's OfflineLogDirs from then on (v1), so the controller moves
   leadership and ISR membership of the replicas there away, as Kafka's BrokerLifecycleManager.propagateDirectory
@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,8 @@ _DROPPED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, Er
 
 
 class AssignmentsManager:
-    def __init__(self, kraft: KRaftBroker, dir_ids: Mapping[Path, uuid.UUID], *, interval_s: float = 2.0) -> None:
+    def __init__(self, kraft: KRaftBroker, dir_ids: Mapping[Path, uuid.UUID], *, interval_s: float = 2.0,
+                 full_scan_every: int = 10) -> None:
         self.kraft = kraft
         self.dir_ids = dict(dir_ids)
         self.dirs_by_id = {v: k for k, v in self.dir_ids.items()}
@@ -54,10 +55,16 @@ class AssignmentsManager:
         self.interval_s = interval_s
         self.wake = asyncio.Event()
         self._sent: dict[tuple[uuid.UUID, int], tuple[uuid.UUID, float]] = {}  # -> (dir, when) awaiting metadata
+        # Replicas the last published images changed: checked at once; every log only each
+        # `full_scan_every` intervals (a replica moved by AlterReplicaLogDirs shows up there).
+        self._dirty: set[TopicPartition] = set()
+        self.full_scan_s = interval_s * full_scan_every
+        self._last_full = 0.0
 
     # ------------------------------------------------------------------ where replicas are created
     def prefer_assigned_dirs(self, changes: LocalReplicaChanges) -> None:
         log_manager = self.kraft.server.log_manager
+        self._dirty.update(changes.directory_ids, changes.leaders, changes.followers)
         for tp, dir_id in changes.directory_ids.items():
             path = self.dirs_by_id.get(dir_id)
             if path is not None and dir_id not in self.offline and log_manager.get_log(tp) is None:
@@ -73,15 +80,15 @@ class AssignmentsManager:
                 self.kraft.lifecycle.wake()
 
     # ------------------------------------------------------------------ assignments
-    def pending(self) -> dict[uuid.UUID, dict[uuid.UUID, list[int]]]:
-        """directory id -> topic id -> partitions whose log is there while the image says otherwise."""
+    def pending(self, tps: Iterable[TopicPartition] | None = None) -> dict[uuid.UUID, dict[uuid.UUID, list[int]]]:
+        """directory id -> topic id -> partitions (of `tps`, else every local log) whose log is there while the
+        image says otherwise."""
         image = self.kraft.loader.image
         broker_id = self.kraft.broker_id
         log_manager = self.kraft.server.log_manager
         now = time.monotonic()
         out: dict[uuid.UUID, dict[uuid.UUID, list[int]]] = {}
-        for log_ in log_manager.all_logs():
-            tp: TopicPartition = log_.topic_partition
+        for tp in (log.topic_partition for log in log_manager.all_logs()) if tps is None else tps:
             where = log_manager.dir_of(tp)
             dir_id = self.dir_ids.get(where) if where is not None else None
             topic = image.topics.by_name.get(tp.topic)
@@ -108,7 +115,13 @@ class AssignmentsManager:
             level = self.kraft.loader.image.features.metadata_version or 0
             if level < IBP_3_7_IV2 or self.kraft.broker_epoch < 0:
                 continue
-            pending = self.pending()
+            now = time.monotonic()
+            if now - self._last_full >= self.full_scan_s:
+                self._last_full, self._dirty = now, set()
+                pending = self.pending()
+            else:
+                dirty, self._dirty = self._dirty, set()
+                pending = self.pending(dirty)
             if pending:
                 await self._assign(pending)
 
@@ -130,9 +143,11 @@ class AssignmentsManager:
             resp = await channel.send(build, ApiKey.ASSIGN_REPLICAS_TO_DIRS)
         except ControllerUnavailable as e:
             log.debug("AssignReplicasToDirs not sent: %s", e)
+            self._last_full = 0.0
             return
         if resp.error_code != ErrorCode.NONE:
             log.info("AssignReplicasToDirs refused: %s", ErrorCode(resp.error_code).name)
+            self._last_full = 0.0
             return
         now = time.monotonic()
         for d in resp.directories:
