@@ -12,6 +12,7 @@ Rules (Kafka 3.9's ReplicationControlManager and ClusterControlManager):
 - BrokerHeartbeat v1 OfflineLogDirs (handleDirectoriesOffline): for directories the registration still lists,
   the partitions whose replica on the broker is there lose it from their ISR and leadership, and a
   BrokerRegistrationChangeRecord (v2) leaves the registration with its remaining directories.
+- `assignment_error`, when a test sets it, answers every AssignReplicasToDirs with that top-level error.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ IBP_3_7_IV2 = 17
 class JbodRules:
     image: Any
     level: int
+    assignment_error: ErrorCode | None = None  # set by a test: every AssignReplicasToDirs answered with it
 
     # From KRaftController and QuorumRules (annotations only: a stub here would shadow them).
     append: Callable[[list[MetadataRecord]], int]
@@ -61,6 +63,8 @@ class JbodRules:
             return Resp(throttle_time_ms=0, error_code=error, directories=directories or [])
         if self.level < IBP_3_7_IV2:
             return answer(ErrorCode.UNSUPPORTED_VERSION)
+        if self.assignment_error is not None:
+            return answer(self.assignment_error)
         broker_id = request.broker_id
         error = self._check_broker_epoch(broker_id, request.broker_epoch)
         if error:

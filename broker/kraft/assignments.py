@@ -10,8 +10,9 @@ Contract:
   and every local log (each `full_scan_every` x `interval_s`) whose directory id differs from the one the image
   gives our replica are sent to the controller in one AssignReplicasToDirs (v0: broker id and epoch,
   directories -> topic ids -> partitions), once metadata.version is at least 3.7-IV2 (level 17; before it the
-  controller does not track directories). This covers a directory chosen for a new replica and a replica moved
-  by AlterReplicaLogDirs (after the move). Per partition: NONE (the metadata will show it), UNKNOWN_TOPIC_ID /
+  controller does not track directories). This covers a directory chosen for a new replica; a replica being
+  moved by AlterReplicaLogDirs is left to `assign_move`, the log dir mover's `before_swap`, which assigns the
+  destination before the moved log takes over. Per partition: NONE (the metadata will show it), UNKNOWN_TOPIC_ID /
   UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER (dropped: the replica is going away), anything else at
   the next full scan; a top-level error or an unreachable controller makes the next interval a full scan.
 - `mark_offline(path)`: the hook for a log directory failure (the storage layer does not report failures yet):
@@ -88,7 +89,10 @@ class AssignmentsManager:
         log_manager = self.kraft.server.log_manager
         now = time.monotonic()
         out: dict[uuid.UUID, dict[uuid.UUID, list[int]]] = {}
+        mover = self.kraft.server.log_dir_mover
         for tp in (log.topic_partition for log in log_manager.all_logs()) if tps is None else tps:
+            if mover.future_log(tp) is not None:
+                continue  # being moved: `assign_move` assigns the destination before the swap
             where = log_manager.dir_of(tp)
             dir_id = self.dir_ids.get(where) if where is not None else None
             topic = image.topics.by_name.get(tp.topic)
@@ -125,7 +129,20 @@ class AssignmentsManager:
             if pending:
                 await self._assign(pending)
 
-    async def _assign(self, pending: dict[uuid.UUID, dict[uuid.UUID, list[int]]]) -> None:
+    async def assign_move(self, tp: TopicPartition, destination: Path) -> bool:
+        """The log dir mover's `before_swap`: the destination of a replica being moved assigned at the controller
+        (True), before the moved log takes over. Before metadata.version 3.7-IV2 there is nothing to assign."""
+        if (self.kraft.loader.image.features.metadata_version or 0) < IBP_3_7_IV2:
+            return True
+        dir_id = self.dir_ids.get(destination)
+        topic = self.kraft.loader.image.topics.by_name.get(tp.topic)
+        if dir_id is None or topic is None:
+            return True
+        errors = await self._assign({dir_id: {topic.topic_id: [tp.partition]}})
+        return errors.get((topic.topic_id, tp.partition)) in (ErrorCode.NONE, *_DROPPED)
+
+    async def _assign(self, pending: dict[uuid.UUID, dict[uuid.UUID, list[int]]]
+                      ) -> dict[tuple[uuid.UUID, int], ErrorCode]:
         Req = request_class(ApiKey.ASSIGN_REPLICAS_TO_DIRS)
         channel = self.kraft.channel
         assert channel is not None
@@ -144,20 +161,21 @@ class AssignmentsManager:
         except ControllerUnavailable as e:
             log.debug("AssignReplicasToDirs not sent: %s", e)
             self._last_full = 0.0
-            return
+            return {}
         if resp.error_code != ErrorCode.NONE:
             log.info("AssignReplicasToDirs refused: %s", ErrorCode(resp.error_code).name)
             self._last_full = 0.0
-            return
+            return {}
         now = time.monotonic()
+        errors: dict[tuple[uuid.UUID, int], ErrorCode] = {}
         for d in resp.directories:
             for t in d.topics:
                 for p in t.partitions:
-                    error = ErrorCode(p.error_code)
+                    error = errors[(t.topic_id, p.partition_index)] = ErrorCode(p.error_code)
                     if error == ErrorCode.NONE or error in _DROPPED:
                         # Awaiting the metadata (NONE), or not ours any more: not sent again for a while.
                         self._sent[(t.topic_id, p.partition_index)] = (d.id, now)
                     else:
                         log.info("assignment of %s-%d to %s failed: %s", t.topic_id, p.partition_index, d.id,
                                  error.name)
-
+        return errors

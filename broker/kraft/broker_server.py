@@ -161,6 +161,7 @@ class KRaftBroker:
                                               interval_s=config["broker.heartbeat.interval.ms"] / 1000)
         self.lifecycle.offline_log_dirs = lambda: list(self.assignments.offline)
         self.publisher.on_local_changes = self.assignments.prefer_assigned_dirs
+        server.log_dir_mover.before_swap = self.assignments.assign_move
         producer_ids = KRaftProducerIdManager(self)
         server.producer_ids = producer_ids
         self.follower.start()

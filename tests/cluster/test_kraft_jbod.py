@@ -6,6 +6,7 @@ replicas there out of ISRs and leadership (tests/kraft_controller_jbod.py)."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from broker.config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
 from storage import TopicPartition
 from storage.checkpoints import read_properties, uuid_from_kafka_str
 from tests.broker.wire import roundtrip
@@ -64,15 +66,22 @@ def test_replica_directories_are_assigned_moved_and_failed(
     assert {actual_dir(b, "j", p) for p in range(4)} == set(ids)  # spread over both
     assert controller.call(lambda c: any(k == ApiKey.ASSIGN_REPLICAS_TO_DIRS for k, _ in c.requests))
 
-    # AlterReplicaLogDirs moves j-0 to the other directory; once moved, the controller hears of it.
+    # AlterReplicaLogDirs moves j-0 to the other directory: the destination is assigned at the controller before
+    # the moved log takes over (while the controller refuses, the replica stays where it is, its copy caught up).
     src = actual_dir(b, "j", 0)
     dst = next(d for d in ids if d != src)
+    controller.call(lambda c: setattr(c, "assignment_error", ErrorCode.NOT_CONTROLLER))
     Req = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
     request = Req[2](dirs=[Req.AlterReplicaLogDir(path=str(dst.absolute()), topics=[
         Req.AlterReplicaLogDir.AlterReplicaLogDirTopic(name="j", partitions=[0])])])
     with socket.create_connection(("127.0.0.1", b.port), timeout=10) as s:
         resp = roundtrip(s, request, 1)
     assert resp.results[0].partitions[0].error_code == 0
+    wait_for(lambda: b.call(lambda: b.server.log_dir_mover.future_log(TopicPartition("j", 0))) is not None,
+             what="future log")
+    time.sleep(1.5)
+    assert actual_dir(b, "j", 0) == src and assigned(controller, "j", 0).directory(1) == ids[src]
+    controller.call(lambda c: setattr(c, "assignment_error", None))
     wait_for(lambda: actual_dir(b, "j", 0) == dst and assigned(controller, "j", 0).directory(1) == ids[dst],
              what="j-0 moved and assigned")
 
