@@ -22,8 +22,10 @@ of a controller:
   answered once our metadata shows them; AlterPartitionReassignments and ListPartitionReassignments sent to the
   controller and answered as it answers (a reassignment runs through the metadata log: an added replica here
   becomes a follower, catches up, joins the ISR through the leader's AlterPartition, and the controller
-  completes the move). Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
-  we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
+  completes the move). While a client's admin request is handled, these go inside an Envelope (KIP-590) with
+  the client's principal and address (broker/kraft/admin.py `as_client`, wrapped by the server).
+- `assignments` (broker/kraft/assignments.py, KIP-858): replicas created in the directory the metadata
+  assigns, AssignReplicasToDirs for those placed or moved here, failed log dirs in the heartbeats.
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) that holds a copy of the image's dynamic broker configs, client
   quotas, SCRAM credentials and ACLs (broker/kraft/security_sync.py), in the layout the dynamic config, the
