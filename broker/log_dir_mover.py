@@ -13,6 +13,10 @@ Contract (one asyncio loop, like the ReplicaManager it serves):
   future log replaces the current one (`LogManager.replace_with_future_log`; the partition is given the new
   log with its high watermark) and the old directory is deleted as DeleteTopics deletes one. Cleaning of the
   log is paused during the move and the swap waits for a clean in progress to stop.
+- `before_swap(tp, destination)` (a KRaft broker's: AssignReplicasToDirs, KIP-858), when set, is awaited the
+  first time the future log has caught up; the swap happens only once it returned True (False: asked again after
+  a pause, the copy going on meanwhile), at a later catch-up, as Kafka's ReplicaAlterLogDirsThread assigns the
+  future replica's directory before promoting it.
 - `future_log(tp)` is what DescribeLogDirs lists as the future replica (`is_future_key`). A move whose replica
   goes away (StopReplica, LeaderAndIsr removing it) is dropped with its future log. A move cut short by a stop
   of the broker is not resumed (the future directory is removed at the next start).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +46,7 @@ class FutureReplica:
     log: Log
     destination: Path
     task: asyncio.Task | None = None
+    assigned: bool = False  # before_swap confirmed the destination
 
 
 class ReplicaAlterLogDirsManager:
@@ -51,6 +57,7 @@ class ReplicaAlterLogDirsManager:
         self.cleaner = cleaner
         self.chunk_bytes = chunk_bytes
         self.futures: dict[TopicPartition, FutureReplica] = {}
+        self.before_swap: Callable[[TopicPartition, Path], Awaitable[bool]] | None = None
 
     def future_log(self, tp: TopicPartition) -> Log | None:
         future = self.futures.get(tp)
@@ -102,6 +109,11 @@ class ReplicaAlterLogDirsManager:
                     target.truncate_fully_and_start_at(current.log_start_offset)
                 if target.log_start_offset < current.log_start_offset:
                     target.maybe_increment_log_start_offset(min(current.log_start_offset, target.log_end_offset))
+                if target.log_end_offset == current.log_end_offset and not future.assigned:
+                    future.assigned = self.before_swap is None or await self.before_swap(tp, future.destination)
+                    if not future.assigned:
+                        await asyncio.sleep(0.5)
+                    continue
                 if target.log_end_offset == current.log_end_offset:
                     if self.cleaner is None or not self.cleaner.is_cleaning(tp):
                         # The swap is one step of the event loop: appends the current log's writer still holds

@@ -35,6 +35,7 @@ from broker.controller.producer_ids import FileProducerIdManager, ProducerIdMana
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
+from broker.kraft import admin as kraft_admin
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network import Connection, Deferred, Response, SendfileChunk, SocketServer
@@ -455,10 +456,14 @@ class KafkaServer:
             lambda _: self._flushing.discard(log_))
 
     # ------------------------------------------------------------------ topics
-    def auto_create_topics(self, names: list[str]) -> None:
+    def auto_create_topics(self, names: list[str], ctx: RequestContext | None = None) -> None:
+        """`ctx`: the client request asking; a KRaft broker sends the creation in an Envelope as that client."""
         assert self.controller is not None
         for name in names:
-            self.controller.admin.auto_create_topic(name)
+            if ctx is not None and self.config.is_kraft:
+                self.controller.admin.auto_create_topic(name, client=ctx)
+            else:
+                self.controller.admin.auto_create_topic(name)
 
     # ------------------------------------------------------------------ request dispatch
     def handle_frame(self, conn: Connection, frame: bytearray) -> Any:
@@ -481,6 +486,8 @@ class KafkaServer:
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
         result = apis.HANDLERS[api_key].handle(ctx, request)
+        if api_key in kraft_admin.FORWARDED_APIS and self.config.is_kraft and asyncio.iscoroutine(result):
+            result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             return None

@@ -3,10 +3,10 @@
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets),
-BrokerRegistration, BrokerHeartbeat, FetchSnapshot and the share-group state RPCs (Initialize/Read/Write/Delete
-ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they behave like
-every other message. Reach them through `protocol.messages`
-(`request_class(key)`), which imports this module on first use.
+BrokerRegistration, BrokerHeartbeat, FetchSnapshot, Envelope (KIP-590), AssignReplicasToDirs (KIP-858) and the
+share-group state RPCs (Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary), loaded
+through kafka-python's machinery (`load_json=`) so they behave like every other message. Reach them through
+`protocol.messages` (`request_class(key)`), which imports this module on first use.
 """
 
 from __future__ import annotations
@@ -95,6 +95,22 @@ class BrokerHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class BrokerHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AssignReplicasToDirsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AssignReplicasToDirsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EnvelopeRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EnvelopeResponse(ApiMessage, load_json=_SCHEMAS):
     pass
 
 

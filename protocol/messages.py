@@ -125,6 +125,8 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.BROKER_REGISTRATION: _pair_in(_OURS, "BrokerRegistration"),
     ApiKey.BROKER_HEARTBEAT: _pair_in(_OURS, "BrokerHeartbeat"),
     ApiKey.FETCH_SNAPSHOT: _pair_in(_OURS, "FetchSnapshot"),
+    ApiKey.ENVELOPE: _pair_in(_OURS, "Envelope"),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: _pair_in(_OURS, "AssignReplicasToDirs"),
     # --- client quotas (issue 15) ---
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "DescribeClientQuotas"),
     ApiKey.ALTER_CLIENT_QUOTAS: _pair_in(_KAFKA + "admin.client_quotas", "AlterClientQuotas"),

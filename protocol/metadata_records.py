@@ -1,7 +1,7 @@
 """KRaft metadata records: Kafka's `__cluster_metadata` record types and the frame that carries them.
 
 Contract:
-- One class per record type, built from Kafka's JSON schemas (Kafka 3.9 layouts, in
+- One class per record type, built from Kafka's JSON schemas (Kafka 4.1 layouts: 3.9's and ClearElrRecord, in
   `protocol/schemas/metadata/`) through kafka-python's machinery (`load_json=`), as every other message
   here: compiled codecs, snake_case attributes, unknown tagged fields kept in `unknown_tags`. Build one
   with `TopicRecord(name='t', topic_id=uuid)`; `RECORD_CLASSES[api_key]` gives the class of a type.
@@ -235,6 +235,11 @@ class RegisterControllerRecord(MetadataRecord, load_json=_SCHEMAS):
     pass
 
 
+class ClearElrRecord(MetadataRecord, load_json=_SCHEMAS):
+    """Kafka 4.0+ (metadata.version 4.0-IV1, KIP-966): clears the ELR and last-known ELR of every partition
+    of the named topic, or of every topic when the name is empty."""
+
+
 # --- the KRaft control messages (clients/src/main/resources/common/message/) ----------------------------
 
 class LeaderChangeMessage(MetadataRecord, load_json=_SCHEMAS):
@@ -285,6 +290,7 @@ class MetadataRecordType(IntEnum):
     ABORT_TRANSACTION_RECORD = 25
     REMOVE_DELEGATION_TOKEN_RECORD = 26
     REGISTER_CONTROLLER_RECORD = 27
+    CLEAR_ELR_RECORD = 28
 
 
 RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
@@ -296,7 +302,7 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
         ProducerIdsRecord, BrokerRegistrationChangeRecord, AccessControlEntryRecord,
         RemoveAccessControlEntryRecord, NoOpRecord, ZkMigrationStateRecord, RemoveUserScramCredentialRecord,
         BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord, RemoveDelegationTokenRecord,
-        RegisterControllerRecord,
+        RegisterControllerRecord, ClearElrRecord,
     )
 }
 

@@ -7,7 +7,8 @@ BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; I
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
 ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
 AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
-DeleteAcls 0-3.
+DeleteAcls 0-3; Envelope 0 (tests/kraft_controller_envelope.py says its rules); AssignReplicasToDirs 0 and
+BrokerHeartbeat's OfflineLogDirs (tests/kraft_controller_jbod.py).
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -81,12 +82,16 @@ from protocol import ApiKey, decode_request, encode_response_parts, response_cla
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (
     FeatureLevelRecord,
+    KRaftVersionRecord,
     LeaderChangeMessage,
     MetadataRecord,
+    VotersRecord,
     encode_control_record,
     encode_metadata_record,
 )
 from records import build_batch
+from tests.kraft_controller_envelope import EnvelopeRules
+from tests.kraft_controller_jbod import JbodRules
 from tests.kraft_controller_rules import BrokerState, QuorumRules
 from tests.kraft_controller_security import SecurityRules
 
@@ -99,13 +104,16 @@ SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REG
           ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
           ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
           ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
-          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
+          ApiKey.ENVELOPE: (0, 0), ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0)}
 
 
-class KRaftController(QuorumRules, SecurityRules):
+class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
     def __init__(self, *, node_id: int = 3000, cluster_id: str = "q1Sh-9_ISia_zwGINzRvyQ", metadata_version: int = 19,
                  session_timeout_ms: int = 9000, default_partitions: int = 1, default_replication_factor: int = 1,
-                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None) -> None:
+                 epoch: int = 1, ssl_context: Any = None, sasl_users: dict[str, str] | None = None,
+                 features: dict[str, int] | None = None, kraft_version: int = 0,
+                 admin_principals: set[str] | None = None) -> None:
         self.node_id = node_id
         # The controller listener's security: TLS with `ssl_context` (SSL; SASL_SSL with users too), SASL PLAIN,
         # SCRAM-SHA-256 or SCRAM-SHA-512 (KIP-152 handshake v1 then SaslAuthenticate) with `sasl_users`, user ->
@@ -135,8 +143,15 @@ class KRaftController(QuorumRules, SecurityRules):
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._next_producer_id = 0
+        self.kraft_version = kraft_version
+        self.admin_principals = admin_principals  # who may do forwarded admin requests (None: everyone)
+        self.forwarded: list[tuple[int, str, str, str | None]] = []  # (api key, principal, address, client id)
         self._new_epoch()
-        self.append([FeatureLevelRecord(name="metadata.version", feature_level=metadata_version, version=0)])
+        # The bootstrap records, as `kafka-storage.sh format` leaves them: metadata.version, then the other
+        # finalized features (`--feature name=level`, or Kafka 4.x's defaults for the release).
+        self.append([FeatureLevelRecord(name="metadata.version", feature_level=metadata_version, version=0)]
+                    + [FeatureLevelRecord(name=n, feature_level=v, version=0)
+                       for n, v in sorted((features or {}).items())])
 
     @staticmethod
     def _fault(message: str, error: BaseException) -> None:
@@ -251,7 +266,23 @@ class KRaftController(QuorumRules, SecurityRules):
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = await asyncio.start_server(self._serve, host, port, ssl=self.ssl_context)
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        if self.kraft_version >= 1:
+            self._append_voters()
         self._spawn(self._expire_sessions())
+
+    def _append_voters(self) -> None:
+        """kraft.version 1 (KIP-853): the KRaftVersion and Voters control records of a dynamic quorum (one voter,
+        this controller, with its endpoint) in one control batch, as a `--standalone` formatted quorum writes."""
+        voter = VotersRecord.Voter(voter_id=self.node_id, voter_directory_id=uuid.UUID(int=0x5EED), endpoints=[
+            VotersRecord.Voter.Endpoint(name="CONTROLLER", host=self.host, port=self.port)],
+            k_raft_version_feature=VotersRecord.Voter.KRaftVersionFeature(min_supported_version=0,
+                                                                           max_supported_version=1))
+        records = [KRaftVersionRecord(record_version=0, k_raft_version=self.kraft_version),
+                   VotersRecord(record_version=0, voters=[voter])]
+        now = int(time.time() * 1000)
+        data = build_batch([(*encode_control_record(r), (), now) for r in records], is_control=True,
+                           base_offset=self.end_offset, partition_leader_epoch=self.epoch)
+        self._add_batch(data, len(records), [])
 
     @property
     def voters(self) -> str:
@@ -289,7 +320,7 @@ class KRaftController(QuorumRules, SecurityRules):
                 elif not authenticated and api_key != ApiKey.API_VERSIONS:
                     break  # Kafka's authenticator closes a connection that skips SASL
                 else:
-                    response = await getattr(self, f"_{ApiKey(api_key).name.lower()}")(request)
+                    response = await self._dispatch(request)
                 response.with_header(correlation_id=request.header.correlation_id)
                 size, parts = encode_response_parts(response)
                 writer.write(struct.pack(">i", size) + b"".join(bytes(p) for p in parts))
@@ -304,6 +335,9 @@ class KRaftController(QuorumRules, SecurityRules):
     @staticmethod
     def _response(request: Any, **fields: Any) -> Any:
         return response_class(request.API_KEY)[request.API_VERSION](**fields)
+
+    async def _dispatch(self, request: Any) -> Any:
+        return await getattr(self, f"_{ApiKey(request.API_KEY).name.lower()}")(request)
 
     async def _sasl(self, request: Any, state: dict[str, Any]) -> tuple[Any, bool]:
         """SASL on the controller listener: (the answer, whether the connection is now authenticated)."""

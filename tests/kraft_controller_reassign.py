@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.kraft.image import MIGRATING, NO_LEADER, PartitionRegistration
+from broker.kraft.image import NO_LEADER, PartitionRegistration
 from broker.kraft.snapshot import partition_record_version
 from protocol import ApiKey, response_class
 from protocol.errors import ErrorCode
@@ -49,6 +49,7 @@ class ReassignmentRules:
     level: int
     image: Any
     is_leader: bool
+    default_dir: Callable[[int], Any]  # tests/kraft_controller_jbod.py
 
     def append(self, messages: list[Any]) -> int:
         raise NotImplementedError
@@ -89,7 +90,10 @@ class ReassignmentRules:
         if t_replicas != list(p.replicas):
             fields["replicas"] = t_replicas
             if partition_record_version(self.level) >= 1:
-                fields["directories"] = [MIGRATING] * len(t_replicas)
+                # Replicas staying keep their directories; new ones get the broker's default directory
+                # (PartitionChangeBuilder with ClusterControlManager.defaultDir).
+                fields["directories"] = [p.directory(r) if r in p.replicas else self.default_dir(r)
+                                         for r in t_replicas]
         if t_removing != list(p.removing_replicas):
             fields["removing_replicas"] = t_removing
         if t_adding != list(p.adding_replicas):

@@ -10,10 +10,11 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.kraft.image import MIGRATING, NO_LEADER, PartitionRegistration
+from broker.kraft.image import NO_LEADER, PartitionRegistration
 from broker.kraft.snapshot import partition_record_version, register_broker_record_version
 from protocol import ApiKey, response_class
 from protocol.errors import ErrorCode
@@ -58,6 +59,10 @@ class QuorumRules(ReassignmentRules):
     _next_producer_id: int
     image: Any
     is_leader: bool
+
+    # From tests/kraft_controller_jbod.py (annotations only: a stub here would shadow it).
+    _directories_offline: Callable[[int, int, list[uuid.UUID]], None]
+    default_dir: Callable[[int], uuid.UUID]
 
     def append(self, messages: list[MetadataRecord]) -> int:
         raise NotImplementedError
@@ -124,12 +129,15 @@ class QuorumRules(ReassignmentRules):
         reg = self.image.cluster.broker(broker_id)
         return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
-    def _leader_and_isr_updates(self, remove: int = NO_LEADER, add: int = NO_LEADER) -> list[MetadataRecord]:
+    def _leader_and_isr_updates(self, remove: int = NO_LEADER, add: int = NO_LEADER,
+                                only: set[tuple[uuid.UUID, int]] | None = None) -> list[MetadataRecord]:
         """generateLeaderAndIsrUpdates for the partitions with `remove` in their ISR (or, when adding, every
-        partition without a leader that has `add` in its ISR)."""
+        partition without a leader that has `add` in its ISR); `only` those (topic id, partition) if given."""
         out: list[MetadataRecord] = []
         for topic in self.image.topics.by_id.values():
             for pid, p in sorted(topic.partitions.items()):
+                if only is not None and (topic.topic_id, pid) not in only:
+                    continue
                 if remove != NO_LEADER and remove not in p.isr:
                     continue
                 if add != NO_LEADER and (add not in p.isr or p.leader != NO_LEADER):
@@ -155,6 +163,8 @@ class QuorumRules(ReassignmentRules):
         state = self.brokers[request.broker_id]
         state.last_heartbeat = time.monotonic()
         state.metadata_offset = request.current_metadata_offset
+        if request.API_VERSION >= 1 and request.offline_log_dirs:
+            self._directories_offline(request.broker_id, state.epoch, list(request.offline_log_dirs))
         reg = self.image.cluster.broker(request.broker_id)
         caught_up = request.current_metadata_offset >= state.epoch
         if reg.fenced:
@@ -265,7 +275,7 @@ class QuorumRules(ReassignmentRules):
         for p, replicas in sorted(assignment.items()):
             isr = [r for r in replicas if self._acceptable(r)] or replicas[:1]
             out.append(PartitionRegistration(
-                replicas=tuple(replicas), directories=(MIGRATING,) * len(replicas), isr=tuple(isr),
+                replicas=tuple(replicas), directories=tuple(self.default_dir(r) for r in replicas), isr=tuple(isr),
                 leader=isr[0] if self._acceptable(isr[0]) else NO_LEADER).to_record(topic_id, p, version))
         return out
 

@@ -95,7 +95,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     for tid in by_id.values():
         topics_out.append(_topic(Resp, None, tid, ErrorCode.UNKNOWN_TOPIC_ID, []))
     if to_create:
-        server.auto_create_topics(to_create)
+        server.auto_create_topics(to_create, ctx)
 
     cluster_operations = None
     if version >= 8:

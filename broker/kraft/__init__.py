@@ -10,7 +10,8 @@
 - publisher.py: images published to the MetadataCache, topic configs and the ReplicaManager
 - broker_server.py: `KRaftBroker`, what KafkaServer.controller is in KRaft mode (Controller.create picks it)
 - admin.py: the admin requests sent to the controller (CreateTopics, DeleteTopics, CreatePartitions, configs,
-  ElectLeaders)
+  ElectLeaders, ...), in Envelopes (KIP-590) for the client a request is handled for
+- assignments.py: JBOD (KIP-858): AssignReplicasToDirs, preferred directories, offline log dirs
 - metadata_log.py: `__cluster_metadata-0/` on disk
 - zk_apis.py: the APIs a KRaft broker does not enable
 """

@@ -1,5 +1,5 @@
 """The admin requests a KRaft broker sends to the controller (Kafka's ForwardingManager and
-AutoTopicCreationManager, without the Envelope): CreateTopics (admin, auto-creation, internal topics),
+AutoTopicCreationManager): CreateTopics (admin, auto-creation, internal topics),
 DeleteTopics, CreatePartitions, topic config changes (IncrementalAlterConfigs), ElectLeaders, and
 AlterPartitionReassignments / ListPartitionReassignments; dynamic broker configs (IncrementalAlterConfigs of
 BROKER resources); and, sent on as the client sent them (`forward`), AlterClientQuotas,
@@ -13,6 +13,12 @@ they are. An unreachable controller is REQUEST_TIMED_OUT, except for the reassig
 handlers answer NOT_CONTROLLER).
 The reassignments and forwarded requests are answered as the controller answers, without waiting for our
 metadata (as Kafka's broker answers them).
+Envelopes (KIP-590): while the server runs the handler of a client's FORWARDED_APIS request (`as_client`), every
+request sent here goes to the controller in an EnvelopeRequest carrying the client's request header, its
+principal (DefaultKafkaPrincipalBuilder's serialization) and its address, for the controller to authorize; the
+inner response comes back out of the EnvelopeResponse. An Envelope the controller refuses is answered as an
+unreachable controller. Auto-creation for a client's Metadata request goes in an Envelope as that client too
+(Kafka's AutoTopicCreationManager); requests of our own (internal topics) go without one.
 """
 
 from __future__ import annotations
@@ -20,18 +26,52 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import NewTopic, TopicResult
-from broker.kraft.lifecycle import ControllerUnavailable
+from broker.kraft.lifecycle import ControllerChannel, ControllerUnavailable
 from protocol import ApiKey, request_class, response_class
+from protocol.envelope import address_bytes, serialize_principal
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.kraft.broker_server import KRaftBroker
 
 log = logging.getLogger("broker.kraft")
+
+# The client requests whose controller requests go in an Envelope with the client's principal (Kafka 3.9's
+# KafkaApis.maybeForwardToController in KRaft mode), and the request being handled, which they are sent for.
+FORWARDED_APIS = frozenset({
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.ELECT_LEADERS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+})
+_CLIENT: ContextVar[Any] = ContextVar("kraft_forwarded_client", default=None)
+
+
+async def as_client(ctx: Any, handling: Awaitable[Any]) -> Any:
+    """Run a handler of a FORWARDED_APIS request (the server wraps it): what it sends the controller meanwhile
+    goes in an Envelope naming `ctx`'s principal and address. Tasks it starts inherit it (auto-creation)."""
+    token = _CLIENT.set(ctx)
+    try:
+        return await handling
+    finally:
+        _CLIENT.reset(token)
+
+
+async def send_to_controller(channel: ControllerChannel, build: Any, api_key: int) -> Any:
+    """`build(version)` to the controller: in an Envelope for the client whose request is being handled (as
+    Kafka's ForwardingManager), else as the broker's own request."""
+    ctx = _CLIENT.get()
+    if ctx is None:
+        return await channel.send(build, api_key)
+    principal_type, _, name = ctx.principal.partition(":")
+    return await channel.send_enveloped(
+        build, api_key, principal=serialize_principal(principal_type, name), client_address=address_bytes(
+            ctx.client_host), client_id=ctx.client_id, correlation_id=ctx.correlation_id)
 
 
 class KRaftElections:
@@ -58,7 +98,7 @@ class KRaftElections:
             return Req[v](**fields)
 
         try:
-            resp = await channel.send(build, ApiKey.ELECT_LEADERS)
+            resp = await send_to_controller(channel, build, ApiKey.ELECT_LEADERS)
         except ControllerUnavailable:
             return dict.fromkeys(tps, ErrorCode.REQUEST_TIMED_OUT)
         cache = self.kraft.server.metadata_cache
@@ -111,7 +151,7 @@ class KRaftAdmin:
                 for t in topics])
 
         try:
-            resp = await channel.send(build, ApiKey.CREATE_TOPICS)
+            resp = await send_to_controller(channel, build, ApiKey.CREATE_TOPICS)
         except ControllerUnavailable as e:
             return {t.name: TopicResult(ErrorCode.REQUEST_TIMED_OUT, f"controller not reachable: {e}") for t in topics}
         results: dict[str, TopicResult] = {}
@@ -161,7 +201,7 @@ class KRaftAdmin:
     async def _send(self, build: Any, api_key: int) -> Any:
         channel = self.kraft.channel
         assert channel is not None
-        return await channel.send(build, api_key)
+        return await send_to_controller(channel, build, api_key)
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, tuple[ErrorCode, str | None]]:
         """DeleteTopics to the controller; answered once the topics are gone from our metadata."""
@@ -298,10 +338,10 @@ class KRaftAdmin:
                 for t in resp.topics for p in t.partitions}
 
     async def forward(self, request: Any) -> Any:
-        """The client's request sent on to the controller as it came (Kafka's ForwardingManager without the
-        Envelope: the client was authorized here), at the version it came in when the controller serves it
-        (else the best common one), and the controller's answer at the client's version. None when the
-        controller cannot be reached: the handler answers REQUEST_TIMED_OUT, as Kafka's forwarding does."""
+        """The client's request sent on to the controller as it came, in an Envelope with the client's principal
+        (Kafka's ForwardingManager; the client was authorized here too), at the best version the controller and
+        we share, and the controller's answer at the client's version. None when the controller cannot be
+        reached: the handler answers REQUEST_TIMED_OUT, as Kafka's forwarding does."""
         key = request.API_KEY
         Req = request_class(key)
         values = {name: getattr(request, name) for name in request.fields}
@@ -350,11 +390,13 @@ class KRaftAdmin:
                          == dict(props), 30000)
         return ErrorCode.NONE, None
 
-    def auto_create_topic(self, name: str) -> None:
+    def auto_create_topic(self, name: str, client: Any = None) -> None:
+        """CreateTopics for a topic a client's Metadata request named; in an Envelope as that client (Kafka's
+        AutoTopicCreationManager with a request context) when `client` is given."""
         if name in self._auto_creating:
             return
-        task = asyncio.get_running_loop().create_task(
-            self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000))
+        creating = self.create_topics([NewTopic(name)], validate_only=False, timeout_ms=30000)
+        task = asyncio.get_running_loop().create_task(creating if client is None else as_client(client, creating))
         self._auto_creating[name] = task
         task.add_done_callback(lambda _: self._auto_creating.pop(name, None))
 

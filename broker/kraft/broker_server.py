@@ -22,8 +22,10 @@ of a controller:
   answered once our metadata shows them; AlterPartitionReassignments and ListPartitionReassignments sent to the
   controller and answered as it answers (a reassignment runs through the metadata log: an added replica here
   becomes a follower, catches up, joins the ISR through the leader's AlterPartition, and the controller
-  completes the move). Kafka forwards an admin client's request inside an Envelope (KIP-590) with its principal;
-  we send our own requests, as Kafka's auto-topic creation does (the client was authorized here).
+  completes the move). While a client's admin request is handled, these go inside an Envelope (KIP-590) with
+  the client's principal and address (broker/kraft/admin.py `as_client`, wrapped by the server).
+- `assignments` (broker/kraft/assignments.py, KIP-858): replicas created in the directory the metadata
+  assigns, AssignReplicasToDirs for those placed or moved here, failed log dirs in the heartbeats.
 - Producer id blocks from AllocateProducerIds.
 - `store`: a local metadata store (log dir 0) that holds a copy of the image's dynamic broker configs, client
   quotas, SCRAM credentials and ACLs (broker/kraft/security_sync.py), in the layout the dynamic config, the
@@ -36,11 +38,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from broker.config import ConfigError
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
+from broker.kraft.assignments import AssignmentsManager
 from broker.kraft.format import feature_release
 from broker.kraft.lifecycle import (
     METADATA_VERSION_RANGE,
@@ -89,6 +94,8 @@ class KRaftBroker:
         self.lifecycle: BrokerLifecycleManager | None = None
         self.admin = KRaftAdmin(self)
         self.preferred_election = KRaftElections(self)
+        self.assignments: AssignmentsManager | None = None
+        self._assignments_task: asyncio.Task | None = None
 
     async def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
@@ -101,6 +108,7 @@ class KRaftBroker:
         """The cluster id and each log dir's directory id, from meta.properties v1 (`python -m broker format`)."""
         config = self.server.config
         cluster_ids, dir_ids = set(), []
+        self.dir_ids_by_path: dict[Path, uuid.UUID] = {}
         for d in dict.fromkeys([*config.log_dirs, config.metadata_log_dir]):
             props = read_properties(d / "meta.properties")
             if props is None:
@@ -112,6 +120,7 @@ class KRaftBroker:
             cluster_ids.add(props.get("cluster.id", ""))
             if props.get("directory.id") and d in config.log_dirs:
                 dir_ids.append(uuid_from_kafka_str(props["directory.id"]))
+                self.dir_ids_by_path[Path(d)] = dir_ids[-1]
         if len(cluster_ids) != 1:
             raise MetadataError(f"the log dirs hold different cluster ids: {sorted(cluster_ids)}")
         self.cluster_id = cluster_ids.pop()
@@ -150,10 +159,16 @@ class KRaftBroker:
             listeners=[(e.listener, e.host, e.port, e.security_protocol) for e in ep.listeners], rack=ep.rack,
             log_dir_ids=dir_ids, metadata_offset=lambda: self.follower.applied_offset if self.follower else -1,
             heartbeat_interval_ms=config["broker.heartbeat.interval.ms"])
+        self.assignments = AssignmentsManager(self, self.dir_ids_by_path,
+                                              interval_s=config["broker.heartbeat.interval.ms"] / 1000)
+        self.lifecycle.offline_log_dirs = lambda: list(self.assignments.offline)
+        self.publisher.on_local_changes = self.assignments.prefer_assigned_dirs
+        server.log_dir_mover.before_swap = self.assignments.assign_move
         producer_ids = KRaftProducerIdManager(self)
         server.producer_ids = producer_ids
         self.follower.start()
         self.lifecycle.start()
+        self._assignments_task = asyncio.get_running_loop().create_task(self.assignments.run())
         timeout_s = config["initial.broker.registration.timeout.ms"] / 1000
         lifecycle = self.lifecycle
         try:
@@ -188,9 +203,13 @@ class KRaftBroker:
         level = features.metadata_version
         lo, hi = METADATA_VERSION_RANGE
         if not lo <= level <= hi:
+            # Below our range the cluster can be upgraded to our newest level; above it, only a metadata.version
+            # without metadata changes in between can be downgraded, so a new cluster is the sure way.
+            fix = (f"`kafka-features.sh upgrade --metadata {feature_release(hi)}`" if level < lo else
+                   f"`kafka-features.sh downgrade --metadata {feature_release(hi)}`")
             return (f"{text}: the cluster's finalized metadata.version is {level} ({feature_release(level)}); this "
                     f"broker supports {lo} ({feature_release(lo)}) to {hi} ({feature_release(hi)}): change it with "
-                    f"`kafka-features.sh upgrade --metadata {feature_release(hi)}` (or format a new cluster with "
+                    f"{fix} (or format a new cluster with "
                     f"`kafka-storage.sh format --release-version {feature_release(hi)}`)")
         for name, finalized in sorted(features.finalized_versions.items()):
             supported = SUPPORTED_FEATURES.get(name, (0, 0))
@@ -220,6 +239,8 @@ class KRaftBroker:
     def _on_publish(self, delta: Any, image: Any) -> None:
         previous = self.publisher.image
         self.publisher.publish(delta, image)
+        if self.assignments is not None:
+            self.assignments.wake.set()
         parts = changed_parts(previous, image, self.broker_id)
         if parts:
             # Broker configs, quotas, credentials and ACLs into the store their consumers read (in order: one
@@ -244,6 +265,9 @@ class KRaftBroker:
 
     async def shutdown(self) -> None:
         await self.admin.shutdown()
+        if self._assignments_task is not None:
+            self._assignments_task.cancel()
+            await asyncio.gather(self._assignments_task, return_exceptions=True)
         if isinstance(self.server.producer_ids, KRaftProducerIdManager):
             await self.server.producer_ids.close()
         if self.lifecycle is not None:

@@ -7,6 +7,8 @@ Contract (Kafka's MetadataDelta and the per-area deltas of org.apache.kafka.imag
   partition; PartitionChangeRecord merges into the partition as of this delta, else the image
   (`PartitionRegistration.merge`: a new leader bumps the leader epoch, every change the partition epoch);
   RemoveTopicRecord drops the topic and, if it was in the image, deletes it and its topic configs.
+  ClearElrRecord (Kafka 4.0+) empties the ELR and last-known ELR of the named topic's partitions (every
+  topic's when the name is empty; an unknown name raises), bumping the partition epoch of those that had one.
 - Cluster: RegisterBrokerRecord replaces a registration; Fence/Unfence/BrokerRegistrationChange must name
   the registered broker epoch (else `MetadataReplayError`, Kafka's IllegalStateException);
   BrokerRegistrationChange's Fenced is 1 fence / -1 unfence / 0 no change, InControlledShutdown 1 / 0.
@@ -155,6 +157,15 @@ class TopicDelta:
             raise MetadataReplayError(f'unable to find partition {record.topic_id}:{record.partition_id}')
         self.partition_changes[record.partition_id] = partition.merge(record)
 
+    def clear_elr(self) -> None:
+        """ClearElrRecord on this topic: every partition with an ELR or a last-known ELR is merged with a change
+        emptying both, which bumps its partition epoch as any PartitionChangeRecord (Kafka's maybeClearElr)."""
+        partitions = dict(self.image.partitions)
+        partitions.update(self.partition_changes)
+        for partition_id, partition in partitions.items():
+            if partition.elr or partition.last_known_elr:
+                self.partition_changes[partition_id] = partition.without_elr()
+
     def new_partitions(self) -> dict[int, PartitionRegistration]:
         return {p: r for p, r in self.partition_changes.items() if p not in self.image.partitions}
 
@@ -219,6 +230,25 @@ class TopicsDelta:
 
     def replay_partition_change(self, record: Any) -> None:
         self._topic_delta(record.topic_id).replay_partition_change(record)
+
+    def replay_clear_elr(self, record: Any) -> None:
+        """ClearElrRecord (Kafka 4.0+): the named topic (the one created in this delta first, else the image's),
+        or every topic not deleted in this delta when the name is empty."""
+        if record.topic_name:
+            topic_id = next((t for t in self.created_topic_ids if t in self.changed_topics
+                             and self.changed_topics[t].name == record.topic_name), None)
+            if topic_id is None:
+                image = self.image.by_name.get(record.topic_name)
+                topic_id = None if image is None else image.topic_id
+            if topic_id is None:
+                raise MetadataReplayError(f'unable to clear elr for topic with name {record.topic_name}: '
+                                          f'no such topic found')
+            topic_ids = [topic_id]
+        else:
+            topic_ids = list(self.image.by_id) + [t for t in self.created_topic_ids if t in self.changed_topics]
+        for topic_id in dict.fromkeys(topic_ids):
+            if topic_id not in self.deleted_topic_ids:
+                self._topic_delta(topic_id).clear_elr()
 
     def replay_remove_topic(self, record: Any) -> str:
         """Returns the removed topic's name."""
@@ -498,6 +528,8 @@ class MetadataDelta:
         elif rtype == T.REMOVE_TOPIC_RECORD:
             name = self.topics().replay_remove_topic(message)
             self.configs().replay_remove_topic(name)
+        elif rtype == T.CLEAR_ELR_RECORD:
+            self.topics().replay_clear_elr(message)
         elif rtype == T.CONFIG_RECORD:
             self.configs().replay_config(message)
         elif rtype in (T.REGISTER_BROKER_RECORD, T.UNREGISTER_BROKER_RECORD, T.REGISTER_CONTROLLER_RECORD,

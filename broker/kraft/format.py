@@ -37,15 +37,36 @@ class FormatterError(Exception):
     pass
 
 
-def feature_level(version: MetadataVersion) -> int:
-    """metadata.version's feature level of a release (3.0-IV1 = 1, 3.3-IV0 = 4, 3.7-IV4 = 19, 3.9-IV0 = 21)."""
+# Kafka 4.x's metadata.version levels after 3.9-IV0 (21). They are KRaft-only, so they are not in
+# broker/metadata_version.py's list of inter.broker.protocol.version values (a ZooKeeper-mode setting).
+KRAFT_ONLY_LEVELS = {"4.0-IV0": 22, "4.0-IV1": 23, "4.0-IV2": 24, "4.0-IV3": 25, "4.1-IV0": 26, "4.1-IV1": 27}
+_KRAFT_ONLY_RELEASES = {"4.0": 25, "4.1": 27}  # a bare release names its newest production level
+
+
+def feature_level(version: MetadataVersion | str) -> int:
+    """metadata.version's feature level of a release (3.0-IV1 = 1, 3.3-IV0 = 4, 3.7-IV4 = 19, 3.9-IV0 = 21,
+    4.0-IV3 = 25, 4.1-IV1 = 27); text is parsed as Kafka's MetadataVersion.fromVersionString does."""
+    if isinstance(version, str):
+        segments = version.split(".")
+        key = ".".join(segments[:2]) if len(segments) > 2 else version
+        level = KRAFT_ONLY_LEVELS.get(key) or _KRAFT_ONLY_RELEASES.get(key)
+        if level is not None:
+            return level
+        try:
+            version = MetadataVersion.parse(version)
+        except ValueError as e:
+            raise FormatterError(str(e)) from None
     if version < _LEVEL_1:
         raise FormatterError(f"metadata.version {version} is below the lowest KRaft version 3.0-IV1")
     return version.ordinal - _LEVEL_1.ordinal + 1
 
 
 def feature_release(level: int) -> str:
-    """The metadata.version of a feature level ("3.7-IV4" for 19), or the level itself when unknown here."""
+    """The metadata.version of a feature level ("3.7-IV4" for 19, "4.1-IV1" for 27), or the level itself when
+    unknown here."""
+    for name, kraft_level in KRAFT_ONLY_LEVELS.items():
+        if kraft_level == level:
+            return name
     for version in MetadataVersion.all():
         if version >= _LEVEL_1 and feature_level(version) == level:
             return str(version)
@@ -72,11 +93,7 @@ def format_dirs(config: KafkaConfig, cluster_id: str, *, ignore_formatted: bool 
     if not cluster_id:
         raise FormatterError("You must specify the cluster id.")
     version_text = release_version or config.originals.get("inter.broker.protocol.version") or "3.7-IV4"
-    try:
-        version = MetadataVersion.parse(version_text)
-    except ValueError as e:
-        raise FormatterError(str(e)) from None
-    level = feature_level(version)
+    level = feature_level(version_text)
     node_id = config["node.id"]
     dirs = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
     formatted: dict[Path, dict[str, str]] = {}
@@ -108,7 +125,7 @@ def format_dirs(config: KafkaConfig, cluster_id: str, *, ignore_formatted: bool 
     now_ms = int(time.time() * 1000)
     for d in empty:
         kind = "metadata log directory" if d == config.metadata_log_dir else "data directory"
-        print(f"Formatting {kind} {d} with metadata.version {version}.", file=out)  # type: ignore[arg-type]
+        print(f"Formatting {kind} {d} with metadata.version {feature_release(level)}.", file=out)  # type: ignore[arg-type]
         d.mkdir(parents=True, exist_ok=True)
         directory_id = new_directory_id(taken)
         taken.add(directory_id)

@@ -154,6 +154,11 @@ class PartitionRegistration:
             last_known_elr=self.last_known_elr if record.last_known_elr is None else tuple(record.last_known_elr),
         )
 
+    def without_elr(self) -> PartitionRegistration:
+        """This partition after a ClearElrRecord (Kafka 4.0+): merged with a change setting only an empty ELR and
+        last-known ELR, so the partition epoch moves as for any PartitionChangeRecord (TopicDelta.maybeClearElr)."""
+        return self.merge(_CLEAR_ELR_CHANGE)
+
     @staticmethod
     def election_was_clean(new_leader: int, isr: Sequence[int]) -> bool:
         return new_leader == NO_LEADER or new_leader in isr
@@ -393,3 +398,16 @@ class MetadataImage:
 
 
 EMPTY_IMAGE = MetadataImage()
+
+
+class _ClearElrChange:
+    """The PartitionChangeRecord a ClearElrRecord amounts to for one partition."""
+
+    replicas = directories = isr = removing_replicas = adding_replicas = None
+    leader = NO_LEADER_CHANGE
+    leader_recovery_state = -1  # no change
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
+_CLEAR_ELR_CHANGE = _ClearElrChange()

@@ -11,8 +11,9 @@ Contract:
   epoch is `broker_epoch`. Then a BrokerHeartbeat every `broker.heartbeat.interval.ms` carrying the offset of
   the metadata image we have published, WantFence until `set_ready_to_unfence()`, and WantShutDown once
   `begin_controlled_shutdown()`. Events for the server: `caught_up` (the controller says our metadata
-  reached our registration), `unfenced`, `should_shut_down`. STALE_BROKER_EPOCH (the controller lost or
-  replaced our registration) registers again; other errors retry at the next interval.
+  reached our registration), `unfenced`, `should_shut_down`. Heartbeats v1 carry `offline_log_dirs()`
+  (KIP-858); `wake()` sends one at once. STALE_BROKER_EPOCH (the controller lost or replaced our registration)
+  registers again; other errors retry at the next interval.
 - `registration_failed` carries the error of a registration the controller refused for good
   (INCONSISTENT_CLUSTER_ID, UNSUPPORTED_VERSION); DUPLICATE_BROKER_REGISTRATION is retried (our previous
   session has to expire first).
@@ -27,23 +28,39 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
-from protocol import ApiKey, request_class
-from protocol.errors import ErrorCode
+from protocol import ApiKey, decode_response, encode_request, request_class
+from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("broker.kraft.lifecycle")
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 3.9-IV0, the newest whose records
-# protocol/metadata_records.py decodes (docs/kraft.md).
-METADATA_VERSION_RANGE = (7, 21)
+# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 4.1-IV1 (Kafka 4.1's newest production
+# level); protocol/metadata_records.py decodes every record a controller writes up to it (ClearElrRecord and the
+# ELR fields of PartitionRecord/PartitionChangeRecord v2 from 4.0-IV1; 4.0-IV2 to 4.1-IV1 add no record).
+METADATA_VERSION_RANGE = (7, 27)
 # group.version 1: KIP-848 consumer groups; share.version 1: KIP-932 share groups (broker/apis/api_versions.py
-# advertises the same levels).
-SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1)}
+# advertises the same levels). transaction.version 1 (KIP-890): the coordinator may write __transaction_state
+# values at version 1 (flexible), which ours reads (broker/coordinator/transaction/log.py); level 2 (epoch bump per
+# transaction, EndTxn v5 / AddPartitionsToTxn v5) is not implemented, so a cluster that finalized it refuses us.
+# kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
+# controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
+# eligible.leader.replicas.version (KIP-966) is left out (level 0 only) until the leader holds the high watermark
+# back below min.insync.replicas (KAFKA-15583), which the ELR guarantees rest on.
+SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1),
+                      "transaction.version": (0, 1), "kraft.version": (0, 1)}
 _FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
 
 
 class ControllerUnavailable(Exception):
     pass
+
+
+class EnvelopeRefused(ControllerUnavailable):
+    """The controller answered an Envelope with an error (e.g. PRINCIPAL_DESERIALIZATION_FAILURE)."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or f"the controller refused the envelope: {error.name}")
+        self.error = error
 
 
 class ControllerChannel:
@@ -68,6 +85,30 @@ class ControllerChannel:
         except BrokerUnavailable as e:
             self.close()
             raise ControllerUnavailable(str(e)) from None
+
+    async def send_enveloped(self, build: Any, api_key: int, *, principal: bytes, client_address: bytes,
+                             client_id: str | None, correlation_id: int) -> Any:
+        """`build(version)` wrapped in an EnvelopeRequest (KIP-590, Kafka's ForwardingManager): the inner request
+        at the best version the controller and we share, with the client's header (correlation id, client id),
+        the serialized principal and the client's address; returns the inner response. An Envelope the
+        controller refuses raises `EnvelopeRefused` (Kafka's broker answers the client UNKNOWN_SERVER_ERROR)."""
+        inner: dict[str, int] = {}
+
+        def envelope(v: int) -> Any:
+            assert self._conn is not None
+            inner["version"] = version = self._conn[1].version_for(api_key)
+            request = build(version)
+            request.with_header(correlation_id=correlation_id, client_id=client_id)
+            return request_class(ApiKey.ENVELOPE)[v](request_data=encode_request(request),
+                                                      request_principal=principal, client_host_address=client_address)
+
+        resp = await self.send(envelope, ApiKey.ENVELOPE)
+        if resp.error_code != ErrorCode.NONE:
+            raise EnvelopeRefused(ErrorCode(resp.error_code))
+        try:
+            return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
+        except ProtocolError as e:
+            raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -100,6 +141,8 @@ class BrokerLifecycleManager:
         self.want_shut_down = False
         self.is_fenced = True
         self._wake = asyncio.Event()
+        # Failed log directories' ids, sent in every heartbeat from v1 (KIP-858; broker/kraft/assignments.py).
+        self.offline_log_dirs: Callable[[], list[uuid.UUID]] = list
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -111,6 +154,10 @@ class BrokerLifecycleManager:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self.channel.close()
+
+    def wake(self) -> None:
+        """Heartbeat now (a log directory went offline)."""
+        self._wake.set()
 
     def set_ready_to_unfence(self) -> None:
         self.ready_to_unfence = True
@@ -189,7 +236,7 @@ class BrokerLifecycleManager:
                                           current_metadata_offset=offset, want_fence=want_fence,
                                           want_shut_down=want_shut_down)
             if v >= 1:
-                fields["offline_log_dirs"] = []
+                fields["offline_log_dirs"] = list(self.offline_log_dirs())
             return Req[v](**fields)
 
         try:

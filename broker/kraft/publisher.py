@@ -23,9 +23,10 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from broker.kraft.delta import MetadataDelta
+from broker.kraft.delta import LocalReplicaChanges, MetadataDelta
 from broker.kraft.image import MetadataImage
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 
@@ -51,6 +52,7 @@ class MetadataPublisher:
         self.node_id = node_id
         self.image: MetadataImage | None = None
         self.follower_epochs: dict[int, int] = {}  # broker id -> the epoch its last Fetch carried (v15+)
+        self.on_local_changes: Callable[[LocalReplicaChanges], None] | None = None
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         previous, self.image = self.image, image
@@ -103,6 +105,8 @@ class MetadataPublisher:
     def _apply_local_changes(self, delta: MetadataDelta) -> None:
         assert delta.topics_delta is not None
         changes = delta.topics_delta.local_changes(self.node_id)
+        if self.on_local_changes is not None:
+            self.on_local_changes(changes)  # before any log is created: the directories assigned (KIP-858)
         server = self.server
         rm = server.replica_manager
         if changes.deletes:

@@ -7,8 +7,8 @@ Contract:
   controllers), topics (each TopicRecord then its PartitionRecords), configs, client quotas, producer ids,
   ACLs, SCRAM credentials, delegation tokens. Record versions follow the image's metadata.version as
   Kafka's MetadataVersion picks them (PartitionRecord 1 and RegisterBrokerRecord 3 from 3.7-IV2, ELR
-  fields from 4.0-IV0, ...); what a level cannot carry (controller registrations before 3.7-IV0, SCRAM
-  before 3.5-IV2, delegation tokens before 3.6-IV2, ELR before 4.0-IV0) is left out, as Kafka's
+  fields from 4.0-IV1, ...); what a level cannot carry (controller registrations before 3.7-IV0, SCRAM
+  before 3.5-IV2, delegation tokens before 3.6-IV2, ELR before 4.0-IV1) is left out, as Kafka's
   ImageWriter drops it with a logged loss.
 - `write_snapshot(log_dir, snapshot_id, records, ...)` writes a `.checkpoint` (SnapshotHeader with the
   last contained log timestamp first, SnapshotFooter last); `read_snapshot_records(path)` returns the
@@ -52,7 +52,7 @@ IBP_3_5_IV2 = 11  # SCRAM credentials in the metadata log
 IBP_3_6_IV2 = 14  # delegation tokens in the metadata log
 IBP_3_7_IV0 = 15  # controller registrations
 IBP_3_7_IV2 = 17  # directory assignment: PartitionRecord/PartitionChangeRecord v1, RegisterBrokerRecord v3
-IBP_4_0_IV0 = 22  # ELR: PartitionRecord/PartitionChangeRecord v2
+IBP_4_0_IV1 = 23  # ELR (KIP-966, Kafka 4.0; 3.9 had it at 4.0-IV0): PartitionRecord/PartitionChangeRecord v2
 
 
 def register_broker_record_version(level: int) -> int:
@@ -65,7 +65,7 @@ def register_broker_record_version(level: int) -> int:
 
 def partition_record_version(level: int) -> int:
     """PartitionRecord and PartitionChangeRecord share their versions."""
-    if level >= IBP_4_0_IV0:
+    if level >= IBP_4_0_IV1:
         return 2
     return 1 if level >= IBP_3_7_IV2 else 0
 

@@ -106,7 +106,7 @@ def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
     b = kraft_broker(1)
     reg = broker_state(controller, 1)
     assert reg is not None and not reg.fenced
-    assert reg.listeners["PLAINTEXT"].port == b.port and reg.supported_features["metadata.version"] == (7, 21)
+    assert reg.listeners["PLAINTEXT"].port == b.port and reg.supported_features["metadata.version"] == (7, 27)
     assert len(reg.directories) == 1
     # The broker published the image: Metadata lists it; ApiVersions leaves out the ZooKeeper-mode APIs.
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -301,8 +301,8 @@ def test_start_refused_on_a_metadata_version_we_do_not_support(tmp_path: Path) -
         with pytest.raises(RuntimeError) as e:
             b.start()
         assert ("the controller refused this broker's registration: UNSUPPORTED_VERSION: the cluster's finalized "
-                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 21 (3.9-IV0): change it with "
-                "`kafka-features.sh upgrade --metadata 3.9-IV0`") in str(e.value)
+                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 27 (4.1-IV1): change it with "
+                "`kafka-features.sh upgrade --metadata 4.1-IV1`") in str(e.value)
     finally:
         old.stop()
 
@@ -484,8 +484,8 @@ def test_start_refused_on_another_finalized_feature(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError) as e:
             b.start()
         assert ("UNSUPPORTED_VERSION: the cluster's finalized transaction.version is 2; this broker supports "
-                "transaction.version 0 to 0: change it with `kafka-features.sh downgrade --feature "
-                "transaction.version=0`") in str(e.value)
+                "transaction.version 0 to 1: change it with `kafka-features.sh downgrade --feature "
+                "transaction.version=1`") in str(e.value)
     finally:
         c.stop()
 

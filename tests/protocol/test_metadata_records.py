@@ -16,6 +16,7 @@ from protocol.metadata_records import (
     CONTROL_CLASSES,
     RECORD_CLASSES,
     ApiMessageAndVersion,
+    ClearElrRecord,
     FeatureLevelRecord,
     KRaftControlRecordType,
     LeaderChangeMessage,
@@ -130,6 +131,26 @@ def test_feature_level_and_noop_frames_by_hand() -> None:
     frame = encode_metadata_record(FeatureLevelRecord(name='metadata.version', feature_level=21))
     assert frame == b'\x01\x0c\x00' + _cs('metadata.version') + struct.pack('>h', 21) + b'\x00'
     assert encode_metadata_record(NoOpRecord()) == b'\x01\x14\x00\x00'
+
+
+def test_clear_elr_record_frame_by_hand() -> None:
+    # Kafka 4.0+ (type 28): a compact string, empty for "every topic".
+    assert encode_metadata_record(ClearElrRecord(topic_name='foo')) == b'\x01\x1c\x00' + _cs('foo') + b'\x00'
+    frame = b'\x01\x1c\x00' + _cs('') + b'\x00'
+    decoded = decode_metadata_record(frame)
+    assert (type(decoded.message), decoded.version, decoded.message.topic_name) == (ClearElrRecord, 0, '')
+
+
+def test_partition_change_record_v2_elr_fields_are_tagged() -> None:
+    # What a 4.0-IV1+ controller writes when ELR is enabled: EligibleLeaderReplicas tag 6, LastKnownElr tag 7.
+    topic_id = uuid.UUID(int=3)
+    record = PartitionChangeRecord(partition_id=0, topic_id=topic_id, eligible_leader_replicas=[2],
+                                   last_known_elr=[])
+    frame = encode_metadata_record(record, 2)
+    assert frame == (b'\x01\x05\x02' + struct.pack('>i', 0) + topic_id.bytes + b'\x02'
+                     + b'\x06\x05\x02' + struct.pack('>i', 2) + b'\x07\x01\x01')
+    message = decode_metadata_record(frame).message
+    assert (message.eligible_leader_replicas, message.last_known_elr, message.isr) == ([2], [], None)
 
 
 def test_register_broker_v3_log_dirs_are_a_tagged_field() -> None:

@@ -87,6 +87,9 @@ def test_feature_levels_of_metadata_version() -> None:
     assert feature_level(MetadataVersion.parse("3.3-IV0")) == 4
     assert feature_level(MetadataVersion.parse("3.7-IV4")) == 19
     assert feature_level(MetadataVersion.parse("3.9-IV0")) == 21
+    # Kafka 4.x's KRaft-only levels, which are no inter.broker.protocol.version.
+    assert feature_level("4.0-IV1") == 23 and feature_level("4.1") == 27 and feature_level("4.0.1") == 25
+    assert feature_release(25) == "4.0-IV3" and feature_release(27) == "4.1-IV1" and feature_release(21) == "3.9-IV0"
     assert feature_release(19) == "3.7-IV4" and feature_release(7) == "3.3-IV3" and feature_release(99) == "99"
 
 
@@ -115,6 +118,15 @@ def test_format_writes_meta_properties_v1_and_bootstrap_in_every_dir(tmp_path: P
         format_dirs(config2, "other", ignore_formatted=True)
     with pytest.raises(FormatterError, match="legacy cluster"):
         format_dirs(KafkaConfig({"log.dirs": str(tmp_path / "z")}), "x")
+
+
+def test_format_at_a_kafka_4_release_version(tmp_path: Path) -> None:
+    config = KafkaConfig(kraft(tmp_path, **{"log.dirs": str(tmp_path / "a"), "metadata.log.dir": str(tmp_path / "a")}))
+    format_dirs(config, "MkU3OEVBNTcwNTJENDM2Qk", release_version="4.1", out=open("/dev/null", "w"))  # noqa: SIM115
+    _, records = read_snapshot_records(tmp_path / "a" / "bootstrap.checkpoint")
+    assert [(r.message.name, r.message.feature_level) for r in records] == [("metadata.version", 27)]
+    with pytest.raises(FormatterError, match="Version 4.9 is not a valid version"):
+        format_dirs(config, "MkU3OEVBNTcwNTJENDM2Qk", release_version="4.9", ignore_formatted=True)
 
 
 def test_format_command_line(tmp_path: Path) -> None:

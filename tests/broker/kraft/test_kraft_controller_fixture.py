@@ -185,3 +185,83 @@ def test_controlled_shutdown_and_session_expiry() -> None:
             conn.close()
             await c.stop()
     run(main())
+
+
+def test_envelope_errors() -> None:
+    from protocol import decode_response, encode_request
+    from protocol.envelope import address_bytes, serialize_principal
+
+    async def main() -> None:
+        c, conn = await started(admin_principals={"User:admin"})
+        Env = request_class(ApiKey.ENVELOPE)
+        inner = request_class(ApiKey.CREATE_TOPICS)[7](timeout_ms=1000, validate_only=False, topics=[
+            request_class(ApiKey.CREATE_TOPICS).CreatableTopic(name="t", num_partitions=1, replication_factor=1,
+                                                              assignments=[], configs=[])])
+        inner.with_header(correlation_id=5, client_id="c")
+        data, who, where = encode_request(inner), serialize_principal("User", "admin"), address_bytes("10.1.2.3")
+
+        async def send(**fields: Any) -> Any:
+            values = {"request_data": data, "request_principal": who, "client_host_address": where, **fields}
+            return await conn.send(lambda v: Env[v](**values), ApiKey.ENVELOPE)
+        try:
+            assert (await send(request_principal=b"\x00\x07")).error_code == E.PRINCIPAL_DESERIALIZATION_FAILURE
+            assert (await send(request_principal=None)).error_code == E.PRINCIPAL_DESERIALIZATION_FAILURE
+            assert (await send(client_host_address=b"\x01")).error_code == E.INVALID_REQUEST
+            assert (await send(request_data=b"\x00\x13")).error_code == E.INVALID_REQUEST
+            # The inner response, at the inner request's version and correlation id: handled as if sent directly.
+            ok = await send()
+            inner_resp = decode_response(bytes(ok.response_data), ApiKey.CREATE_TOPICS, 7)
+            assert ok.error_code == E.NONE and inner_resp.header.correlation_id == 5
+            assert inner_resp.topics[0].error_code == E.INVALID_REPLICATION_FACTOR  # no broker registered
+            refused = await send(request_principal=serialize_principal("User", "eve"))
+            inner_resp = decode_response(bytes(refused.response_data), ApiKey.CREATE_TOPICS, 7)
+            assert inner_resp.topics[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+            assert c.forwarded == [(ApiKey.CREATE_TOPICS, "User:admin", "10.1.2.3", "c"),
+                                   (ApiKey.CREATE_TOPICS, "User:eve", "10.1.2.3", "c")]
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())
+
+
+def test_assign_replicas_to_dirs_rules() -> None:
+    async def assign(conn: BrokerConnection, broker_id: int, epoch: int, dir_id: uuid.UUID,
+                     parts: list[tuple[uuid.UUID, int]]) -> Any:
+        Req = request_class(ApiKey.ASSIGN_REPLICAS_TO_DIRS)
+        D = Req.DirectoryData
+        return await conn.send(lambda v: Req[v](broker_id=broker_id, broker_epoch=epoch, directories=[D(
+            id=dir_id, topics=[D.TopicData(topic_id=t, partitions=[D.TopicData.PartitionData(partition_index=p)])
+                               for t, p in parts])]), ApiKey.ASSIGN_REPLICAS_TO_DIRS)
+
+    def codes(resp: Any) -> list[int]:
+        return [p.error_code for t in resp.directories[0].topics for p in t.partitions]
+
+    async def main() -> None:
+        old, old_conn = await started(metadata_version=15)  # before 3.7-IV2: no directory assignment
+        try:
+            assert (await assign(old_conn, 1, 0, uuid.uuid4(), [])).error_code == E.UNSUPPORTED_VERSION
+        finally:
+            old_conn.close()
+            await old.stop()
+        c, conn = await started()
+        try:
+            epoch = await unfenced(conn, c, 1)
+            await unfenced(conn, c, 2)
+            topic_id = (await create(conn, "t", 2, 1)).topic_id
+            mine = next(p for p in (0, 1) if c.image.topics.get_partition("t", p).replicas == (1,))
+            other = 1 - mine
+            online = c.image.cluster.broker(1).directories[0]
+            # One registered directory: new replicas are placed in it (ClusterControlManager.defaultDir).
+            assert c.image.topics.get_partition("t", mine).directory(1) == online
+            assert (await assign(conn, 1, epoch + 1, online, [])).error_code == E.STALE_BROKER_EPOCH
+            resp = await assign(conn, 1, epoch, online, [(uuid.uuid4(), 0), (topic_id, 9), (topic_id, other)])
+            assert codes(resp) == [E.UNKNOWN_TOPIC_ID, E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER]
+            # An assignment to a directory the broker does not have online moves leadership away.
+            gone = uuid.uuid4()
+            assert codes(await assign(conn, 1, epoch, gone, [(topic_id, mine)])) == [E.NONE]
+            p = c.image.topics.get_partition("t", mine)
+            assert p.directory(1) == gone and p.leader == -1
+        finally:
+            conn.close()
+            await c.stop()
+    run(main())

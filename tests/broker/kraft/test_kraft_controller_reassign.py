@@ -48,6 +48,9 @@ def test_a_reassignment_runs_through_its_stages() -> None:
             assert (q.replicas, q.adding_replicas, q.removing_replicas) == ((3, 5, 4, 1, 2), (4, 5), (1, 2))
             assert (q.leader, q.leader_epoch, q.partition_epoch) == (1, p.leader_epoch, p.partition_epoch + 1)
             assert await listed(conn) == {("t", 0): ([3, 5, 4, 1, 2], [4, 5], [1, 2])}
+            # Each replica in its broker's one directory, the added ones too (defaultDir, KIP-858).
+            assert [q.directory(b) for b in q.replicas] == [c.image.cluster.broker(b).directories[0]
+                                                            for b in q.replicas]
             # Stage 2: an ISR without every adding replica is only an ISR change.
             topic_id = c.image.topics.get_topic("t").topic_id
             isr = [(b, epochs[b]) for b in (1, 2, 3, 4)]

@@ -42,7 +42,7 @@ DIR = uuid.UUID(int=0xD1)
 
 def _image(level: int) -> MetadataImage:
     directories = (DIR, MIGRATING, DIR) if level >= 17 else (MIGRATING,) * 3
-    elr = (2,) if level >= 22 else ()
+    elr = (2,) if level >= 23 else ()
     records = [
         FeatureLevelRecord(name='metadata.version', feature_level=level),
         FeatureLevelRecord(name='kraft.version', feature_level=1),
@@ -92,7 +92,7 @@ def _image(level: int) -> MetadataImage:
     return delta.apply()
 
 
-@pytest.mark.parametrize('level', [7, 8, 11, 14, 15, 17, 21, 22])
+@pytest.mark.parametrize('level', [7, 8, 11, 14, 15, 17, 21, 22, 23, 25, 27])
 def test_image_to_snapshot_and_back(tmp_path: Path, level: int) -> None:
     image = _image(level)
     path = write_snapshot(tmp_path, SnapshotId(120, 4), image_records(image), last_contained_log_timestamp=55,
@@ -101,7 +101,7 @@ def test_image_to_snapshot_and_back(tmp_path: Path, level: int) -> None:
     assert header.last_contained_log_timestamp == 55
     assert records[0].message.name == 'metadata.version'
     versions = {type(r.message).__name__: r.version for r in records}
-    assert versions['PartitionRecord'] == (2 if level >= 22 else 1 if level >= 17 else 0)
+    assert versions['PartitionRecord'] == (2 if level >= 23 else 1 if level >= 17 else 0)
     assert versions['RegisterBrokerRecord'] == (3 if level >= 17 else 2 if level >= 8 else 1)
     # Loaded on top of an unrelated image, the snapshot replaces it entirely.
     loader = MetadataLoader(_image(21 if level != 21 else 17))
@@ -131,7 +131,7 @@ def test_empty_image_writes_no_records() -> None:
 
 
 def test_what_a_metadata_version_cannot_carry_is_left_out() -> None:
-    image = _image(22)
+    image = _image(27)
     delta = MetadataDelta(image)
     delta.replay(FeatureLevelRecord(name='metadata.version', feature_level=7))
     names = {type(r).__name__ for r in image_records(delta.apply())}

@@ -1,0 +1,96 @@
+"""Our KRaft broker against a test controller at Kafka 4.x's levels, over real sockets: registration at
+metadata.version 4.1-IV1 (27) with the features a Kafka 4.1 cluster finalizes that we implement
+(transaction.version 1, group.version 1, kraft.version 1 with the leader found through
+controller.quorum.bootstrap.servers), topics written with PartitionRecord v2, a ClearElrRecord applied; and the
+one-line refusals when the cluster finalized what we do not implement (transaction.version 2, Kafka 4.x's
+default; eligible.leader.replicas.version 1, Kafka 4.1's default; a metadata.version above ours)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.config import KafkaConfig
+from broker.kraft.format import format_dirs
+from broker.testing import EmbeddedBroker
+from protocol.metadata_records import ClearElrRecord, PartitionChangeRecord
+from tests.cluster.test_kraft_cluster import FAST, produce_and_consume, wait_for
+from tests.kraft_controller import ControllerThread
+
+
+def _broker(controller: ControllerThread, data: Path, node_id: int = 1, bootstrap_only: bool = False) -> EmbeddedBroker:
+    quorum = ({"controller.quorum.bootstrap.servers": controller.voters.split("@")[1]} if bootstrap_only
+              else {"controller.quorum.voters": controller.voters})
+    props = {"process.roles": "broker", "node.id": str(node_id), "controller.listener.names": "CONTROLLER",
+             **quorum, **FAST, "offsets.topic.replication.factor": "1"}
+    b = EmbeddedBroker(props, data_dir=data)
+    format_dirs(KafkaConfig(b.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
+    return b
+
+
+def test_a_broker_joins_a_kafka_4_1_cluster_and_applies_clear_elr(tmp_path: Path) -> None:
+    controller = ControllerThread(metadata_version=27, kraft_version=1, session_timeout_ms=3000,
+                                  features={"group.version": 1, "transaction.version": 1}).start()
+    b = _broker(controller, tmp_path / "b", bootstrap_only=True)
+    try:
+        b.start()
+        reg = controller.call(lambda c: c.image.cluster.broker(1))
+        assert not reg.fenced
+        assert {n: reg.supported_features[n] for n in ("metadata.version", "transaction.version", "kraft.version")} \
+            == {"metadata.version": (7, 27), "transaction.version": (0, 1), "kraft.version": (0, 1)}
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("t4", 1, 1)])["t4"].result(20)
+        produce_and_consume(b.bootstrap, "t4", n=5)
+
+        image = b.server.controller.loader.image
+        assert image.features.metadata_version == 27
+        assert image.features.finalized_versions == {"group.version": 1, "transaction.version": 1}
+        topic_id = image.topics.by_name["t4"].topic_id
+        # An ELR as a 4.x controller keeps it (written directly: the fixture does not run KIP-966), then cleared.
+        controller.call(lambda c: c.append([PartitionChangeRecord(partition_id=0, topic_id=topic_id,
+                                                                  last_known_elr=[7], version=2)]))
+        before = wait_for(lambda: _partition(b, "t4").last_known_elr == (7,) and _partition(b, "t4"),
+                          what="last-known ELR in the broker's image")
+        controller.call(lambda c: c.append([ClearElrRecord(topic_name="", version=0)]))
+        after = wait_for(lambda: _partition(b, "t4").last_known_elr == () and _partition(b, "t4"),
+                         what="ELR cleared in the broker's image")
+        assert after.partition_epoch == before.partition_epoch + 1 and after.leader_epoch == before.leader_epoch
+        produce_and_consume(b.bootstrap, "t4", n=5, first=5)  # still the leader, at the new partition epoch
+    finally:
+        b.stop()
+        controller.stop()
+
+
+def _partition(b: EmbeddedBroker, topic: str) -> Any:
+    return b.server.controller.loader.image.topics.get_partition(topic, 0)
+
+
+@pytest.mark.parametrize(("level", "features", "line"), [
+    (27, {"group.version": 1, "transaction.version": 2},
+     "the cluster's finalized transaction.version is 2; this broker supports transaction.version 0 to 1: change it "
+     "with `kafka-features.sh downgrade --feature transaction.version=1` (or format a new cluster with "
+     "`kafka-storage.sh format --feature transaction.version=1`)"),
+    (26, {"eligible.leader.replicas.version": 1, "transaction.version": 1},
+     "the cluster's finalized eligible.leader.replicas.version is 1; this broker supports "
+     "eligible.leader.replicas.version 0 to 0: change it with `kafka-features.sh downgrade --feature "
+     "eligible.leader.replicas.version=0` (or format a new cluster with `kafka-storage.sh format --feature "
+     "eligible.leader.replicas.version=0`)"),
+    (28, {},
+     "the cluster's finalized metadata.version is 28 (28); this broker supports 7 (3.3-IV3) to 27 (4.1-IV1): change "
+     "it with `kafka-features.sh downgrade --metadata 4.1-IV1` (or format a new cluster with `kafka-storage.sh "
+     "format --release-version 4.1-IV1`)"),
+], ids=["transaction.version-2", "elr-version-1", "metadata.version-28"])
+def test_start_refused_by_a_cluster_finalizing_what_we_do_not_implement(
+        tmp_path: Path, level: int, features: dict[str, int], line: str) -> None:
+    controller = ControllerThread(metadata_version=level, features=features).start()
+    try:
+        b = _broker(controller, tmp_path / f"b{uuid.uuid4().hex[:6]}")
+        with pytest.raises(RuntimeError) as e:
+            b.start()
+        assert f"the controller refused this broker's registration: UNSUPPORTED_VERSION: {line}" in str(e.value)
+    finally:
+        controller.stop()
