@@ -284,6 +284,17 @@ class SharePartitionManager:
             except PersisterError as e:
                 log.warning("share group %s: state of %s not deleted: %s", group_id, entry.tp, e)
 
+    def forget(self, group_id: str, tps: list[TopicPartition]) -> None:
+        """An admin changed these share partitions' state (AlterShareGroupOffsets, DeleteShareGroupOffsets): what
+        is held here is dropped, so the next request reads the new state."""
+        for tp in tps:
+            entry = self.partitions.pop((group_id, tp), None)
+            if entry is not None and entry.timer is not None:
+                entry.timer.cancel()
+
+    def partitions_of(self, group_id: str, topic: str) -> list[TopicPartition]:
+        return [tp for g, tp in self.partitions if g == group_id and tp.topic == topic]
+
     # ---------------------------------------------------------------- acknowledgements
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, topic_id: uuid.UUID,
                           batches: list[tuple[int, int, list[int]]]) -> int:
