@@ -9,8 +9,9 @@ Errors: top level INVALID_REQUEST (no group or member id), SHARE_SESSION_NOT_FOU
 INVALID_SHARE_SESSION_EPOCH, GROUP_AUTHORIZATION_FAILED (READ on the group); per partition UNKNOWN_TOPIC_ID,
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current leader), TOPIC_AUTHORIZATION_FAILED,
 INVALID_RECORD_STATE (offsets this member has not acquired), INVALID_REQUEST (a malformed batch),
-FENCED_STATE_EPOCH (the state was reset meanwhile), or another persister error as Kafka maps them (only a
-network persister can produce COORDINATOR_NOT_AVAILABLE or UNKNOWN_SERVER_ERROR: not in ERRORS yet).
+FENCED_STATE_EPOCH (the state was reset meanwhile), or another persister error as Kafka's SharePartition maps
+them: COORDINATOR_NOT_AVAILABLE (the share coordinator cannot be reached, after the persister's retries),
+UNKNOWN_SERVER_ERROR (any other, e.g. the state deleted under the leader).
 v2 (Kafka 4.2, KIP-1222): IsRenewAck allows the type 4, Renew (the record's acquisition lock restarts, it stays
 the member's; without IsRenewAck a malformed batch, INVALID_REQUEST), and the answer carries
 AcquisitionLockTimeoutMs.
@@ -33,7 +34,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_RECORD_STATE,
-    ErrorCode.FENCED_STATE_EPOCH,
+    ErrorCode.FENCED_STATE_EPOCH, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.UNKNOWN_SERVER_ERROR,
 )
 
 

@@ -16,8 +16,9 @@ authorizer); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEA
 current leader and its endpoint), TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as
 AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not acquired by this member) and INVALID_REQUEST (a
 malformed acknowledgement batch), FENCED_STATE_EPOCH (the state was reset meanwhile: the leader reloads it), or
-another persister error as Kafka maps them (COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR: only a network
-persister can produce those, so they are not in ERRORS yet).
+another persister error as Kafka's SharePartition maps them: COORDINATOR_NOT_AVAILABLE (the share coordinator
+cannot be reached, after the persister's retries), UNKNOWN_SERVER_ERROR (any other, e.g. the state deleted
+under the leader).
 v2 (Kafka 4.2): ShareAcquireMode 0 (batch-optimized, v1's behaviour) or 1 (record-limit: never more than
 MaxRecords records, batches split; KIP-1206), other modes INVALID_REQUEST; IsRenewAck (KIP-1222) allows the
 acknowledge type 4, Renew, which restarts the record's acquisition lock and keeps it the member's: such a
@@ -45,7 +46,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_RECORD_STATE,
-    ErrorCode.FENCED_STATE_EPOCH,
+    ErrorCode.FENCED_STATE_EPOCH, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.UNKNOWN_SERVER_ERROR,
 )
 
 
