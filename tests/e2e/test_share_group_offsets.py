@@ -92,3 +92,32 @@ def test_share_group_offsets_are_described_with_lag_altered_and_deleted(broker_f
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")]
     assert v0.groups[0].error_code == 0 and v0.groups[0].topics == []
     assert not broker.server.group_coordinator.coordinator.share_groups[group].state_metadata.with_state()
+
+
+def test_a_deleted_topic_leaves_the_groups_share_partition_state_metadata(broker_factory: Any) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from protocol import request_class as rc
+
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-topic-deleted"
+    create_topic(broker.bootstrap, topic, 2)
+    Heartbeat = rc(ApiKey.SHARE_GROUP_HEARTBEAT)
+    coordinator = broker.server.group_coordinator.coordinator
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = rc(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        epoch = [0]
+
+        def beat() -> bool:
+            resp = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=epoch[0],
+                                             subscribed_topic_names=[topic] if epoch[0] == 0 else None), 1)
+            assert resp.error_code == 0, resp
+            epoch[0] = resp.member_epoch
+            return True
+        wait_until(lambda: beat() and settled(broker, group, 1), 30, "the partitions' state initialized")
+        assert [v.name for v in coordinator.share_groups[group].state_metadata.initialized.values()] == [topic]
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
+        wait_until(lambda: beat() and not coordinator.share_groups[group].state_metadata.with_state(), 30,
+                   "the deleted topic to leave the record")

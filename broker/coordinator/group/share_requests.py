@@ -159,7 +159,7 @@ class ShareGroupRequests:
         members[member_id] = updated
         metadata = self._share_subscription_metadata(members.values())
         bump = (member_id not in group.members or updated.subscribed_topic_names != member.subscribed_topic_names
-                or metadata != group.subscription_metadata or self._initialized_assignment_pending(group, members))
+                or metadata != group.subscription_metadata or self._initialized_assignment_pending(group, metadata))
         if member_id not in group.members or (updated.rack_id, updated.client_id, updated.client_host,
                                               updated.subscribed_topic_names) != (
                 member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names):
@@ -228,18 +228,21 @@ class ShareGroupRequests:
         return {tid: frozenset(p for p in initialized[tid].partitions if p < count)
                 for tid, count in counts.items() if tid in initialized}
 
-    def _initialized_assignment_pending(self, group: ShareGroup, members: Mapping[str, ShareGroupMember]) -> bool:
+    def _initialized_assignment_pending(self, group: ShareGroup,
+                                        metadata: Mapping[str, tuple[uuid.UUID, int]]) -> bool:
         """Whether the target assignment misses initialized partitions of a subscribed topic (they were
-        initialized after it was computed), as Kafka's initializedAssignmentPending."""
-        if self.share_persister is None or not members:
+        initialized after it was computed), as Kafka's initializedAssignmentPending. `metadata`: the
+        subscribed topics (name -> id, partition count)."""
+        if self.share_persister is None:
             return False
-        subscribed = {n for m in members.values() for n in m.subscribed_topic_names}
         assigned: dict[uuid.UUID, set[int]] = {}
         for assignment in group.target_assignment.values():
             for tid, ps in assignment.items():
                 assigned.setdefault(tid, set()).update(ps)
-        return any(v.name in subscribed and assigned.get(tid, set()) != v.partitions
-                   for tid, v in group.state_metadata.initialized.items())
+        initialized = group.state_metadata.initialized
+        return any(tid in initialized and assigned.get(tid, set()) != {p for p in initialized[tid].partitions
+                                                                      if p < count}
+                   for tid, count in metadata.values())
 
     def _share_partitions_to_initialize(self, group: ShareGroup,
                                         records: list[Record]) -> dict[uuid.UUID, state_md.InitValue]:
@@ -247,6 +250,7 @@ class ShareGroupRequests:
         the retry interval): they enter `initializing` (a record in `records`) and are returned."""
         if self.share_persister is None:
             return {}
+        self._forget_deleted_topics(group, records)
         md = group.state_metadata
         now = int(time.time() * 1000)
         fresh = {tid: v for tid, v in md.initializing.items() if now - v.timestamp_ms < state_md.INITIALIZE_RETRY_MS}
@@ -265,6 +269,20 @@ class ShareGroupRequests:
             group.state_metadata = updated
             records.append(state_md.state_partition_metadata_record(group.group_id, updated))
         return pending
+
+    def _forget_deleted_topics(self, group: ShareGroup, records: list[Record]) -> None:
+        """Topics deleted since they got share-partition state leave the group's record (their state goes
+        with the topic, as Kafka's maybeCleanupShareGroupState)."""
+        md = group.state_metadata
+        gone = {tid for tid in (*md.initializing, *md.initialized, *md.deleting)
+                if self.topics_image.name_of(tid) is None}
+        if not gone:
+            return
+        group.state_metadata = state_md.StatePartitionMetadata(
+            {t: v for t, v in md.initializing.items() if t not in gone},
+            {t: v for t, v in md.initialized.items() if t not in gone},
+            {t: n for t, n in md.deleting.items() if t not in gone})
+        records.append(state_md.state_partition_metadata_record(group.group_id, group.state_metadata))
 
     async def _initialize_share_partitions(self, group_id: str, epoch: int,
                                            pending: dict[uuid.UUID, state_md.InitValue]) -> None:
