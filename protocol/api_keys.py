@@ -175,7 +175,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
     ApiKey.WRITE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
 }
 
 
