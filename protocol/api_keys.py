@@ -173,7 +173,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- share-group state, broker to share coordinator (issue 19, KIP-932; Kafka 4.x) ---
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
 }
