@@ -9,7 +9,10 @@ Errors: top level INVALID_REQUEST (an empty group id), NOT_COORDINATOR, COORDINA
 COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id), NON_EMPTY_GROUP (members remain),
 GROUP_AUTHORIZATION_FAILED (READ on the group, with an authorizer); per partition TOPIC_AUTHORIZATION_FAILED
 (READ on the topic), UNKNOWN_TOPIC_OR_PARTITION, or the persister's error.
-Gaps: a share-partition leader on another broker keeps what it holds until its next state write is fenced.
+A share-partition leader on another broker reads the new state once the group's last share session there has
+ended (broker/share/manager.py).
+Gaps: one where share sessions of the empty group remain open keeps what it holds until its next state write is
+fenced.
 """
 
 from __future__ import annotations

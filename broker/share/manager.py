@@ -24,6 +24,8 @@ Contract:
 - `share.isolation.level` (a group config): read_uncommitted (Kafka's default) hands out every record up to the
   high watermark; read_committed only those up to the last stable offset, aborted transactions' records
   archived at once (log_batches.py).
+- When the last share session of a group ends here, its share partitions are dropped (Kafka's onGroupEmpty),
+  so the next fetch reads their state again.
 - Gaps: a changed group config applies to share partitions loaded afterwards; the in-memory state is not
   rolled back when a persister write fails (the client gets the error).
 """
@@ -184,6 +186,11 @@ class SharePartitionManager:
         for (group_id, _), entry in list(self.partitions.items()):
             if group_id == session.group_id and entry.share.release_member(session.member_id):
                 await self._persist(group_id, entry)
+        if not any(g == session.group_id for g, _ in self.sessions):
+            # The group's last share session here ended (Kafka's onGroupEmpty): its share partitions are
+            # dropped, so the next fetch reads the state again and sees an admin's change meanwhile
+            # (AlterShareGroupOffsets, DeleteShareGroupOffsets), wherever the group coordinator is.
+            self.forget(session.group_id, [tp for g, tp in self.partitions if g == session.group_id])
         self._wake()
 
     # ---------------------------------------------------------------- share partitions

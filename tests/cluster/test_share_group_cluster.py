@@ -256,6 +256,24 @@ def test_share_group_lag_is_described_by_a_coordinator_that_leads_nothing(tmp_pa
             described = raw_request(cluster.ports[coordinator], Describe[1](groups=[G(group_id=group, topics=None)]))
         assert [(p.partition_index, p.start_offset, p.lag, p.error_code) for t in described.groups[0].topics
                 for p in t.partitions] == [(0, 0, 4, 0)], described
+        # The member leaves; AlterShareGroupOffsets at the coordinator moves the start to 2. The leader dropped the
+        # share partition when the group's last share session there ended, so a new session reads the new state.
+        left = raw_request(cluster.ports[coordinator], Heartbeat[1](group_id=group, member_id="m1", member_epoch=-1))
+        assert left.error_code == 0, left
+        Alter = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+        AT = Alter.AlterShareGroupOffsetsRequestTopic
+        altered = raw_request(cluster.ports[coordinator], Alter[0](group_id=group, topics=[AT(
+            topic_name=topic, partitions=[AT.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                                    start_offset=2)])]))
+        assert altered.error_code == 0 and [p.error_code for t in altered.responses for p in t.partitions] == [0]
+        with socket.create_connection(("127.0.0.1", cluster.ports[leader]), timeout=30) as s:
+            again = roundtrip(s, Fetch[1](group_id=group, member_id="m2", share_session_epoch=0, max_wait_ms=5000,
+                                          min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                                          topics=[T(topic_id=tid, partitions=[T.FetchPartition(
+                                              partition_index=0, acknowledgement_batches=[])])],
+                                          forgotten_topics_data=[]), 3)
+        assert [(r.first_offset, r.last_offset) for t in again.responses for p in t.partitions
+                for r in p.acquired_records] == [(2, 9)], again
         assert uuid.UUID(int=0) != tid
     finally:
         cluster.stop()

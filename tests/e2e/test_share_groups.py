@@ -480,10 +480,11 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
     seen: list[int] = []
     try:
         poll_until(consumer, lambda: len(seen) >= 5, 30, lambda m: seen.append(m.offset()))
+        # Looked at while the member's share session lasts: its end drops the group's share partitions here.
+        [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
     finally:
         consumer.close()
     assert sorted(seen) == list(range(5))
-    [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
     assert entry.share.record_lock_duration_ms == 1500
 
 
