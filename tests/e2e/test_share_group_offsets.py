@@ -1,7 +1,9 @@
 """The share-group offset admin APIs (KIP-932, Kafka 4.1/4.2) over a real socket with our codec (confluent-kafka
 2.16's AdminClient has no share-group offset calls): DescribeShareGroupOffsets v1 with its lag,
 AlterShareGroupOffsets and DeleteShareGroupOffsets, refused while the group has members, and what a
-confluent-kafka ShareConsumer of the group receives after them."""
+confluent-kafka ShareConsumer of the group receives after them; DeleteGroups deleting the share-partition state
+the group coordinator initialized (Kafka 4.1's ShareGroupStatePartitionMetadata), and a deleted topic leaving
+that record."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType
 
+from broker.share.manager import share_partition_manager
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.broker.wire import roundtrip
@@ -121,3 +124,37 @@ def test_a_deleted_topic_leaves_the_groups_share_partition_state_metadata(broker
         admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
         wait_until(lambda: beat() and not coordinator.share_groups[group].state_metadata.with_state(), 30,
                    "the deleted topic to leave the record")
+
+
+def test_delete_groups_deletes_the_state_of_every_initialized_partition(broker_factory: Any) -> None:
+    """The group coordinator initializes the state of the subscribed partitions (Kafka 4.1's
+    ShareGroupStatePartitionMetadata) and DeleteGroups deletes it, though no share-partition leader ever
+    loaded it (nothing was fetched)."""
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-state-deleted"
+    create_topic(broker.bootstrap, topic, 2)
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    persister = broker.server.share_persister
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        epoch = [0]
+
+        def beat() -> bool:
+            resp = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=epoch[0],
+                                             subscribed_topic_names=[topic] if epoch[0] == 0 else None), 1)
+            assert resp.error_code == 0, resp
+            epoch[0] = resp.member_epoch
+            return settled(broker, group, 1)
+        wait_until(beat, 30, "the partitions' state initialized and assigned")
+        (tid, value), = broker.server.group_coordinator.coordinator.share_groups[group].state_metadata \
+            .initialized.items()
+        assert sorted(value.partitions) == [0, 1]
+        summaries = [broker.call(persister.read_summary, group, tid.bytes, p, -1) for p in (0, 1)]
+        assert [(x.state_epoch, x.start_offset) for x in summaries] == [(epoch[0] - 1, -1)] * 2
+        assert not [k for k in share_partition_manager(broker.server).partitions if k[0] == group]
+        assert roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=-1), 2).error_code == 0
+        deleted = roundtrip(s, request_class(ApiKey.DELETE_GROUPS)[2](groups_names=[group]), 3)
+    assert [r.error_code for r in deleted.results] == [0]
+    summaries = [broker.call(persister.read_summary, group, tid.bytes, p, -1) for p in (0, 1)]
+    assert [(x.state_epoch, x.start_offset) for x in summaries] == [(0, -1)] * 2

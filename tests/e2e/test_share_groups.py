@@ -583,37 +583,3 @@ def test_acknowledged_records_are_not_delivered_again_after_a_broker_restart(bro
         consumer.close()
     assert sorted(o for o, _ in second) == [5, 6, 7, 8, 9]
     assert all(count == 2 for _, count in second), second
-
-
-def test_delete_groups_deletes_the_state_of_every_initialized_partition(broker_factory: Any) -> None:
-    """The group coordinator initializes the state of the subscribed partitions (Kafka 4.1's
-    ShareGroupStatePartitionMetadata) and DeleteGroups deletes it, though no share-partition leader ever
-    loaded it (nothing was fetched)."""
-    broker = start(broker_factory)
-    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-state-deleted"
-    create_topic(broker.bootstrap, topic, 2)
-    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
-    persister = broker.server.share_persister
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
-        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
-        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
-        epoch = [0]
-
-        def beat() -> bool:
-            resp = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=epoch[0],
-                                             subscribed_topic_names=[topic] if epoch[0] == 0 else None), 1)
-            assert resp.error_code == 0, resp
-            epoch[0] = resp.member_epoch
-            return settled(broker, group, 1)
-        wait_until(beat, 30, "the partitions' state initialized and assigned")
-        (tid, value), = broker.server.group_coordinator.coordinator.share_groups[group].state_metadata \
-            .initialized.items()
-        assert sorted(value.partitions) == [0, 1]
-        summaries = [broker.call(persister.read_summary, group, tid.bytes, p, -1) for p in (0, 1)]
-        assert [(x.state_epoch, x.start_offset) for x in summaries] == [(epoch[0] - 1, -1)] * 2
-        assert not [k for k in share_partition_manager(broker.server).partitions if k[0] == group]
-        assert roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=-1), 2).error_code == 0
-        deleted = roundtrip(s, request_class(ApiKey.DELETE_GROUPS)[2](groups_names=[group]), 3)
-    assert [r.error_code for r in deleted.results] == [0]
-    summaries = [broker.call(persister.read_summary, group, tid.bytes, p, -1) for p in (0, 1)]
-    assert [(x.state_epoch, x.start_offset) for x in summaries] == [(0, -1)] * 2
