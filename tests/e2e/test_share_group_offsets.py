@@ -158,3 +158,36 @@ def test_delete_groups_deletes_the_state_of_every_initialized_partition(broker_f
     assert [r.error_code for r in deleted.results] == [0]
     summaries = [broker.call(persister.read_summary, group, tid.bytes, p, -1) for p in (0, 1)]
     assert [(x.state_epoch, x.start_offset) for x in summaries] == [(0, -1)] * 2
+
+
+def test_delete_groups_of_a_share_group_whose_topic_was_deleted(broker_factory: Any) -> None:
+    """The initialized topic is deleted after the last member left: DeleteGroups succeeds at once (the state went
+    with the topic) rather than waiting on the share coordinator's refusals."""
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    broker = start(broker_factory)
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-topic-gone"
+    create_topic(broker.bootstrap, topic, 1)
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        epoch = [0]
+
+        def beat() -> bool:
+            resp = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=epoch[0],
+                                             subscribed_topic_names=[topic] if epoch[0] == 0 else None), 1)
+            assert resp.error_code == 0, resp
+            epoch[0] = resp.member_epoch
+            return settled(broker, group, 1)
+        wait_until(beat, 30, "the partition's state initialized")
+        assert roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=-1), 2).error_code == 0
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
+        wait_until(lambda: broker.server.metadata_cache.topic_id(topic) is None, 15, "the topic to go")
+        started = time.monotonic()
+        deleted = roundtrip(s, request_class(ApiKey.DELETE_GROUPS)[2](groups_names=[group]), 3)
+    assert [r.error_code for r in deleted.results] == [0]
+    assert time.monotonic() - started < 3

@@ -329,12 +329,16 @@ class ShareGroupRequests:
         if self.share_persister is None:
             return {tid: E.NONE for tid in topics}
         persister = self.share_persister()
-        keys = [(tid, p) for tid, v in topics.items() for p in sorted(v.partitions)]
+        # A deleted topic's state went with it (the share coordinator refuses unknown topics).
+        keys = [(tid, p) for tid, v in topics.items() for p in sorted(v.partitions)
+                if self.topics_image.name_of(tid) is not None]
 
         async def one(tid: uuid.UUID, p: int) -> int:
             try:
                 await persister.delete(group_id, tid.bytes, p)
             except PersisterError as e:
+                if e.error_code == E.UNKNOWN_TOPIC_OR_PARTITION:
+                    return E.NONE  # the topic went meanwhile, and its state with it
                 log.warning("share group %s: state of %s-%d not deleted: %s", group_id, tid, p, e)
                 return e.error_code
             return E.NONE
@@ -427,8 +431,8 @@ class ShareGroupRequests:
             errors = await self.delete_share_partition_state(group_id, candidates)
             failed = next((code for code in errors.values() if code != E.NONE), None)
             if failed is not None:
-                return int(E.COORDINATOR_NOT_AVAILABLE if failed in (E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS)
-                           else failed)
+                # The state stays listed as deleting: a DeleteGroups retried later deletes it again.
+                return int(E.COORDINATOR_NOT_AVAILABLE)
         records = [state_md.state_partition_metadata_tombstone(group_id),
                    (share_records.target_epoch_record(group_id, 0)[0], None),
                    (share_records.partition_metadata_record(group_id, {})[0], None),
