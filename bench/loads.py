@@ -1,8 +1,8 @@
 """Client loads, each run in its own process: `python -m bench.loads '<json spec>'`.
 
 Contract: the spec is a JSON object with "kind" (produce, consume, latency_consumer,
-latency_producer, fanout, metadata, rebalance (bench/rebalance.py)) and that kind's parameters (see each
-function). The
+latency_producer, fanout, metadata, rebalance (bench/rebalance.py), share (bench/share_groups.py)) and that
+kind's parameters (see each function). The
 process prints optional control lines ("READY") and finally exactly one line
 `RESULT <json>`; the JSON has "ok" and either the measurements or "error". Loads that need a
 start signal ("fanout") wait for a line "GO" on stdin after printing READY. Every loop is
@@ -416,6 +416,7 @@ LOADS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "latency_producer": latency_producer,
     "metadata": metadata,
     "rebalance": lambda spec: __import__("bench.rebalance", fromlist=["rebalance_load"]).rebalance_load(spec),
+    "share": lambda spec: __import__("bench.share_groups", fromlist=["share_load"]).share_load(spec),
 }
 
 

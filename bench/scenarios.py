@@ -582,6 +582,7 @@ def build_scenarios(quick: bool) -> list[Scenario]:
     # Imported here: bench.transactions and bench.security build on this module's Scenario and Metric.
     from bench.rebalance import RebalanceScenario
     from bench.security import SecurityScenario
+    from bench.share_groups import ShareGroupScenario
     from bench.stall import StallScenario
     from bench.transactions import TransactionsScenario
 
@@ -608,6 +609,8 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         StallScenario(2 if quick else 5, 20, 1 if quick else 3),
         # Three groups of 9 members forming and rebalancing take ~35 s: beyond the quick run's minute.
         *([] if quick else [RebalanceScenario(3)]),
+        # A broker of its own, filling a topic and two groups of 4 reading it: ~30 s, beyond the quick run's minute.
+        *([] if quick else [ShareGroupScenario(100_000, 3)]),
         # Starting ZooKeeper and three brokers does not fit the quick run's minute.
         *([] if quick else [ReplicatedScenario(300_000, 5, 3)]),
     ]

@@ -90,6 +90,8 @@ class ApiKey(IntEnum):
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
     INITIALIZE_SHARE_GROUP_STATE = 83
     READ_SHARE_GROUP_STATE = 84
     WRITE_SHARE_GROUP_STATE = 85
@@ -152,9 +154,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- share groups, KIP-932 (issue 19): Kafka 4.1 removed the early-access v0 ---
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 1),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
@@ -172,9 +176,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # --- share-group state, broker to share coordinator (issue 19, KIP-932; Kafka 4.x) ---
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
 }
 
 

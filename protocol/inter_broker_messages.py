@@ -2,11 +2,12 @@
 
 The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown),
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
-(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets),
-BrokerRegistration, BrokerHeartbeat, FetchSnapshot, Envelope (KIP-590), AssignReplicasToDirs (KIP-858) and the
-share-group state RPCs (Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary), loaded
-through kafka-python's machinery (`load_json=`) so they behave like every other message. Reach them through
-`protocol.messages` (`request_class(key)`), which imports this module on first use.
+(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets,
+AlterShareGroupOffsets, DeleteShareGroupOffsets), BrokerRegistration, BrokerHeartbeat, FetchSnapshot, Envelope
+(KIP-590), AssignReplicasToDirs (KIP-858) and the share-group state RPCs (Initialize/Read/Write/Delete
+ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they
+behave like every other message. Reach them through `protocol.messages` (`request_class(key)`), which imports
+this module on first use.
 """
 
 from __future__ import annotations
@@ -200,4 +201,20 @@ class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -118,6 +118,8 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.SHARE_FETCH: _pair_in(_OURS, "ShareFetch"),
     ApiKey.SHARE_ACKNOWLEDGE: _pair_in(_OURS, "ShareAcknowledge"),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _pair_in(_OURS, "DescribeShareGroupOffsets"),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _pair_in(_OURS, "AlterShareGroupOffsets"),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _pair_in(_OURS, "DeleteShareGroupOffsets"),
     # --- controller protocol (issue 14) ---
     ApiKey.ALLOCATE_PRODUCER_IDS: _pair_in(_OURS, "AllocateProducerIds"),
     ApiKey.ELECT_LEADERS: _pair_in(_KAFKA + "admin.topics", "ElectLeaders"),

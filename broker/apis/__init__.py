@@ -21,6 +21,7 @@ from broker.apis import (
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -32,6 +33,7 @@ from broker.apis import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_share_group_state,
     delete_topics,
     describe_acls,
@@ -154,6 +156,8 @@ HANDLER_MODULES: list[ModuleType] = [
     share_fetch,
     share_acknowledge,
     describe_share_group_offsets,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
 ]
 
 

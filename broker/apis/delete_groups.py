@@ -1,7 +1,8 @@
 """DeleteGroups (key 42), versions 0–2.
 
-Deletes empty groups and their offsets (tombstones in `__consumer_offsets`), share groups (KIP-932) with
-their share-partition state on this broker; NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for
+Deletes empty groups and their offsets (tombstones in `__consumer_offsets`), share groups (KIP-932) with the
+share-partition state of every partition the group coordinator initialized, through the persister (a failure:
+COORDINATOR_NOT_AVAILABLE); NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for
 unknown groups, NOT_COORDINATOR for groups coordinated elsewhere;
 INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group API.
 With an authorizer (Kafka): DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.

@@ -1,4 +1,4 @@
-"""DescribeShareGroupOffsets (key 90), version 0 — KIP-932's share-group offsets for admin clients
+"""DescribeShareGroupOffsets (key 90), versions 0–1 — KIP-932's share-group offsets for admin clients
 (`kafka-share-groups.sh --describe`, Admin.listShareGroupOffsets).
 
 Per group, per partition: the share-partition start offset (the first offset not yet acknowledged or
@@ -9,8 +9,12 @@ Errors: per group INVALID_GROUP_ID (an empty id), NOT_COORDINATOR, COORDINATOR_L
 COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id), GROUP_AUTHORIZATION_FAILED
 (DESCRIBE on the group, with an authorizer); per partition TOPIC_AUTHORIZATION_FAILED (DESCRIBE on the topic),
 UNKNOWN_TOPIC_OR_PARTITION, or the persister's error.
-Gaps: with the in-memory persister (broker/share/persisters.py) only state held on this broker is seen; v1
-(Kafka 4.2's Lag) is not served.
+v1 (Kafka 4.2, KIP-1226) adds each partition's Lag: the records from the start offset to the high watermark
+not yet acknowledged or archived; -1 where it is unknown (no state, the leader unreachable).
+The lag is exact where this broker holds the share partition; elsewhere it is the leader's high watermark
+(ListOffsets to it) less the start offset and the share coordinator's delivery-complete count
+(ReadShareGroupStateSummary v1). Topics null: the subscribed topics' partitions and the initialized ones.
+Gaps: with the in-memory persister (broker/share/persisters.py) only state held on this broker is seen.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.security.acl import AclOperation, ResourceType
 from broker.share.manager import persister_error_code, share_partition_manager
-from broker.share.persister import PersisterError
+from broker.share.persister import PersisterError, RecordState
+from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from storage import TopicPartition
 
 API_KEY = 90
 MIN_VERSION = 0
-MAX_VERSION = 0
+MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_AUTHORIZATION_FAILED,
@@ -39,6 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     Group = response_type(request).DescribeShareGroupOffsetsResponseGroup
     coordinator = ctx.server.group_coordinator.coordinator
     groups = []
+    lags = _Lags(ctx)
     for asked in request.groups or []:
         group_id = asked.group_id
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
@@ -49,17 +57,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             groups.append(Group(group_id=group_id, topics=[], error_code=code))
             continue
         if asked.topics is None:
+            # Every partition with state (Kafka 4.1: the initialized ones) and of the subscribed topics.
             wanted = {name: list(range(count)) for name, (_, count) in sorted(group.subscription_metadata.items())}
+            for tid, v in group.state_metadata.initialized.items():
+                name = coordinator.topics_image.name_of(tid)
+                if name is not None:
+                    wanted[name] = sorted(set(wanted.get(name, [])) | v.partitions)
         else:
             wanted = {t.topic_name: list(t.partitions or []) for t in asked.topics}
-        topics = [await _topic(ctx, Group, group_id, name, partitions, all_topics=asked.topics is None)
+        topics = [await _topic(ctx, Group, group_id, name, partitions, all_topics=asked.topics is None,
+                               lags=request.API_VERSION >= 1 and lags)
                   for name, partitions in wanted.items()]
         groups.append(Group(group_id=group_id, topics=[t for t in topics if t.partitions], error_code=0))
+    lags.close()
     return response_for(request, throttle_time_ms=0, groups=groups)
 
 
 async def _topic(ctx: RequestContext, Group: Any, group_id: str, name: str, partitions: list[int], *,
-                 all_topics: bool) -> Any:
+                 all_topics: bool, lags: Any) -> Any:
     Topic = Group.DescribeShareGroupOffsetsResponseTopic
     Partition = Topic.DescribeShareGroupOffsetsResponsePartition
     cache = ctx.server.metadata_cache
@@ -68,7 +83,7 @@ async def _topic(ctx: RequestContext, Group: Any, group_id: str, name: str, part
     allowed = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
     out = []
     for p in partitions:
-        error, start, epoch = ErrorCode.NONE, -1, -1
+        error, start, epoch, done = ErrorCode.NONE, -1, -1, -1
         if not allowed:
             error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif topic_id is None or cache.partition(name, p) is None:
@@ -76,11 +91,69 @@ async def _topic(ctx: RequestContext, Group: Any, group_id: str, name: str, part
         else:
             try:
                 summary = await persister.read_summary(group_id, topic_id.bytes, p, -1)
-                start, epoch = summary.start_offset, summary.leader_epoch
+                start, epoch, done = summary.start_offset, summary.leader_epoch, summary.delivery_complete_count
             except PersisterError as e:
                 error = persister_error_code(e.error_code)
             if all_topics and start < 0 and error == ErrorCode.NONE:
                 continue  # no state for this partition yet: not listed when all are asked for
-        out.append(Partition(partition_index=p, start_offset=start, leader_epoch=epoch, error_code=error))
+        lag = await lags.lag(group_id, TopicPartition(name, p), start, done) if lags and error == ErrorCode.NONE \
+            and start >= 0 else -1
+        out.append(Partition(partition_index=p, start_offset=start, leader_epoch=epoch, lag=lag, error_code=error))
     return Topic(topic_name=name, topic_id=topic_id or _ZERO, partitions=out)
 
+
+
+class _Lags:
+    """Kafka 4.2's lag of a share partition: its high watermark less the start offset and the delivery-complete
+    count (offsets after the start already acknowledged or archived). From the share partition this broker
+    holds when it leads it (exact now), else from the share coordinator's count and the leader's high
+    watermark (ListOffsets to it, as Kafka's group coordinator asks); -1 when either is unknown."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.connections: dict[int, BrokerConnection] = {}
+
+    async def lag(self, group_id: str, tp: TopicPartition, start: int, done: int) -> int:
+        server = self.ctx.server
+        entry = share_partition_manager(server).partitions.get((group_id, tp))
+        partition = server.replica_manager.partitions.get(tp)
+        if partition is not None and partition.is_leader:
+            if entry is not None:
+                share = entry.share
+                start = share.start_offset
+                done = sum(1 for o, i in share.records.items() if o >= start
+                           and i.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+            high_watermark = int(partition.high_watermark)
+        else:
+            high_watermark = await self._remote_high_watermark(tp)
+        if done < 0 or high_watermark < 0:
+            return -1
+        return max(0, high_watermark - start - done)
+
+    async def _remote_high_watermark(self, tp: TopicPartition) -> int:
+        server = self.ctx.server
+        pm = server.metadata_cache.partition(tp.topic, tp.partition)
+        leader = server.metadata_cache.alive_broker(pm.leader) if pm is not None and pm.leader >= 0 else None
+        if leader is None:
+            return -1
+        conn = self.connections.get(pm.leader)
+        if conn is None:
+            conn = self.connections[pm.leader] = BrokerConnection(
+                leader.host, leader.port, f"broker-{server.broker_id}-share-lag",
+                timeout_s=server.config["request.timeout.ms"] / 1000, version_caps={ApiKey.LIST_OFFSETS: 7},
+                security=server.inter_broker_security)
+        Req = request_class(ApiKey.LIST_OFFSETS)
+        T = Req.ListOffsetsTopic
+        try:
+            asked = [T(name=tp.topic, partitions=[T.ListOffsetsPartition(
+                partition_index=tp.partition, current_leader_epoch=-1, timestamp=-1)])]
+            resp = await conn.send(lambda v: Req[v](replica_id=-1, isolation_level=0, topics=asked),
+                                   ApiKey.LIST_OFFSETS)
+        except BrokerUnavailable:
+            return -1
+        p = resp.topics[0].partitions[0]
+        return int(p.offset) if p.error_code == ErrorCode.NONE else -1
+
+    def close(self) -> None:
+        for conn in self.connections.values():
+            conn.close()

@@ -1,4 +1,4 @@
-"""ShareFetch (key 78), version 1 — KIP-932 share groups (Kafka 4.1; v0 was 4.0's early access).
+"""ShareFetch (key 78), versions 1–2 — KIP-932 share groups (Kafka 4.1; v0 was 4.0's early access; v2 Kafka 4.2).
 
 A share-group member reads from a partition leader through its share session (broker/share/manager.py):
 epoch 0 opens the session (acknowledgements not allowed: INVALID_REQUEST), each next request carries the
@@ -16,9 +16,15 @@ authorizer); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEA
 current leader and its endpoint), TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as
 AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not acquired by this member) and INVALID_REQUEST (a
 malformed acknowledgement batch), FENCED_STATE_EPOCH (the state was reset meanwhile: the leader reloads it), or
-another persister error as Kafka maps them (COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR: only a network
-persister can produce those, so they are not in ERRORS yet).
-Gaps: v2 (ShareAcquireMode, renew acknowledgements, Kafka 4.2) not served; MinBytes is taken as one record.
+another persister error as Kafka's SharePartition maps them: COORDINATOR_NOT_AVAILABLE (the share coordinator
+cannot be reached, after the persister's retries), UNKNOWN_SERVER_ERROR (any other, e.g. the state deleted
+under the leader).
+v2 (Kafka 4.2): ShareAcquireMode 0 (batch-optimized, v1's behaviour) or 1 (record-limit: never more than
+MaxRecords records, batches split; KIP-1206), other modes INVALID_REQUEST; IsRenewAck (KIP-1222) allows the
+acknowledge type 4, Renew, which restarts the record's acquisition lock and keeps it the member's: such a
+request fetches nothing and must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0 (else INVALID_REQUEST).
+A Renew without IsRenewAck (and in v1) is a malformed batch (AcknowledgeErrorCode INVALID_REQUEST).
+Gaps: MinBytes is taken as one record.
 """
 
 from __future__ import annotations
@@ -31,14 +37,16 @@ from broker.security.acl import AclOperation, ResourceType
 from broker.share.manager import FINAL_EPOCH, INITIAL_EPOCH, FetchedPartition, ShareError, share_partition_manager
 from protocol.errors import ErrorCode
 
+_BATCH_OPTIMIZED, _RECORD_LIMIT = 0, 1  # Kafka 4.2's ShareAcquireMode
+
 API_KEY = 78
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_RECORD_STATE,
-    ErrorCode.FENCED_STATE_EPOCH,
+    ErrorCode.FENCED_STATE_EPOCH, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.UNKNOWN_SERVER_ERROR,
 )
 
 
@@ -55,6 +63,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(ctx, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if epoch == INITIAL_EPOCH and has_acknowledgements(request.topics):
         return _error(ctx, request, ErrorCode.INVALID_REQUEST, "Acknowledgements cannot open a share session.")
+    renew = request.API_VERSION >= 2 and bool(request.is_renew_ack)
+    record_limit = request.API_VERSION >= 2 and request.share_acquire_mode == _RECORD_LIMIT
+    if request.API_VERSION >= 2 and request.share_acquire_mode not in (_BATCH_OPTIMIZED, _RECORD_LIMIT):
+        return _error(ctx, request, ErrorCode.INVALID_REQUEST, f"Unknown ShareAcquireMode "
+                      f"{request.share_acquire_mode}.")
+    if renew and (request.max_wait_ms, request.min_bytes, request.max_bytes, request.max_records) != (0, 0, 0, 0):
+        return _error(ctx, request, ErrorCode.INVALID_REQUEST, "A renew acknowledgement fetches nothing: MaxWaitMs, "
+                      "MinBytes, MaxBytes and MaxRecords must be 0.")
     manager = share_partition_manager(ctx.server)
     try:
         session = (await manager.open_session(group_id, member_id, ctx.connection) if epoch == INITIAL_EPOCH
@@ -63,7 +79,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _error(ctx, request, e.code, str(e) or None)
     known, refused = resolve(ctx, request.topics)
     forgotten, _ = resolve(ctx, request.forgotten_topics_data)
-    ack_codes = await acknowledge(manager, group_id, member_id, acknowledgements(request.topics, known), known)
+    ack_codes = await acknowledge(manager, group_id, member_id, acknowledgements(request.topics, known), known,
+                                  renew)
     fetched: dict[Any, FetchedPartition] = {}
     if epoch == FINAL_EPOCH:
         await manager.close_session(session)
@@ -72,7 +89,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             session.partitions.pop(tp, None)
         session.partitions.update(known)
         fetched = await manager.fetch(group_id, member_id, list(session.partitions.items()),
-                                      request.max_records, request.max_bytes, request.max_wait_ms)
+                                      request.max_records, request.max_bytes, request.max_wait_ms, record_limit)
         # Partitions that gave records go to the back, so MaxRecords does not always favour the first ones.
         for tp in [tp for tp, r in fetched.items() if r.acquired and tp in session.partitions]:
             session.partitions[tp] = session.partitions.pop(tp)

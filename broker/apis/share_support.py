@@ -56,8 +56,9 @@ def has_acknowledgements(topics: Any) -> bool:
 
 async def acknowledge(manager: SharePartitionManager, group_id: str, member_id: str,
                       acks: dict[TopicPartition, list[tuple[int, int, list[int]]]],
-                      known: dict[TopicPartition, uuid.UUID]) -> dict[TopicPartition, int]:
-    return {tp: await manager.acknowledge(group_id, member_id, tp, known[tp], batches)
+                      known: dict[TopicPartition, uuid.UUID], renew: bool = False) -> dict[TopicPartition, int]:
+    """Per partition the acknowledgement error; `renew` (Kafka 4.2's IsRenewAck) allows type 4, Renew."""
+    return {tp: await manager.acknowledge(group_id, member_id, tp, known[tp], batches, renew)
             for tp, batches in acks.items()}
 
 

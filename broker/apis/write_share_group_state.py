@@ -1,4 +1,4 @@
-"""WriteShareGroupState (key 85), version 0: a share-partition leader persists a change of a share partition's
+"""WriteShareGroupState (key 85), versions 0–1: a share-partition leader persists a change of a share partition's
 state (acknowledgements, releases, a new start offset) with its share coordinator (KIP-932; Kafka 4.x).
 
 Each partition is served by this broker's share coordinator (broker/coordinator/share/state.py): the request's
@@ -10,7 +10,8 @@ for a state epoch (not -1) older than the one kept; UNKNOWN_TOPIC_OR_PARTITION w
 not in the metadata; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as the other state
 RPCs. No topics, a topic without partitions or an empty group id: an answer without results. CLUSTER_ACTION on the
 cluster is required, else CLUSTER_AUTHORIZATION_FAILED. `answer` serves a request without the authorization check
-(this broker's own persister).
+(this broker's own persister). v1 (Kafka 4.2, KIP-1226) carries the leader's DeliveryCompleteCount: accepted and
+not stored, the share coordinator counts it from the batches it keeps (ReadShareGroupStateSummary v1).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 API_KEY = 85
 MIN_VERSION = 0
-MAX_VERSION = 0
+MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = common.ERRORS + (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH)
 
 

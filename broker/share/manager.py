@@ -24,6 +24,8 @@ Contract:
 - `share.isolation.level` (a group config): read_uncommitted (Kafka's default) hands out every record up to the
   high watermark; read_committed only those up to the last stable offset, aborted transactions' records
   archived at once (log_batches.py).
+- When the last share session of a group ends here, its share partitions are dropped (Kafka's onGroupEmpty),
+  so the next fetch reads their state again.
 - Gaps: a changed group config applies to share partitions loaded afterwards; the in-memory state is not
   rolled back when a persister write fails (the client gets the error).
 """
@@ -184,6 +186,11 @@ class SharePartitionManager:
         for (group_id, _), entry in list(self.partitions.items()):
             if group_id == session.group_id and entry.share.release_member(session.member_id):
                 await self._persist(group_id, entry)
+        if not any(g == session.group_id for g, _ in self.sessions):
+            # The group's last share session here ended (Kafka's onGroupEmpty): its share partitions are
+            # dropped, so the next fetch reads the state again and sees an admin's change meanwhile
+            # (AlterShareGroupOffsets, DeleteShareGroupOffsets), wherever the group coordinator is.
+            self.forget(session.group_id, [tp for g, tp in self.partitions if g == session.group_id])
         self._wake()
 
     # ---------------------------------------------------------------- share partitions
@@ -284,27 +291,41 @@ class SharePartitionManager:
             except PersisterError as e:
                 log.warning("share group %s: state of %s not deleted: %s", group_id, entry.tp, e)
 
+    def forget(self, group_id: str, tps: list[TopicPartition]) -> None:
+        """An admin changed these share partitions' state (AlterShareGroupOffsets, DeleteShareGroupOffsets): what
+        is held here is dropped, so the next request reads the new state."""
+        for tp in tps:
+            entry = self.partitions.pop((group_id, tp), None)
+            if entry is not None and entry.timer is not None:
+                entry.timer.cancel()
+
+    def partitions_of(self, group_id: str, topic: str) -> list[TopicPartition]:
+        return [tp for g, tp in self.partitions if g == group_id and tp.topic == topic]
+
     # ---------------------------------------------------------------- acknowledgements
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition, topic_id: uuid.UUID,
-                          batches: list[tuple[int, int, list[int]]]) -> int:
+                          batches: list[tuple[int, int, list[int]]], renew: bool = False) -> int:
         try:
             entry = await self.entry(group_id, tp, topic_id)
         except ShareError as e:
             return e.code
-        error = entry.share.acknowledge(member_id, batches)
+        error = entry.share.acknowledge(member_id, batches, self.now_ms() if renew else None)
         if error != ErrorCode.NONE:
             return error
+        if renew:
+            self._schedule_expiry(group_id, entry)  # renewed locks end later
         self._wake()
         return await self._persist(group_id, entry)
 
     # ---------------------------------------------------------------- fetching
     async def fetch(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
-                    max_records: int, max_bytes: int, max_wait_ms: int) -> dict[TopicPartition, FetchedPartition]:
+                    max_records: int, max_bytes: int, max_wait_ms: int, record_limit: bool = False
+                    ) -> dict[TopicPartition, FetchedPartition]:
         if not wanted or max_records == 0 or max_bytes == 0:
             return {}  # nothing asked for: answered at once, as Kafka's processShareFetch
         deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
         while True:
-            out = await self._fetch_once(group_id, member_id, wanted, max_records, max_bytes)
+            out = await self._fetch_once(group_id, member_id, wanted, max_records, max_bytes, record_limit)
             remaining = deadline - time.monotonic()
             if any(r.acquired or r.error for r in out.values()) or remaining <= 0:
                 return out
@@ -339,7 +360,8 @@ class SharePartitionManager:
                     waiter.cancel()  # the parked fetch completes nothing once cancelled
 
     async def _fetch_once(self, group_id: str, member_id: str, wanted: list[tuple[TopicPartition, uuid.UUID]],
-                          max_records: int, max_bytes: int) -> dict[TopicPartition, FetchedPartition]:
+                          max_records: int, max_bytes: int, record_limit: bool
+                          ) -> dict[TopicPartition, FetchedPartition]:
         out: dict[TopicPartition, FetchedPartition] = {}
         left = max(max_records, 1)
         for tp, topic_id in wanted:
@@ -351,13 +373,13 @@ class SharePartitionManager:
             if left <= 0:
                 out[tp] = FetchedPartition()
                 continue
-            result = self._acquire(group_id, tp, entry, member_id, left, max_bytes)
+            result = self._acquire(group_id, tp, entry, member_id, left, max_bytes, record_limit)
             left -= sum(r.last_offset - r.first_offset + 1 for r in result.acquired)
             out[tp] = result
         return out
 
     def _acquire(self, group_id: str, tp: TopicPartition, entry: _Entry, member_id: str, max_records: int,
-                 max_bytes: int) -> FetchedPartition:
+                 max_bytes: int, record_limit: bool = False) -> FetchedPartition:
         partition = self.server.replica_manager.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return FetchedPartition(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -373,7 +395,7 @@ class SharePartitionManager:
                 return FetchedPartition(error)
             for batch, may in zip(batches, ok, strict=True):
                 share.add_fetched(batch.first_offset, batch.last_offset, deliverable=may)
-        acquired = share.acquire(member_id, max_records, now)
+        acquired = share.acquire(member_id, max_records, now, record_limit)
         if not acquired:
             return FetchedPartition()
         self._schedule_expiry(group_id, entry)

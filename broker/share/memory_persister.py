@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
+from broker.share.persister import PersisterError, PersisterStateBatch, RecordState, SharePartitionState
 from protocol.errors import ErrorCode
 
 _Key = tuple[str, bytes, int]
@@ -78,7 +78,10 @@ class InMemoryPersister:
         if leader_epoch < current.leader_epoch and leader_epoch != -1:
             raise PersisterError(ErrorCode.FENCED_LEADER_EPOCH,
                                  f"leader epoch {leader_epoch} is below {current.leader_epoch}")
-        return SharePartitionState(current.state_epoch, current.start_offset, [], current.leader_epoch)
+        done = sum(max(0, b.last_offset - max(b.first_offset, current.start_offset) + 1) for b in current.batches
+                   if b.delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+        return SharePartitionState(current.state_epoch, current.start_offset, [], current.leader_epoch,
+                                   done if current.start_offset >= 0 else -1)
 
 
 def _merge(old: list[PersisterStateBatch], new: list[PersisterStateBatch],

@@ -48,6 +48,9 @@ class SharePartitionState:
     start_offset: int
     batches: list[PersisterStateBatch] = field(default_factory=list)
     leader_epoch: int = -1
+    # Kafka 4.2's DeliveryCompleteCount (read_summary only): offsets at or after the start offset acknowledged or
+    # archived; -1 when unknown.
+    delivery_complete_count: int = -1
 
 
 class PersisterError(Exception):
@@ -73,5 +76,5 @@ class Persister(Protocol):
 
     async def read_summary(self, group_id: str, topic_id: bytes, partition: int,
                            leader_epoch: int) -> SharePartitionState:
-        """state_epoch and start_offset only (batches empty)."""
+        """state_epoch, start_offset and delivery_complete_count only (batches empty)."""
         ...

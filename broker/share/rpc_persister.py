@@ -155,9 +155,10 @@ class RpcPersister:
         T = Req.ReadStateSummaryData
         tid = _topic_id(topic_id)
         p = await self._call(ShareKey(group_id, tid, partition), ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
-                             lambda: Req[0](group_id=group_id, topics=[T(topic_id=tid, partitions=[
+                             lambda: Req[1](group_id=group_id, topics=[T(topic_id=tid, partitions=[
                                  T.PartitionData(partition=partition, leader_epoch=leader_epoch)])]))
-        return SharePartitionState(p.state_epoch, p.start_offset, [], p.leader_epoch)
+        return SharePartitionState(p.state_epoch, p.start_offset, [], p.leader_epoch,
+                                   getattr(p, "delivery_complete_count", -1))
 
     def close(self) -> None:
         self._closed = True

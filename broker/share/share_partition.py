@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from broker.share.persister import PersisterStateBatch, RecordState, SharePartitionState
 from protocol.errors import ErrorCode
 
-ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT = 0, 1, 2, 3
+ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, ACK_RENEW = 0, 1, 2, 3, 4
 
 
 @dataclass(slots=True)
@@ -92,9 +92,11 @@ class SharePartition:
         self.end_offset = max(self.end_offset, offset)
 
     # ---------------------------------------------------------------- acquisition
-    def acquire(self, member_id: str, max_records: int, now_ms: int) -> list[AcquiredRange]:
+    def acquire(self, member_id: str, max_records: int, now_ms: int, record_limit: bool = False
+                ) -> list[AcquiredRange]:
         """Acquire up to `max_records` AVAILABLE offsets for `member_id`: redeliveries first, then offsets
-        never delivered, a fetched batch at a time (so the limit may be exceeded to keep a batch whole)."""
+        never delivered, a fetched batch at a time (so the limit may be exceeded to keep a batch whole), or
+        with `record_limit` (Kafka 4.2's record-limit acquire mode) never more than `max_records`."""
         acquired: list[int] = []
         fresh: list[int] = []
         for offset in range(self.start_offset, self.end_offset):
@@ -109,6 +111,8 @@ class SharePartition:
             while i < len(fresh) and fresh[i] <= last:
                 acquired.append(fresh[i])
                 i += 1
+        if record_limit:
+            del acquired[max_records:]
         deadline = now_ms + self.record_lock_duration_ms
         for offset in acquired:
             info = self.records[offset]
@@ -133,12 +137,16 @@ class SharePartition:
         return any(i.state is RecordState.AVAILABLE for i in self.records.values())
 
     # ---------------------------------------------------------------- acknowledgement and release
-    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]]) -> int:
-        """Apply a member's acknowledgement batches (first, last, types); an error code, NONE when applied."""
+    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]],
+                    renew_at_ms: int | None = None) -> int:
+        """Apply a member's acknowledgement batches (first, last, types); an error code, NONE when applied.
+        With `renew_at_ms` (Kafka 4.2's renew acknowledgements) type 4 renews a record's acquisition lock from
+        that time, keeping it acquired by the member with its delivery count."""
         changes: list[tuple[int, int]] = []
+        allowed = (ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT) if renew_at_ms is None else (
+            ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, ACK_RENEW)
         for first, last, types in batches:
-            if first > last or len(types) not in (1, last - first + 1) or any(
-                    t not in (ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT) for t in types):
+            if first > last or len(types) not in (1, last - first + 1) or any(t not in allowed for t in types):
                 return ErrorCode.INVALID_REQUEST
             for offset in range(first, last + 1):
                 info = self.records.get(offset)
@@ -147,7 +155,10 @@ class SharePartition:
                 changes.append((offset, types[0] if len(types) == 1 else types[offset - first]))
         for offset, ack in changes:
             info = self.records[offset]
-            if ack == ACK_ACCEPT:
+            if ack == ACK_RENEW:
+                assert renew_at_ms is not None
+                info.deadline_ms = renew_at_ms + self.record_lock_duration_ms
+            elif ack == ACK_ACCEPT:
                 self._settle(info, RecordState.ACKNOWLEDGED)
             elif ack == ACK_RELEASE:
                 self._release(info)

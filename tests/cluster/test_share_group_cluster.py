@@ -191,3 +191,98 @@ def test_a_share_group_on_a_kraft_broker(kraft_broker: EmbeddedBroker) -> None:
     finally:
         consumer.close()
     assert sorted(seen) == sorted(f"v{i}".encode() for i in range(10))
+
+
+def test_share_group_lag_is_described_by_a_coordinator_that_leads_nothing(tmp_path: Path) -> None:
+    """DescribeShareGroupOffsets v1 (Kafka 4.2's lag) from the group coordinator, the partition led by another
+    broker: the leader's high watermark (ListOffsets) less the start offset and the share coordinator's
+    delivery-complete count (ReadShareGroupStateSummary v1). 10 records, 0-3 released and 4-9 accepted: start 0,
+    lag 4."""
+    import socket
+    import uuid
+
+    from tests.broker.wire import roundtrip
+
+    cluster = start_cluster(tmp_path, {"group.share.heartbeat.interval.ms": "500",
+                                       "group.share.min.heartbeat.interval.ms": "500"})
+    try:
+        group, topic = "share-lag", "share-lag"
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        coordinator = wait_until(lambda: (r := raw_request(cluster.ports[0], find)).error_code == 0 and r.node_id + 1,
+                                 30, "the group coordinator") - 1
+        leader = (coordinator + 1) % 3
+        create_topic(cluster.bootstrap, topic, 1, 1, assignment=[[leader]])
+        wait_until(lambda: len(metadata(cluster.bootstrap, topic)) == 1, 30, "the topic")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[ConfigResource(ResourceType.GROUP, group)].result(15)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 100})
+        for i in range(10):
+            producer.produce(topic, f"v{i}".encode(), partition=0)
+        assert producer.flush(15) == 0
+        Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+        epoch = [0]
+
+        def assigned() -> bool:  # the group coordinator initializes the partition's state, then assigns it
+            resp = raw_request(cluster.ports[coordinator], Heartbeat[1](
+                group_id=group, member_id="m1", member_epoch=epoch[0],
+                subscribed_topic_names=[topic] if epoch[0] == 0 else None))
+            assert resp.error_code == 0, resp
+            epoch[0] = resp.member_epoch
+            return bool(resp.assignment and resp.assignment.topic_partitions)
+        wait_until(assigned, 30, "the partition assigned")
+        tid = next(iter(metadata_ids(cluster.ports[leader], topic)))
+        Fetch, Ack = request_class(ApiKey.SHARE_FETCH), request_class(ApiKey.SHARE_ACKNOWLEDGE)
+        with socket.create_connection(("127.0.0.1", cluster.ports[leader]), timeout=30) as s:
+            T = Fetch.FetchTopic
+            got = roundtrip(s, Fetch[1](group_id=group, member_id="m1", share_session_epoch=0, max_wait_ms=5000,
+                                        min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                                        topics=[T(topic_id=tid, partitions=[T.FetchPartition(
+                                            partition_index=0, acknowledgement_batches=[])])],
+                                        forgotten_topics_data=[]), 1)
+            ranges = [(r.first_offset, r.last_offset) for t in got.responses for p in t.partitions
+                      for r in p.acquired_records]
+            assert ranges and ranges[0][0] == 0 and ranges[-1][1] == 9, got
+            A = Ack.AcknowledgeTopic
+            B = A.AcknowledgePartition.AcknowledgementBatch
+            acked = roundtrip(s, Ack[1](group_id=group, member_id="m1", share_session_epoch=1, topics=[A(
+                topic_id=tid, partitions=[A.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                    B(first_offset=0, last_offset=3, acknowledge_types=[2]),
+                    B(first_offset=4, last_offset=9, acknowledge_types=[1])])])]), 2)
+            assert [p.error_code for t in acked.responses for p in t.partitions] == [0], acked
+            Describe = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+            G = Describe.DescribeShareGroupOffsetsRequestGroup
+            described = raw_request(cluster.ports[coordinator], Describe[1](groups=[G(group_id=group, topics=None)]))
+        assert [(p.partition_index, p.start_offset, p.lag, p.error_code) for t in described.groups[0].topics
+                for p in t.partitions] == [(0, 0, 4, 0)], described
+        # The member leaves; AlterShareGroupOffsets at the coordinator moves the start to 2. The leader dropped the
+        # share partition when the group's last share session there ended, so a new session reads the new state.
+        left = raw_request(cluster.ports[coordinator], Heartbeat[1](group_id=group, member_id="m1", member_epoch=-1))
+        assert left.error_code == 0, left
+        Alter = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+        AT = Alter.AlterShareGroupOffsetsRequestTopic
+        altered = raw_request(cluster.ports[coordinator], Alter[0](group_id=group, topics=[AT(
+            topic_name=topic, partitions=[AT.AlterShareGroupOffsetsRequestPartition(partition_index=0,
+                                                                                    start_offset=2)])]))
+        assert altered.error_code == 0 and [p.error_code for t in altered.responses for p in t.partitions] == [0]
+        with socket.create_connection(("127.0.0.1", cluster.ports[leader]), timeout=30) as s:
+            again = roundtrip(s, Fetch[1](group_id=group, member_id="m2", share_session_epoch=0, max_wait_ms=5000,
+                                          min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                                          topics=[T(topic_id=tid, partitions=[T.FetchPartition(
+                                              partition_index=0, acknowledgement_batches=[])])],
+                                          forgotten_topics_data=[]), 3)
+        assert [(r.first_offset, r.last_offset) for t in again.responses for p in t.partitions
+                for r in p.acquired_records] == [(2, 9)], again
+        assert uuid.UUID(int=0) != tid
+    finally:
+        cluster.stop()
+
+
+def metadata_ids(port: int, topic: str) -> list[Any]:
+    import uuid
+
+    Req = request_class(ApiKey.METADATA)
+    resp = raw_request(port, Req[12](topics=[Req.MetadataRequestTopic(name=topic, topic_id=uuid.UUID(int=0))],
+                                     allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    return [t.topic_id for t in resp.topics]

@@ -45,9 +45,14 @@ def start(broker_factory: Callable[..., Any], data_dir: Any = None, **overrides:
 
 
 def settled(broker: Any, group: str, members: int) -> bool:
+    """`members` members at the group's assignment epoch, every subscribed partition's state initialized and
+    assigned (Kafka 4.1 assigns a partition once the share coordinator holds its state)."""
     found = broker.server.group_coordinator.coordinator.share_groups.get(group)
-    return (found is not None and len(found.members) == members
-            and all(m.member_epoch == found.assignment_epoch for m in found.members.values()))
+    if found is None or len(found.members) != members or found.state_metadata.initializing:
+        return False
+    assigned = {(tid, p) for m in found.members.values() for tid, ps in m.assigned.items() for p in ps}
+    wanted = {(tid, p) for tid, count in found.subscription_metadata.values() for p in range(count)}
+    return assigned == wanted and all(m.member_epoch == found.assignment_epoch for m in found.members.values())
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -282,9 +287,17 @@ def test_a_share_group_survives_a_broker_restart(broker_factory: Any, tmp_path: 
             return resp.error_code == 0
         wait_until(lambda: join("m1"), 30, "the first member to join")
         assert join("m2")
-        first = roundtrip(s, Heartbeat[1](group_id=group, member_id="m1", member_epoch=joined[-2].member_epoch), 2)
-    assert first.error_code == 0
+        epochs = {"m1": joined[-2].member_epoch, "m2": joined[-1].member_epoch}
+
+        def heartbeats() -> bool:  # until the partitions' state is initialized and they are assigned
+            for m in epochs:
+                resp = roundtrip(s, Heartbeat[1](group_id=group, member_id=m, member_epoch=epochs[m]), 2)
+                assert resp.error_code == 0, resp
+                epochs[m] = resp.member_epoch
+            return settled(broker, group, 2)
+        wait_until(heartbeats, 30, "the share partitions' state initialized and assigned")
     before = broker.server.group_coordinator.coordinator.share_groups[group]
+    initialized = before.state_metadata.initialized
     epoch = before.group_epoch
     members = {m: (x.member_epoch, x.assigned, x.subscribed_topic_names) for m, x in before.members.items()}
     broker.stop()
@@ -296,7 +309,10 @@ def test_a_share_group_survives_a_broker_restart(broker_factory: Any, tmp_path: 
                                                                      include_authorized_operations=False), 3))
                    or described[-1].groups[0].error_code == 0, 30, "the group to load")
     loaded = again.server.group_coordinator.coordinator.share_groups[group]
-    assert loaded.group_epoch == epoch == 2
+    # Epoch 1 and 2: the members join; 3: their partitions' state is initialized and assigned.
+    assert loaded.group_epoch == epoch == 3
+    assert loaded.state_metadata.initialized == initialized
+    assert [sorted(v.partitions) for v in initialized.values()] == [[0, 1, 2]]
     assert {m: (x.member_epoch, x.assigned, x.subscribed_topic_names) for m, x in loaded.members.items()} == members
     assert sorted(p for _, assigned, _ in members.values() for ps in assigned.values() for p in ps) == [0, 1, 2]
     assert {m.member_id for m in described[-1].groups[0].members} == {"m1", "m2"}
@@ -395,7 +411,11 @@ def test_a_silent_member_is_fenced_after_the_session_timeout(broker_factory: Any
             return roundtrip(s, Heartbeat[1](group_id="sg-silent", member_id=member, member_epoch=epoch,
                                              subscribed_topic_names=[topic] if epoch == 0 else None), 1)
         a, b = beat("a", 0), beat("b", 0)
-        a = beat("a", a.member_epoch)  # a takes its share at b's epoch
+        for _ in range(100):  # a takes its share once the partitions' state is initialized (b beats till then)
+            a, b = beat("a", a.member_epoch), beat("b", b.member_epoch)
+            if a.assignment is not None and sum(len(t.partitions) for t in a.assignment.topic_partitions) == 1:
+                break
+            time.sleep(0.1)
         assert a.assignment is not None and sum(len(t.partitions) for t in a.assignment.topic_partitions) == 1
         assignment = a.assignment
         deadline = time.monotonic() + 3
@@ -460,10 +480,11 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
     seen: list[int] = []
     try:
         poll_until(consumer, lambda: len(seen) >= 5, 30, lambda m: seen.append(m.offset()))
+        # Looked at while the member's share session lasts: its end drops the group's share partitions here.
+        [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
     finally:
         consumer.close()
     assert sorted(seen) == list(range(5))
-    [entry] = [e for (g, _), e in share_partition_manager(broker.server).partitions.items() if g == group]
     assert entry.share.record_lock_duration_ms == 1500
 
 

@@ -73,6 +73,7 @@ class GroupService:
         ), topics_image=MetadataCacheTopics(server))
         self.coordinator.share_config = share_group_config(cfg)
         self.coordinator.share_group_configs = lambda group_id: group_configs(server).cached(group_id)
+        self.coordinator.share_persister = lambda: _share_persister(server)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
@@ -118,3 +119,9 @@ class GroupService:
 
 def start_group_coordinator(server: KafkaServer) -> GroupService:
     return GroupService(server)
+
+
+def _share_persister(server: KafkaServer) -> object:
+    """The persister the share-partition leaders of this broker use (one store for both sides)."""
+    from broker.share.manager import share_partition_manager  # the share package builds on this one
+    return share_partition_manager(server).persister

@@ -20,6 +20,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from broker.coordinator.group.share_state_metadata import StatePartitionMetadata
+
 Assignment = dict[uuid.UUID, frozenset[int]]
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -56,6 +58,8 @@ class ShareGroup:
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)
     session_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    # Kafka 4.1's ShareGroupStatePartitionMetadata: the partitions with share-partition state.
+    state_metadata: StatePartitionMetadata = field(default_factory=StatePartitionMetadata)
 
     @property
     def state(self) -> str:
@@ -72,29 +76,31 @@ class ShareGroup:
             self.cancel_timer(member_id)
 
 
-def simple_assign(members: Mapping[str, frozenset[uuid.UUID]], topics: Mapping[uuid.UUID, int],
+def simple_assign(members: Mapping[str, frozenset[uuid.UUID]], topics: Mapping[uuid.UUID, int | frozenset[int]],
                   current: Mapping[str, Assignment]) -> dict[str, Assignment]:
     """member id -> its target assignment. `members`: member id -> subscribed topic ids; `topics`: topic id
-    -> partition count; `current`: the previous target assignment (for stickiness)."""
+    -> partition count, or the set of its assignable partitions (Kafka 4.1: those with initialized share-group
+    state); `current`: the previous target assignment (for stickiness)."""
     out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
     for tid in sorted(topics, key=str):
-        count = topics[tid]
+        spec = topics[tid]
+        partitions = list(range(spec)) if isinstance(spec, int) else sorted(spec)
         subscribers = sorted(m for m, subscribed in members.items() if tid in subscribed)
-        if not subscribers or count <= 0:
+        if not subscribers or not partitions:
             continue
-        if count >= len(subscribers):
-            _spread_partitions(tid, count, subscribers, current, out)
+        if len(partitions) >= len(subscribers):
+            _spread_partitions(tid, partitions, subscribers, current, out)
         else:
-            _share_partitions(tid, count, subscribers, current, out)
+            _share_partitions(tid, partitions, subscribers, current, out)
     return {m: {tid: frozenset(ps) for tid, ps in topics_.items()} for m, topics_ in out.items()}
 
 
-def _spread_partitions(tid: uuid.UUID, count: int, subscribers: list[str], current: Mapping[str, Assignment],
-                       out: dict[str, dict[uuid.UUID, set[int]]]) -> None:
-    """Each partition to one member; each member gets floor or ceil of count/members, keeping its own."""
-    quota, extra = divmod(count, len(subscribers))
+def _spread_partitions(tid: uuid.UUID, partitions: list[int], subscribers: list[str],
+                       current: Mapping[str, Assignment], out: dict[str, dict[uuid.UUID, set[int]]]) -> None:
+    """Each partition to one member; each member gets floor or ceil of partitions/members, keeping its own."""
+    quota, extra = divmod(len(partitions), len(subscribers))
     limits = {m: quota + (1 if i < extra else 0) for i, m in enumerate(subscribers)}
-    unassigned = set(range(count))
+    unassigned = set(partitions)
     for m in subscribers:
         kept = sorted(p for p in current.get(m, {}).get(tid, ()) if p in unassigned)[:limits[m]]
         if kept:
@@ -109,12 +115,12 @@ def _spread_partitions(tid: uuid.UUID, count: int, subscribers: list[str], curre
             out[m][tid] = have
 
 
-def _share_partitions(tid: uuid.UUID, count: int, subscribers: list[str], current: Mapping[str, Assignment],
-                      out: dict[str, dict[uuid.UUID, set[int]]]) -> None:
+def _share_partitions(tid: uuid.UUID, partitions: list[int], subscribers: list[str],
+                      current: Mapping[str, Assignment], out: dict[str, dict[uuid.UUID, set[int]]]) -> None:
     """More members than partitions: one partition per member, each partition shared by floor or ceil of
-    members/count members; a member keeps its previous partition while that partition has room."""
-    quota, extra = divmod(len(subscribers), count)
-    room = {p: quota + (1 if p < extra else 0) for p in range(count)}
+    members/partitions members; a member keeps its previous partition while that partition has room."""
+    quota, extra = divmod(len(subscribers), len(partitions))
+    room = {p: quota + (1 if i < extra else 0) for i, p in enumerate(partitions)}
     pending = []
     for m in subscribers:
         previous = sorted(current.get(m, {}).get(tid, ()))

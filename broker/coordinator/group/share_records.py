@@ -5,7 +5,8 @@ Contract:
 - Keys (non-flexible: an int16 version, then int16-length strings): 9 ShareGroupPartitionMetadataKey (group),
   10 ShareGroupMemberMetadataKey (group, member), 11 ShareGroupMetadataKey (group), 12
   ShareGroupTargetAssignmentMetadataKey (group), 13 ShareGroupTargetAssignmentMemberKey (group, member), 14
-  ShareGroupCurrentMemberAssignmentKey (group, member). `decode_share_key` gives (key version, group id,
+  ShareGroupCurrentMemberAssignmentKey (group, member), 15 ShareGroupStatePartitionMetadataKey (group; Kafka 4.1,
+  share_state_metadata.py). `decode_share_key` gives (key version, group id,
   member id or None), or None for other key versions.
 - Values are version 0, flexible: the subscribed topics' metadata (id, name, partition count; no racks); a
   member's rack, client id and host and subscribed topic names; the group epoch; the target assignment epoch; a
@@ -26,6 +27,11 @@ from broker.coordinator.group import consumer_records
 from broker.coordinator.group.consumer_records import _Flex, _In, _key, _value, partition_metadata
 from broker.coordinator.group.schema import SchemaError
 from broker.coordinator.group.share_group import Assignment, ShareGroup, ShareGroupMember
+from broker.coordinator.group.share_state_metadata import (
+    STATE_PARTITION_METADATA,
+    StatePartitionMetadata,
+    decode_state_partition_metadata,
+)
 
 Record = tuple[bytes, bytes | None]
 
@@ -78,7 +84,7 @@ def member_tombstones(group_id: str, member_id: str) -> list[Record]:
 def decode_share_key(data: bytes | memoryview) -> tuple[int, str, str | None] | None:
     r = _In(bytes(data))
     version = r.int16()
-    if not PARTITION_METADATA <= version <= CURRENT_ASSIGNMENT:
+    if not PARTITION_METADATA <= version <= STATE_PARTITION_METADATA:
         return None
     group_id = r.short_string()
     member_id = r.short_string() if version in _MEMBER_KEYS else None
@@ -94,6 +100,7 @@ class _Loading:
     target_epoch: int = 0
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
+    state_metadata: StatePartitionMetadata | None = None
 
 
 class ShareGroupReplay:
@@ -112,6 +119,8 @@ class ShareGroupReplay:
             g.epoch = _value(raw).int32()
         elif version == PARTITION_METADATA:
             g.metadata = partition_metadata(raw)
+        elif version == STATE_PARTITION_METADATA:
+            g.state_metadata = decode_state_partition_metadata(raw) if raw is not None else None
         elif version == TARGET_EPOCH:
             g.target_epoch = _value(raw).int32() if raw is not None else 0
         elif version == TARGET_MEMBER:
@@ -152,6 +161,7 @@ class ShareGroupReplay:
             group = ShareGroup(group_id, group_epoch=g.epoch, assignment_epoch=g.target_epoch,
                                subscription_metadata=dict(g.metadata))
             group.members = dict(g.members)
+            group.state_metadata = g.state_metadata or StatePartitionMetadata()
             group.target_assignment = {m: a for m, a in g.targets.items() if m in group.members}
             out[group_id] = group
         return out

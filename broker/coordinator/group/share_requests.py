@@ -19,22 +19,27 @@ Contract:
   partition as Kafka's ShareGroup* records before the member hears of it, so the group survives a restart or a
   coordinator move (loaded members' sessions start again). A failed append answers its error (the in-memory
   change is not rolled back).
-- DeleteGroups deletes an Empty share group (NON_EMPTY_GROUP while members remain).
-- Gaps: the share-group state itself is the share-partition leaders' (broker/share/); the initialized share
-  partitions are not recorded (Kafka 4.1's ShareGroupStatePartitionMetadata), so DeleteGroups clears only the
-  state this broker's share-partition manager holds.
+- Share-partition state (Kafka 4.1, share_state_metadata.py): members are assigned only partitions whose
+  state is initialized; a heartbeat that finds subscribed partitions without state records them as
+  initializing and, once answered, initializes them through `share_persister` (state epoch = group epoch,
+  start offset -1); when they are initialized the next heartbeat bumps the group epoch and assigns them.
+- DeleteGroups deletes an Empty share group (NON_EMPTY_GROUP while members remain): the state of every
+  initialized and initializing partition is deleted through the persister first (its error answered when
+  that fails), then the group's records are tombstoned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.group import share_records
+from broker.coordinator.group import share_state_metadata as state_md
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.metadata import GroupState
 from broker.coordinator.group.share_group import (
@@ -45,6 +50,7 @@ from broker.coordinator.group.share_group import (
     ShareGroupMember,
     simple_assign,
 )
+from broker.share.persister import PersisterError
 
 if TYPE_CHECKING:
     from broker.coordinator.group.consumer_requests import TopicsImage
@@ -78,6 +84,10 @@ class ShareGroupRequests:
     # A group's configs (broker/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
     # the broker; they override `share_config` for that group.
     share_group_configs: Callable[[str], Mapping[str, str]] = staticmethod(lambda group_id: {})  # type: ignore[assignment]
+    # The broker's share-state Persister (broker/share/persister.py), set by the broker: the coordinator
+    # initializes and deletes share-partition state through it (Kafka 4.1). None: every subscribed partition
+    # is assignable and no state is initialized here (a bare coordinator).
+    share_persister: Callable[[], Any] | None = None
 
     @property
     def share_groups(self) -> dict[str, ShareGroup]:
@@ -103,11 +113,13 @@ class ShareGroupRequests:
             if error is not None:
                 raise _Refused(error)
             records: list[Record] = []
+            pending: dict[uuid.UUID, state_md.InitValue] = {}
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
                 result = self._share_group_leave(group_id, member_id, records)
             else:
                 result = self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id,
                                                      subscribed_topic_names, client_id, client_host, records)
+                pending = self._share_partitions_to_initialize(self.share_groups[group_id], records)
         except _Refused as refused:
             return ShareGroupHeartbeatResult(refused.code, refused.message)
         # Applied; the member hears of it once it is stored (Kafka answers after the write).
@@ -115,6 +127,10 @@ class ShareGroupRequests:
             error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
             if error != E.NONE:
                 return ShareGroupHeartbeatResult(error)
+        if pending:
+            epoch = self.share_groups[group_id].group_epoch
+            self.manager.spawn(self._initialize_share_partitions(group_id, epoch, pending),
+                               "initialize share partitions")
         return result
 
     def _share_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
@@ -143,7 +159,7 @@ class ShareGroupRequests:
         members[member_id] = updated
         metadata = self._share_subscription_metadata(members.values())
         bump = (member_id not in group.members or updated.subscribed_topic_names != member.subscribed_topic_names
-                or metadata != group.subscription_metadata)
+                or metadata != group.subscription_metadata or self._initialized_assignment_pending(group, metadata))
         if member_id not in group.members or (updated.rack_id, updated.client_id, updated.client_host,
                                               updated.subscribed_topic_names) != (
                 member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names):
@@ -194,12 +210,144 @@ class ShareGroupRequests:
         metadata = group.subscription_metadata
         specs = {mid: frozenset(metadata[t][0] for t in m.subscribed_topic_names if t in metadata)
                  for mid, m in group.members.items()}
-        target = simple_assign(specs, dict(metadata.values()), group.target_assignment)
+        target = simple_assign(specs, self._assignable(group), group.target_assignment)
         records.extend(share_records.target_member_record(group.group_id, mid, assignment)
                        for mid, assignment in target.items() if group.target_assignment.get(mid) != assignment)
         group.target_assignment = target
         group.assignment_epoch = group.group_epoch
         records.append(share_records.target_epoch_record(group.group_id, group.assignment_epoch))
+
+    # ---------------------------------------------------------------- share-partition state (Kafka 4.1)
+    def _assignable(self, group: ShareGroup) -> dict[uuid.UUID, int | frozenset[int]]:
+        """topic id -> what may be assigned of it: its initialized partitions (all of them without a
+        persister)."""
+        counts = dict(group.subscription_metadata.values())
+        if self.share_persister is None:
+            return dict(counts)
+        initialized = group.state_metadata.initialized
+        return {tid: frozenset(p for p in initialized[tid].partitions if p < count)
+                for tid, count in counts.items() if tid in initialized}
+
+    def _initialized_assignment_pending(self, group: ShareGroup,
+                                        metadata: Mapping[str, tuple[uuid.UUID, int]]) -> bool:
+        """Whether the target assignment misses initialized partitions of a subscribed topic (they were
+        initialized after it was computed), as Kafka's initializedAssignmentPending. `metadata`: the
+        subscribed topics (name -> id, partition count)."""
+        if self.share_persister is None:
+            return False
+        assigned: dict[uuid.UUID, set[int]] = {}
+        for assignment in group.target_assignment.values():
+            for tid, ps in assignment.items():
+                assigned.setdefault(tid, set()).update(ps)
+        initialized = group.state_metadata.initialized
+        return any(tid in initialized and assigned.get(tid, set()) != {p for p in initialized[tid].partitions
+                                                                      if p < count}
+                   for tid, count in metadata.values())
+
+    def _share_partitions_to_initialize(self, group: ShareGroup,
+                                        records: list[Record]) -> dict[uuid.UUID, state_md.InitValue]:
+        """The subscribed partitions with no share-partition state yet (or whose initialization is older than
+        the retry interval): they enter `initializing` (a record in `records`) and are returned."""
+        if self.share_persister is None:
+            return {}
+        self._forget_deleted_topics(group, records)
+        md = group.state_metadata
+        now = int(time.time() * 1000)
+        fresh = {tid: v for tid, v in md.initializing.items() if now - v.timestamp_ms < state_md.INITIALIZE_RETRY_MS}
+        have = state_md.combine(md.initialized, fresh)
+        pending = {}
+        for name, (tid, count) in group.subscription_metadata.items():
+            missing = frozenset(range(count)) - (have[tid].partitions if tid in have else frozenset())
+            if missing:
+                pending[tid] = state_md.InitValue(name, missing, now)
+        if pending:
+            updated = md.copy()
+            updated.initializing = state_md.combine(
+                {tid: v for tid, v in md.initializing.items() if tid not in pending}, pending)
+            for tid in pending:
+                updated.deleting.pop(tid, None)
+            group.state_metadata = updated
+            records.append(state_md.state_partition_metadata_record(group.group_id, updated))
+        return pending
+
+    def _forget_deleted_topics(self, group: ShareGroup, records: list[Record]) -> None:
+        """Topics deleted since they got share-partition state leave the group's record (their state goes
+        with the topic, as Kafka's maybeCleanupShareGroupState)."""
+        md = group.state_metadata
+        gone = {tid for tid in (*md.initializing, *md.initialized, *md.deleting)
+                if self.topics_image.name_of(tid) is None}
+        if not gone:
+            return
+        group.state_metadata = state_md.StatePartitionMetadata(
+            {t: v for t, v in md.initializing.items() if t not in gone},
+            {t: v for t, v in md.initialized.items() if t not in gone},
+            {t: n for t, n in md.deleting.items() if t not in gone})
+        records.append(state_md.state_partition_metadata_record(group.group_id, group.state_metadata))
+
+    async def _initialize_share_partitions(self, group_id: str, epoch: int,
+                                           pending: dict[uuid.UUID, state_md.InitValue]) -> None:
+        """InitializeShareGroupState through the persister (state epoch: the group epoch; start offset -1, the
+        share-partition leader applies share.auto.offset.reset), then the partitions move to `initialized`,
+        or leave `initializing` when the persister failed (the next heartbeat after the retry interval tries
+        again)."""
+        assert self.share_persister is not None
+        persister = self.share_persister()
+        keys = [(tid, p) for tid, v in pending.items() for p in sorted(v.partitions)]
+
+        async def one(tid: uuid.UUID, p: int) -> bool:
+            try:
+                await persister.initialize(group_id, tid.bytes, p, epoch, -1)
+            except PersisterError as e:
+                log.warning("share group %s: state of %s-%d not initialized: %s", group_id, tid, p, e)
+                return False
+            return True
+        results = await asyncio.gather(*(one(tid, p) for tid, p in keys))
+        done: dict[uuid.UUID, frozenset[int]] = {}
+        failed: dict[uuid.UUID, frozenset[int]] = {}
+        for (tid, p), ok in zip(keys, results, strict=True):
+            target = done if ok else failed
+            target[tid] = target.get(tid, frozenset()) | {p}
+        group = self.share_groups.get(group_id)
+        if group is None or self.manager.partition_error(group_id) is not None:
+            return
+        md = group.state_metadata.copy()
+        md.initializing = state_md.remove(md.initializing, {**failed, **{
+            tid: done.get(tid, frozenset()) | failed.get(tid, frozenset()) for tid in done}})
+        now = int(time.time() * 1000)
+        md.initialized = state_md.combine(md.initialized, {
+            tid: state_md.InitValue(pending[tid].name, ps, now) for tid, ps in done.items()})
+        group.state_metadata = md
+        log.info("share group %s: share partitions initialized: %s", group_id,
+                 {pending[t].name: sorted(ps) for t, ps in done.items()})
+        await self.manager.append_group_records(self.manager.partition_for(group_id),
+                                                [state_md.state_partition_metadata_record(group_id, md)])
+
+    async def delete_share_partition_state(self, group_id: str,
+                                           topics: dict[uuid.UUID, state_md.InitValue]) -> dict[uuid.UUID, int]:
+        """DeleteShareGroupState through the persister for these partitions: topic id -> error (NONE, or the
+        first persister error of its partitions)."""
+        if self.share_persister is None:
+            return {tid: E.NONE for tid in topics}
+        persister = self.share_persister()
+        # A deleted topic's state went with it (the share coordinator refuses unknown topics).
+        keys = [(tid, p) for tid, v in topics.items() for p in sorted(v.partitions)
+                if self.topics_image.name_of(tid) is not None]
+
+        async def one(tid: uuid.UUID, p: int) -> int:
+            try:
+                await persister.delete(group_id, tid.bytes, p)
+            except PersisterError as e:
+                if e.error_code == E.UNKNOWN_TOPIC_OR_PARTITION:
+                    return E.NONE  # the topic went meanwhile, and its state with it
+                log.warning("share group %s: state of %s-%d not deleted: %s", group_id, tid, p, e)
+                return e.error_code
+            return E.NONE
+        results = await asyncio.gather(*(one(tid, p) for tid, p in keys))
+        out = {tid: E.NONE for tid in topics}
+        for (tid, _), code in zip(keys, results, strict=True):
+            if code != E.NONE and out[tid] == E.NONE:
+                out[tid] = code
+        return out
 
     def _share_group_leave(self, group_id: str, member_id: str, records: list[Record]) -> ShareGroupHeartbeatResult:
         group = self._share_group(group_id, create=False)
@@ -265,7 +413,28 @@ class ShareGroupRequests:
             return E.GROUP_ID_NOT_FOUND
         if group.members:
             return E.NON_EMPTY_GROUP
-        records = [(share_records.target_epoch_record(group_id, 0)[0], None),
+        # Kafka's order: the partitions move to `deleting`, their state is deleted wherever it is, then the
+        # group's records are tombstoned.
+        md = group.state_metadata
+        candidates = md.with_state()
+        for tid, name in md.deleting.items():
+            found = self.topics_image.topic(name)
+            if found is not None and found[0] == tid and tid not in candidates:
+                candidates[tid] = state_md.InitValue(name, frozenset(range(found[1])), 0)
+        if candidates:
+            group.state_metadata = state_md.StatePartitionMetadata(
+                deleting={tid: v.name for tid, v in candidates.items()})
+            error = await self.manager.append_group_records(self.manager.partition_for(group_id), [
+                state_md.state_partition_metadata_record(group_id, group.state_metadata)])
+            if error != E.NONE:
+                return int(error)
+            errors = await self.delete_share_partition_state(group_id, candidates)
+            failed = next((code for code in errors.values() if code != E.NONE), None)
+            if failed is not None:
+                # The state stays listed as deleting: a DeleteGroups retried later deletes it again.
+                return int(E.COORDINATOR_NOT_AVAILABLE)
+        records = [state_md.state_partition_metadata_tombstone(group_id),
+                   (share_records.target_epoch_record(group_id, 0)[0], None),
                    (share_records.partition_metadata_record(group_id, {})[0], None),
                    (share_records.group_epoch_record(group_id, 0)[0], None)]
         error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)

@@ -88,12 +88,12 @@ def _call(b: Brokers, request: Any, port: int | None, sock: socket.socket | None
     return b.call(request, port) if sock is None else roundtrip(sock, request, 7)
 
 
-def produce_one(b: Brokers, topic: str) -> None:
+def produce_one(b: Brokers, topic: str, port: int | None = None) -> None:
     Req = request_class(ApiKey.PRODUCE)
     P = Req.TopicProduceData
     records = build_batch([(b"k", b"v", [], int(time.time() * 1000))])
     resp = b.call(Req[9](transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
-        P(name=topic, partition_data=[P.PartitionProduceData(index=0, records=records)])]))
+        P(name=topic, partition_data=[P.PartitionProduceData(index=0, records=records)])]), port)
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NONE, resp
 
 
@@ -113,3 +113,28 @@ def fenced_state_epoch(b: Brokers, group: str, ack: Any) -> Any:
             await manager.persister.initialize(group, tid.bytes, 0, entry.state_epoch + 1, 0)
         b.single.call(reset)
         return ack(s, tid)
+
+
+def persister_failure(b: Brokers, group: str, failure: str, ack: Any) -> Any:
+    """`ack(sock, tid, port)`'s answer for a record member m1 acquired, on a broker of its own whose persister
+    then fails: "coordinator" shuts its share coordinator down (the persister retries, quickly here, then gives
+    up: COORDINATOR_NOT_AVAILABLE), "deleted" deletes the share partition's state under the leader (the share
+    coordinator refuses the write with INVALID_REQUEST, which the leader answers as UNKNOWN_SERVER_ERROR)."""
+    with b.throwaway() as broker:
+        port = broker.port
+        tid = topic_id(b, b.topic(group, port=port), port)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            assert fetch(b, group, "m1", 0, [(tid, 0)], sock=s).error_code == ErrorCode.NONE  # starts at the end
+            produce_one(b, group, port)
+            got = fetch(b, group, "m1", 1, [(tid, 0)], sock=s, max_wait_ms=5000)
+            assert got.responses[0].partitions[0].acquired_records, got
+
+            async def fail() -> None:
+                persister = broker.server.share_persister
+                if failure == "coordinator":
+                    persister.backoff_ms, persister.backoff_max_ms = 10, 20
+                    await broker.server.share_coordinator.shutdown()
+                else:
+                    await persister.delete(group, tid.bytes, 0)
+            broker.call(fail)
+            return ack(s, tid)

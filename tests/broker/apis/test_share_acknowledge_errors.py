@@ -10,7 +10,15 @@ from broker.apis import share_acknowledge
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .share_support import acknowledge, connection, fenced_state_epoch, fetch, read_denied_topic, topic_id
+from .share_support import (
+    acknowledge,
+    connection,
+    fenced_state_epoch,
+    fetch,
+    persister_failure,
+    read_denied_topic,
+    topic_id,
+)
 from .support import Brokers, Producer, error_path_test
 
 
@@ -68,6 +76,12 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_RECORD_STATE: record_state,
     ErrorCode.FENCED_STATE_EPOCH: lambda b: fenced_state_epoch(
         b, "sa-fenced", lambda s, tid: acknowledge(b, "sa-fenced", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: persister_failure(
+        b, "sa-no-coordinator", "coordinator", lambda s, tid: acknowledge(
+            b, "sa-no-coordinator", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
+    ErrorCode.UNKNOWN_SERVER_ERROR: lambda b: persister_failure(
+        b, "sa-state-deleted", "deleted", lambda s, tid: acknowledge(
+            b, "sa-state-deleted", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
 }
 
 test_errors = error_path_test(share_acknowledge, PRODUCERS)

@@ -9,7 +9,7 @@ from broker.apis import share_fetch
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .share_support import connection, fenced_state_epoch, fetch, read_denied_topic, topic_id
+from .share_support import connection, fenced_state_epoch, fetch, persister_failure, read_denied_topic, topic_id
 from .support import Brokers, Producer, error_path_test
 
 
@@ -54,6 +54,12 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_RECORD_STATE: record_state,
     ErrorCode.FENCED_STATE_EPOCH: lambda b: fenced_state_epoch(
         b, "sf-fenced", lambda s, tid: fetch(b, "sf-fenced", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: persister_failure(
+        b, "sf-no-coordinator", "coordinator", lambda s, tid: fetch(
+            b, "sf-no-coordinator", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
+    ErrorCode.UNKNOWN_SERVER_ERROR: lambda b: persister_failure(
+        b, "sf-state-deleted", "deleted", lambda s, tid: fetch(
+            b, "sf-state-deleted", "m1", 2, [(tid, 0)], acks=[(0, 0, [1])], sock=s)),
 }
 
 test_errors = error_path_test(share_fetch, PRODUCERS)

@@ -1,0 +1,157 @@
+"""AlterShareGroupOffsets and DeleteShareGroupOffsets in the group coordinator (KIP-932, Kafka 4.1's
+GroupMetadataManager rules), on the share-partition state recorded in ShareGroupStatePartitionMetadata
+(share_state_metadata.py) and kept by the share coordinator (through the persister).
+
+Contract:
+- Both need a share group this coordinator owns (the coordinator's errors; GROUP_ID_NOT_FOUND for no share
+  group of that id) with no members (NON_EMPTY_GROUP), as Kafka.
+- `alter_share_group_offsets(coordinator, group_id, topics)`: per partition UNKNOWN_TOPIC_OR_PARTITION for an
+  unknown topic or partition; the others enter `initializing`, are initialized through the persister with
+  their new start offset (state epoch: the group epoch, or one above the stored one when that is not below it,
+  so a share-partition leader still holding the old state is fenced on its next write) and move to
+  `initialized`; a persister failure is that partition's error (COORDINATOR_NOT_AVAILABLE / UNKNOWN_SERVER_ERROR
+  as Kafka's SharePartition maps them).
+- `delete_share_group_offsets(coordinator, group_id, names)`: per topic UNKNOWN_TOPIC_OR_PARTITION for an
+  unknown topic or one without state; the others leave `initialized` for `deleting`, their partitions' state
+  is deleted through the persister, and they leave `deleting` (a failure leaves them there, to be deleted
+  again by the next request or DeleteGroups).
+Results are (top-level error, message, per-topic results); the caller drops what this broker's share-partition
+leaders hold for the changed partitions.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from broker.coordinator.group import share_state_metadata as state_md
+from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.share_group import ShareGroup
+from broker.share.manager import persister_error_code
+from broker.share.persister import PersisterError
+
+PartitionResult = tuple[int, int, str | None]  # partition, error, message
+AlterTopicResult = tuple[str, uuid.UUID | None, list[PartitionResult]]
+DeleteTopicResult = tuple[str, uuid.UUID | None, int, str | None]
+
+
+def _empty_group(coordinator: Any, group_id: str) -> tuple[int, str | None, ShareGroup | None]:
+    if not group_id:
+        return E.INVALID_REQUEST, "The group id must not be empty.", None
+    if coordinator.manager.shutting_down:
+        return E.COORDINATOR_NOT_AVAILABLE, None, None
+    error = coordinator.manager.partition_error(group_id)
+    if error is not None:
+        return error, None, None
+    group = coordinator.share_groups.get(group_id)
+    if group is None:
+        return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
+    if group.members:
+        return E.NON_EMPTY_GROUP, "The group is not empty.", None
+    return E.NONE, None, group
+
+
+async def _store(coordinator: Any, group: ShareGroup) -> int:
+    record = state_md.state_partition_metadata_record(group.group_id, group.state_metadata)
+    return int(await coordinator.manager.append_group_records(coordinator.manager.partition_for(group.group_id),
+                                                              [record]))
+
+
+async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: list[tuple[str, list[tuple[int, int]]]]
+                                    ) -> tuple[int, str | None, list[AlterTopicResult]]:
+    error, message, group = _empty_group(coordinator, group_id)
+    if group is None:
+        return error, message, []
+    results: list[AlterTopicResult] = []
+    wanted: dict[uuid.UUID, state_md.InitValue] = {}
+    offsets: dict[tuple[uuid.UUID, int], int] = {}
+    now = int(time.time() * 1000)
+    for name, partitions in topics:
+        found = coordinator.topics_image.topic(name)
+        if found is None:
+            results.append((name, None, [(p, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic.") for p, _ in partitions]))
+            continue
+        tid, count = found
+        rows = []
+        for p, start in partitions:
+            if 0 <= p < count:
+                rows.append((p, E.NONE, None))
+                offsets[(tid, p)] = start
+            else:
+                rows.append((p, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown partition."))
+        results.append((name, tid, rows))
+        ok = frozenset(p for p, code, _ in rows if code == E.NONE)
+        if ok:
+            wanted[tid] = state_md.InitValue(name, ok, now)
+    if not wanted:
+        return E.NONE, None, results
+    md = group.state_metadata.copy()
+    md.initializing = state_md.combine(md.initializing, wanted)
+    for tid in wanted:
+        md.deleting.pop(tid, None)
+    group.state_metadata = md
+    error = await _store(coordinator, group)
+    if error != E.NONE:
+        return error, None, []
+    persister = coordinator.share_persister()
+    failed: dict[tuple[uuid.UUID, int], tuple[int, str]] = {}
+    for (tid, p), start in offsets.items():
+        try:
+            stored = await persister.read_summary(group_id, tid.bytes, p, -1)
+            epoch = max(group.group_epoch, stored.state_epoch + 1)
+            await persister.initialize(group_id, tid.bytes, p, epoch, start)
+        except PersisterError as e:
+            failed[(tid, p)] = (persister_error_code(e.error_code), str(e))
+    done = {tid: frozenset(p for p in v.partitions if (tid, p) not in failed) for tid, v in wanted.items()}
+    md = group.state_metadata.copy()
+    md.initializing = state_md.remove(md.initializing, {tid: v.partitions for tid, v in wanted.items()})
+    md.initialized = state_md.combine(md.initialized, {
+        tid: state_md.InitValue(wanted[tid].name, ps, now) for tid, ps in done.items() if ps})
+    group.state_metadata = md
+    error = await _store(coordinator, group)
+    if error != E.NONE:
+        return error, None, []
+    results = [(name, tid, [(p, *failed[(tid, p)]) if tid is not None and (tid, p) in failed else (p, code, msg)
+                            for p, code, msg in rows]) for name, tid, rows in results]
+    return E.NONE, None, results
+
+
+async def delete_share_group_offsets(coordinator: Any, group_id: str, names: list[str]
+                                     ) -> tuple[int, str | None, list[DeleteTopicResult]]:
+    error, message, group = _empty_group(coordinator, group_id)
+    if group is None:
+        return error, message, []
+    results: list[DeleteTopicResult] = []
+    md = group.state_metadata.copy()
+    to_delete: dict[uuid.UUID, state_md.InitValue] = {}
+    for name in names:
+        found = coordinator.topics_image.topic(name)
+        if found is None:
+            results.append((name, None, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic."))
+            continue
+        tid, count = found
+        if tid in md.initialized:
+            to_delete[tid] = md.initialized.pop(tid)
+            md.deleting[tid] = name
+        elif tid in md.deleting:
+            to_delete[tid] = state_md.InitValue(name, frozenset(range(count)), 0)
+        else:
+            results.append((name, tid, E.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete."))
+    if not to_delete:
+        return E.NONE, None, results
+    group.state_metadata = md
+    error = await _store(coordinator, group)
+    if error != E.NONE:
+        return error, None, []
+    errors = await coordinator.delete_share_partition_state(group_id, to_delete)
+    md = group.state_metadata.copy()
+    for tid, code in errors.items():
+        if code == E.NONE:
+            md.deleting.pop(tid, None)
+        results.append((to_delete[tid].name, tid, code if code == E.NONE else persister_error_code(code), None))
+    group.state_metadata = md
+    error = await _store(coordinator, group)
+    if error != E.NONE:
+        return error, None, []
+    return E.NONE, None, results
