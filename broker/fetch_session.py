@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from storage import TopicPartition
@@ -60,8 +62,17 @@ class FetchSession:
     partitions: dict[TopicPartition, CachedPartition] = field(default_factory=dict)
     # Partitions named by a topic id this broker did not know yet, by (topic id, partition): kept, answered
     # UNKNOWN_TOPIC_ID, and moved into `partitions` once the id resolves (the client need not name them again).
-    unresolved: dict[tuple[object, int], CachedPartition] = field(default_factory=dict)
+    unresolved: dict[tuple[uuid.UUID, int], CachedPartition] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
+
+    def resolve(self, topic_name: Callable[[uuid.UUID], str | None]) -> list[tuple[uuid.UUID, int]]:
+        """Move the unresolved partitions whose topic id now has a name into `partitions`; the rest remain."""
+        for (tid, index), cp in list(self.unresolved.items()):
+            name = topic_name(tid)
+            if name is not None:
+                del self.unresolved[(tid, index)]
+                self.partitions.setdefault(TopicPartition(name, index), cp)
+        return list(self.unresolved)
 
 
 class FetchSessionError(Exception):

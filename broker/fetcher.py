@@ -287,7 +287,6 @@ class ReplicaFetcher:
             last_epoch = s.partition.latest_epoch()
             fetch_states[tp] = (offsets[tp], s.leader_epoch, last_epoch if last_epoch is not None else -1,
                                 s.partition.log_start_offset, self.partition_max_bytes)
-        sent_session: list[bool] = []
         unnamed: list[TopicPartition] = []
 
         def build(v: int) -> Any:
@@ -301,20 +300,17 @@ class ReplicaFetcher:
                 session_id, epoch, send, forget = self.session.next_request(wanted)
             else:
                 session_id, epoch, send, forget = 0, -1, list(wanted), []
-            sent_session[:] = [v >= 7]
             by_topic: dict[str, list[Any]] = {}
             for tp in send:
                 offset, leader_epoch, last_epoch, log_start, max_bytes = fetch_states[tp]
                 by_topic.setdefault(tp.topic, []).append(T.FetchPartition(
                     partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=offset,
                     last_fetched_epoch=last_epoch, log_start_offset=log_start, partition_max_bytes=max_bytes))
-            topics = [T(topic=topic, topic_id=topic_ids.get(topic) or cache.topic_id(topic), partitions=parts)
-                      for topic, parts in by_topic.items()]
+            topics = [T(topic=topic, topic_id=topic_ids[topic], partitions=parts) for topic, parts in by_topic.items()]
             forgotten_by_topic: dict[str, list[int]] = {}
             for tp in forget:
                 forgotten_by_topic.setdefault(tp.topic, []).append(tp.partition)
-            forgotten = [Req.ForgottenTopic(topic=topic, topic_id=self._topic_ids.get(topic) or cache.topic_id(topic),
-                                            partitions=parts)
+            forgotten = [Req.ForgottenTopic(topic=topic, topic_id=self._topic_ids.get(topic), partitions=parts)
                          for topic, parts in forgotten_by_topic.items()]
             fields: dict[str, Any] = dict(max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes,
                                           max_bytes=self.max_bytes, isolation_level=0, session_id=session_id,
@@ -329,6 +325,8 @@ class ReplicaFetcher:
                 fields["replica_id"] = self.broker_id
             return Req[v](**fields)
 
+        # Ids of topics sent in the session, so one forgotten later (no longer fetched, not in `topic_ids`) can be
+        # named by the id it was fetched with.
         self._topic_ids.update((name, tid) for name, tid in topic_ids.items() if tid is not None)
         try:
             resp = await self.endpoint.fetch(build)
@@ -338,7 +336,7 @@ class ReplicaFetcher:
         for tp in unnamed:
             log.info("%s: no topic id known yet; fetching it once its id arrives", tp)
             ready[tp].delayed_until = asyncio.get_running_loop().time() + self.backoff_s
-        if sent_session and sent_session[0]:
+        if resp.API_VERSION >= 7:  # a request in the session
             self.session.on_response(resp.error_code, resp.session_id)
             if resp.error_code in _SESSION_ERRORS:
                 log.info("fetcher from broker %d: %s; starting a new fetch session", self.leader_id,

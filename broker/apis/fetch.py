@@ -130,12 +130,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if epoch == FINAL_EPOCH:
             session = None
     if session is not None and session.unresolved:
-        for (tid, index), cp in list(session.unresolved.items()):
-            name = cache.topic_name(tid)
-            if name is not None:
-                del session.unresolved[(tid, index)]
-                session.partitions.setdefault(TopicPartition(name, index), cp)
-        unknown_ids = list(session.unresolved)  # type: ignore[arg-type]
+        unknown_ids = session.resolve(cache.topic_name)
     fetch_list = list(session.partitions.items()) if session is not None else requested
 
     # KIP-392: a consumer's Fetch v11+ carries its rack; with it, it may read from followers.
