@@ -67,6 +67,7 @@ from broker.coordinator.group.consumer_records import (
     target_records,
 )
 from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.errors import Refused
 from broker.coordinator.group.metadata import GroupMetadata, GroupState
 from broker.coordinator.group.metadata_manager import GroupMetadataManager
 from broker.coordinator.group.migration import MigrationRefused
@@ -108,12 +109,6 @@ class ConsumerGroupHeartbeatResult:
     assignment: Assignment | None = None
 
 
-class _Refused(Exception):
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
 class ConsumerGroupRequests:
     """The KIP-848 half of `GroupCoordinator`; the coordinator provides the attributes below."""
 
@@ -130,13 +125,13 @@ class ConsumerGroupRequests:
             client_id: str = "", client_host: str = "") -> ConsumerGroupHeartbeatResult:
         try:
             if self.manager.shutting_down:
-                raise _Refused(E.COORDINATOR_NOT_AVAILABLE)
+                raise Refused(E.COORDINATOR_NOT_AVAILABLE)
             self._check_heartbeat(group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                                   subscribed_topic_names, subscribed_topic_regex, server_assignor, owned,
                                   api_version)
             error = self.manager.partition_error(group_id)
             if error is not None:
-                raise _Refused(error)
+                raise Refused(error)
             records: list[Record] = []
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 result = self._consumer_group_leave(group_id, member_id, member_epoch, instance_id, records)
@@ -145,7 +140,7 @@ class ConsumerGroupRequests:
                     group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                     subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
                     records)
-        except _Refused as refused:
+        except Refused as refused:
             return ConsumerGroupHeartbeatResult(refused.code, refused.message)
         # The change is applied; the member hears of it once it is stored (Kafka answers after the write).
         error = await self.manager.append_group_records(self.manager.partition_for(group_id), records)
@@ -156,8 +151,8 @@ class ConsumerGroupRequests:
                          regex: str | None, server_assignor: str | None, owned: OwnedPartitions | None,
                          api_version: int) -> None:
         """Kafka's request checks: INVALID_REQUEST, then UNSUPPORTED_ASSIGNOR."""
-        def invalid(message: str) -> _Refused:
-            return _Refused(E.INVALID_REQUEST, message)
+        def invalid(message: str) -> Refused:
+            return Refused(E.INVALID_REQUEST, message)
         if (api_version >= 1 or member_epoch > 0 or member_epoch == LEAVE_GROUP_MEMBER_EPOCH) and not member_id:
             raise invalid("MemberId can't be empty.")
         if not group_id:
@@ -180,7 +175,7 @@ class ConsumerGroupRequests:
         elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise invalid("MemberEpoch is invalid.")
         if server_assignor is not None and server_assignor not in self._assignors():
-            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {server_assignor} is not supported. "
+            raise Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {server_assignor} is not supported. "
                            f"Supported assignors: {', '.join(self._assignors())}.")
 
     def _assignors(self) -> list[str]:
@@ -197,7 +192,7 @@ class ConsumerGroupRequests:
             # v0 lets the coordinator name a joining member (v1 members bring their own id): Kafka's Uuid string.
             member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
-            raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
+            raise Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
                            f"{self.config.consumer_group_max_size} members.")
         replaced: ConsumerGroupMember | None = None
         if instance_id is None:
@@ -296,7 +291,7 @@ class ConsumerGroupRequests:
         if entry is not None and entry.consumer is not None and not entry.is_in(GroupState.DEAD):
             return None, entry.consumer
         if not create:
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            raise Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if entry is None or entry.is_in(GroupState.DEAD):
             new = GroupMetadata(group_id, self.manager.partition_for(group_id),
                                 state_timestamp_ms=self.manager.clock_ms())
@@ -317,16 +312,16 @@ class ConsumerGroupRequests:
                 return self._plan_upgrade(entry, records)  # type: ignore[attr-defined,no-any-return]
             except MigrationRefused:
                 pass
-        raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     @staticmethod
     def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: OwnedPartitions | None) -> None:
         if epoch > member.member_epoch:
-            raise _Refused(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch ({epoch}) "
+            raise Refused(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch ({epoch}) "
                            f"than the one known by the group coordinator ({member.member_epoch}).")
         if epoch < member.member_epoch and (epoch != member.previous_member_epoch
                                             or not is_subset(owned, member.assigned)):
-            raise _Refused(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch ({epoch}) "
+            raise Refused(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch ({epoch}) "
                            f"than the one known by the group coordinator ({member.member_epoch}).")
 
     def _dynamic_member(self, group: ConsumerGroup, member_id: str, epoch: int,
@@ -334,7 +329,7 @@ class ConsumerGroupRequests:
         member = group.members.get(member_id)
         if member is None:
             if epoch != 0:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+                raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
             log.info("consumer group %s: member %s joins", group.group_id, member_id)
             return ConsumerGroupMember(member_id)
         self._check_epoch(member, epoch, owned)
@@ -351,15 +346,15 @@ class ConsumerGroupRequests:
                 self._check_epoch(existing, epoch, owned)
                 return existing, None
             if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise _Refused(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                raise Refused(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                f"{instance_id} cannot join the group because the instance id is owned by "
                                f"{existing.member_id} member.")
             # The instance comes back under a new member id: it takes over the previous member's assignment.
             return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0), existing
         if existing is None:
-            raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            raise Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
-            raise _Refused(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} was "
+            raise Refused(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} was "
                            f"fenced by member {existing.member_id}.")
         self._check_epoch(existing, epoch, owned)
         return existing, None
@@ -424,17 +419,17 @@ class ConsumerGroupRequests:
         entry = self.manager.groups.get(group_id)
         group = entry.consumer if entry is not None and not entry.is_in(GroupState.DEAD) else None
         if group is None:
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            raise Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if instance_id is None:
             member = group.members.get(member_id)
             if member is None:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+                raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         else:
             member = group.static_member(instance_id)
             if member is None:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                raise Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
             if member.member_id != member_id:
-                raise _Refused(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
+                raise Refused(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} "
                                f"was fenced by member {member.member_id}.")
             if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # A static member leaving temporarily keeps its partitions (no one else gets them) until its

@@ -15,6 +15,14 @@ from protocol.errors import ErrorCode
 GroupErrorCode = ErrorCode
 
 
+class Refused(Exception):
+    """A request a group refuses with this code (and message), raised inside a request method and answered."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
 def error_code_of(exc: BaseException) -> int | None:
     """The Kafka error code an append failure carries, or None when it carries none."""
     # An OSError's errno is an operating-system code, not a Kafka one.

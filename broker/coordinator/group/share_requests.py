@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from broker.coordinator.group import share_records
 from broker.coordinator.group import share_state_metadata as state_md
 from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.errors import Refused
 from broker.coordinator.group.metadata import GroupState
 from broker.coordinator.group.share_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -69,12 +70,6 @@ class ShareGroupHeartbeatResult:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
-
-
-class _Refused(Exception):
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 class ShareGroupRequests:
@@ -107,11 +102,11 @@ class ShareGroupRequests:
                                     client_id: str = "", client_host: str = "") -> ShareGroupHeartbeatResult:
         try:
             if self.manager.shutting_down:
-                raise _Refused(E.COORDINATOR_NOT_AVAILABLE)
+                raise Refused(E.COORDINATOR_NOT_AVAILABLE)
             _check_heartbeat(group_id, member_id, member_epoch, rack_id, subscribed_topic_names)
             error = self.manager.partition_error(group_id)
             if error is not None:
-                raise _Refused(error)
+                raise Refused(error)
             records: list[Record] = []
             pending: dict[uuid.UUID, state_md.InitValue] = {}
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
@@ -120,7 +115,7 @@ class ShareGroupRequests:
                 result = self._share_group_heartbeat(group_id, member_id, member_epoch, rack_id,
                                                      subscribed_topic_names, client_id, client_host, records)
                 pending = self._share_partitions_to_initialize(self.share_groups[group_id], records)
-        except _Refused as refused:
+        except Refused as refused:
             return ShareGroupHeartbeatResult(refused.code, refused.message)
         # Applied; the member hears of it once it is stored (Kafka answers after the write).
         if records:
@@ -141,16 +136,16 @@ class ShareGroupRequests:
         member = group.members.get(member_id)
         if member is None:
             if member_epoch != 0:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+                raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             if len(group.members) >= config.max_size:
-                raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of "
+                raise Refused(E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity of "
                                f"{config.max_size} members.")
             log.info("share group %s: member %s joins", group_id, member_id)
             member = ShareGroupMember(member_id)
         # Epoch 0 from a known member is a rejoin (after an error the client keeps its member id), as Kafka.
         elif member_epoch != 0 and (member_epoch > member.member_epoch or (
                 member_epoch < member.member_epoch and member_epoch != member.previous_member_epoch)):
-            raise _Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has member epoch {member_epoch}, the "
+            raise Refused(E.FENCED_MEMBER_EPOCH, f"The share group member has member epoch {member_epoch}, the "
                            f"group coordinator knows {member.member_epoch}.")
         updated = replace(member, rack_id=rack_id if rack_id is not None else member.rack_id,
                           subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
@@ -190,11 +185,11 @@ class ShareGroupRequests:
     def _share_group(self, group_id: str, create: bool) -> ShareGroup:
         entry = self.manager.groups.get(group_id)
         if entry is not None and not entry.is_in(GroupState.DEAD):
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+            raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         group = self.share_groups.get(group_id)
         if group is None:
             if not create:
-                raise _Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+                raise Refused(E.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
             group = self.share_groups[group_id] = ShareGroup(group_id)
         return group
 
@@ -352,7 +347,7 @@ class ShareGroupRequests:
     def _share_group_leave(self, group_id: str, member_id: str, records: list[Record]) -> ShareGroupHeartbeatResult:
         group = self._share_group(group_id, create=False)
         if member_id not in group.members:
-            raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            raise Refused(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         log.info("share group %s: member %s leaves", group_id, member_id)
         records.extend(self._remove_share_member(group, member_id))
         return ShareGroupHeartbeatResult(E.NONE, None, member_id, LEAVE_GROUP_MEMBER_EPOCH)
@@ -472,13 +467,13 @@ def _check_heartbeat(group_id: str, member_id: str, member_epoch: int, rack_id: 
                      names: list[str] | None) -> None:
     """Kafka's ShareGroupHeartbeat request checks (INVALID_REQUEST)."""
     if not group_id:
-        raise _Refused(E.INVALID_REQUEST, "GroupId can't be empty.")
+        raise Refused(E.INVALID_REQUEST, "GroupId can't be empty.")
     if not member_id:
-        raise _Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
+        raise Refused(E.INVALID_REQUEST, "MemberId can't be empty.")
     if rack_id == "":
-        raise _Refused(E.INVALID_REQUEST, "RackId can't be empty.")
+        raise Refused(E.INVALID_REQUEST, "RackId can't be empty.")
     if member_epoch == 0 and not names:
-        raise _Refused(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        raise Refused(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
     if member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-        raise _Refused(E.INVALID_REQUEST, f"MemberEpoch is {member_epoch}, but must be greater than or equal "
+        raise Refused(E.INVALID_REQUEST, f"MemberEpoch is {member_epoch}, but must be greater than or equal "
                        "to -1.")
