@@ -18,16 +18,13 @@ creates the ninth and times the rebalance; every wait is bounded by "timeout_s".
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bench.runner import delete_topics, ensure_partitions, run_load
-from bench.scenarios import Context, Metric, Scenario, Values
-from bench.targets import AttachedTarget, OurBrokerCli, Target, TargetError
-from bench.wire import wait_for_api_versions
+from bench.scenarios import Context, Metric, OwnBrokerScenario, Values
+from bench.targets import AttachedTarget, Target
 
 MEMBERS = 8
 PARTITIONS = 16
@@ -99,9 +96,12 @@ def rebalance_load(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the scenario
-class RebalanceScenario(Scenario):
+class RebalanceScenario(OwnBrokerScenario):
     profiled = False
-    fresh_broker = True
+    broker_prefix = "bench-rebalance-"
+    broker_overrides = {"group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                        "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                        "group.initial.rebalance.delay.ms": "0"}
 
     def __init__(self, reps: int) -> None:
         self.reps = reps
@@ -115,21 +115,6 @@ class RebalanceScenario(Scenario):
         if target.kind != "ours":
             return "starts its own broker of ours with 1 s consumer-group heartbeats"
         return None
-
-    def _broker(self, ctx: Context) -> OurBrokerCli:
-        key = (self.id, "broker")
-        if key not in ctx.state:
-            work = Path(tempfile.mkdtemp(prefix="bench-rebalance-", dir=ctx.work_dir))
-            broker = OurBrokerCli(work, {"group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                                         "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                                         "group.initial.rebalance.delay.ms": "0"})
-            ctx.state[key] = broker
-            broker.spawn()
-            try:
-                wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-            except Exception as exc:
-                raise TargetError(f"our broker did not start: {exc} | {broker.output_tail()}") from exc
-        return ctx.state[key]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         broker = self._broker(ctx)
@@ -157,7 +142,3 @@ class RebalanceScenario(Scenario):
                  "about aligned"]
         return values, notes
 
-    def cleanup(self, target: Target, ctx: Context) -> None:
-        broker = ctx.state.pop((self.id, "broker"), None)
-        if broker is not None:
-            broker.stop()

@@ -99,6 +99,33 @@ class Scenario:
         pass
 
 
+class OwnBrokerScenario(Scenario):
+    """A scenario that runs against a broker of ours it starts itself, with `broker_overrides`, once per run
+    (kept in the context, stopped at cleanup)."""
+
+    fresh_broker = True
+    broker_prefix = "bench-own-"
+    broker_overrides: dict[str, str] = {}
+
+    def _broker(self, ctx: Context) -> OurBrokerCli:
+        key = (self.id, "broker")
+        if key not in ctx.state:
+            work = Path(tempfile.mkdtemp(prefix=self.broker_prefix, dir=ctx.work_dir))
+            broker = OurBrokerCli(work, self.broker_overrides)
+            ctx.state[key] = broker
+            broker.spawn()
+            try:
+                wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
+            except Exception as exc:
+                raise TargetError(f"our broker did not start: {exc} | {broker.output_tail()}") from exc
+        return ctx.state[key]  # type: ignore[no-any-return]
+
+    def cleanup(self, target: Target, ctx: Context) -> None:
+        broker = ctx.state.pop((self.id, "broker"), None)
+        if broker is not None:
+            broker.stop()
+
+
 def _produce_spec(bootstrap: str, tps: Any, count: int, *, acks: str = "1",
                   compression: str = "none") -> dict[str, Any]:
     """A produce load with the issue's producer settings: 1 KiB values, linger.ms 5, batch.size 1 MiB."""

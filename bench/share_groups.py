@@ -14,16 +14,13 @@ get the same client CPU; every wait is bounded by "timeout_s". Only our broker (
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bench.runner import delete_topics, ensure_partitions, run_load
-from bench.scenarios import Context, Metric, Scenario, Values
-from bench.targets import AttachedTarget, OurBrokerCli, Target, TargetError
-from bench.wire import wait_for_api_versions
+from bench.scenarios import Context, Metric, OwnBrokerScenario, Values
+from bench.targets import AttachedTarget, Target
 
 MEMBERS = 4
 PARTITIONS = 4
@@ -88,9 +85,13 @@ def share_load(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the scenario
-class ShareGroupScenario(Scenario):
+class ShareGroupScenario(OwnBrokerScenario):
     profiled = False
-    fresh_broker = True
+    broker_prefix = "bench-share-"
+    broker_overrides = {"group.share.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                        "group.share.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                        "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                        "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS)}
 
     def __init__(self, count: int, reps: int) -> None:
         self.count = count
@@ -106,22 +107,6 @@ class ShareGroupScenario(Scenario):
         if target.kind != "ours":
             return "starts its own broker of ours (share groups are not served by the mock)"
         return None
-
-    def _broker(self, ctx: Context) -> OurBrokerCli:
-        key = (self.id, "broker")
-        if key not in ctx.state:
-            work = Path(tempfile.mkdtemp(prefix="bench-share-", dir=ctx.work_dir))
-            broker = OurBrokerCli(work, {"group.share.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                                         "group.share.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                                         "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                                         "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS)})
-            ctx.state[key] = broker
-            broker.spawn()
-            try:
-                wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-            except Exception as exc:
-                raise TargetError(f"our broker did not start: {exc} | {broker.output_tail()}") from exc
-        return ctx.state[key]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         broker = self._broker(ctx)
@@ -151,7 +136,3 @@ class ShareGroupScenario(Scenario):
                  "members join one by one; the share group's partitions are assigned once initialized)"]
         return values, notes
 
-    def cleanup(self, target: Target, ctx: Context) -> None:
-        broker = ctx.state.pop((self.id, "broker"), None)
-        if broker is not None:
-            broker.stop()
