@@ -13,7 +13,11 @@ the way Kafka's own tools and stock clients look at a cluster.
 - `raw_request(port, request)`: one request on a plain socket, decoded with our codec;
   `list_offsets_error(port, topic, p)`: ask one broker, as a consumer, whether it leads a partition;
   `init_producer_id(port)`: a producer id handed out by one broker;
-  `txn_coordinator(port, transactional_id)`: the broker id FindCoordinator (key type 1) names, -1 on error.
+  `txn_coordinator(port, transactional_id)` / `group_coordinator(port, group)`: the broker id FindCoordinator
+  (key type 1 / 0) names, -1 on error;
+  `consumer_group_members(port, group)`: the member ids ConsumerGroupDescribe lists on that broker.
+  After a broker dies, tests ask these instead of librdkafka's admin client: its coordinator-based calls can
+  abort the whole process when the cluster changes under them (librdkafka#4605, #3663, #5040).
 - `wait_until(pred, timeout, what)`: a bounded poll.
 """
 
@@ -232,5 +236,23 @@ def init_producer_id(port: int) -> int:
 def txn_coordinator(port: int, transactional_id: str) -> int:
     """The transaction coordinator of `transactional_id` as one broker answers FindCoordinator (key type 1):
     its broker id, or -1 while that broker answers an error (no leader for the id's partition yet)."""
-    response = raw_request(port, request_class(ApiKey.FIND_COORDINATOR)[3](key=transactional_id, key_type=1))
+    return _coordinator(port, transactional_id, 1)
+
+
+def group_coordinator(port: int, group: str) -> int:
+    """The group coordinator of `group` as one broker answers FindCoordinator (key type 0), -1 on an error."""
+    return _coordinator(port, group, 0)
+
+
+def _coordinator(port: int, key: str, key_type: int) -> int:
+    response = raw_request(port, request_class(ApiKey.FIND_COORDINATOR)[3](key=key, key_type=key_type))
     return int(response.node_id) if response.error_code == ErrorCode.NONE else -1
+
+
+def consumer_group_members(port: int, group: str) -> list[str]:
+    """The member ids of a KIP-848 consumer group as its coordinator (on `port`) describes them."""
+    response = raw_request(port, request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)[0](
+        group_ids=[group], include_authorized_operations=False))
+    [described] = response.groups
+    assert described.error_code == ErrorCode.NONE, described
+    return [m.member_id for m in described.members]

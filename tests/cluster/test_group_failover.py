@@ -10,7 +10,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient
 
-from tests.cluster.support import Zk, admin, create_topic, start_cluster, wait_isr, wait_until
+from tests.cluster.support import Zk, create_topic, group_coordinator, start_cluster, wait_isr, wait_until
 
 TOPIC = "orders"
 GROUP = "billing"
@@ -21,12 +21,6 @@ OVERRIDES = {"zookeeper.session.timeout.ms": "3000", "replica.fetch.wait.max.ms"
 def consumer() -> dict[str, object]:
     return {"group.id": GROUP, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "session.timeout.ms": 6000, "fetch.wait.max.ms": 100}
-
-
-def coordinator_of(bootstrap: str) -> int:
-    client = admin(bootstrap)
-    group = client.describe_consumer_groups([GROUP], request_timeout=10)[GROUP].result(15)
-    return int(group.coordinator.id)
 
 
 def committed(bootstrap: str) -> dict[int, int]:
@@ -65,14 +59,16 @@ def test_committed_offsets_survive_the_coordinators_death(tmp_path: Path) -> Non
         assert committed(cluster.bootstrap) == positions
         assert sum(positions.values()) == len(seen)
 
-        coordinator: list[int] = []
-        wait_until(lambda: coordinator.append(coordinator_of(cluster.bootstrap)) or coordinator, 20, "coordinator")
-        old = coordinator[0]
+        # FindCoordinator as raw requests, not librdkafka's admin client, which can abort the whole process when
+        # its coordinator lookup is pending as the cluster changes (librdkafka#4605: `eonce->refcnt > 0`).
+        [old] = wait_until(lambda: [c] if (c := group_coordinator(cluster.ports[0], GROUP)) != -1 else None, 20,
+                           "coordinator")
         # The offsets partition is replicated to all three brokers before we kill its leader.
         wait_isr(zk, "__consumer_offsets", 4, {0, 1, 2}, 20)
         cluster.brokers[old].kill()
         survivors = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in range(3) if b != old)
-        wait_until(lambda: coordinator_of(survivors) != old, 20, "a new group coordinator")
+        survivor = cluster.ports[next(b for b in range(3) if b != old)]
+        wait_until(lambda: group_coordinator(survivor, GROUP) not in (-1, old), 20, "a new group coordinator")
         # The new coordinator answers once it has loaded the group from its replica of the offsets partition.
         wait_until(lambda: committed(survivors) == positions, 20, "the committed offsets from the new coordinator")
 
