@@ -233,6 +233,14 @@ class ClusterTarget:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self._ports.values())
         return self
 
+    def assert_alive(self) -> None:
+        """Every broker still running, or an AssertionError carrying the dead one's log tail (the logs go with
+        the cluster's directory at exit, so this is where a broker that died between scenarios is explained)."""
+        dead = {node: proc for node, proc in self._procs.items()
+                if proc.proc is not None and proc.proc.poll() is not None}
+        assert not dead, "\n".join(f"broker {node} exited with {proc.proc.returncode}:\n{proc.log_tail(60)}"
+                                    for node, proc in dead.items())
+
     def __exit__(self, *exc: object) -> None:
         for proc in self._procs.values():
             proc.stop()

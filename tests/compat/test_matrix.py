@@ -51,12 +51,15 @@ def test_auto_create_disabled(no_auto_create_target: EmbeddedTarget, client: str
 @pytest.mark.parametrize("client", list(ADAPTERS))
 def test_not_leader_in_cluster(cluster_target: ClusterTarget, client: str) -> None:
     """A long-lived producer keeps working when its partition's leader is stopped and restarted."""
+    cluster_target.assert_alive()
     judge(run(cluster_target, client, "not_leader"))
+    cluster_target.assert_alive()
 
 
 @pytest.mark.parametrize("client", list(ADAPTERS))
 def test_reassignment_in_cluster(cluster_target: ClusterTarget, client: str) -> None:
     """A partition moves to another broker through the admin API (on one broker it can only stay)."""
+    cluster_target.assert_alive()
     judge(run(cluster_target, client, "admin_reassignment"))
 
 
