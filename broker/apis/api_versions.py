@@ -8,12 +8,18 @@ at a version we serve.
 v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
 digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
 A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs (broker/kraft/zk_apis.py).
-v3+ advertises the features this broker implements (KIP-584), each supported up to the level really served and
-finalized there (a KRaft broker: at the level its cluster finalized, at most ours; level 0 is left out), with
-finalized-features epoch 0: `group.version` 1 (Kafka's GroupVersion GV_1, KIP-848 consumer groups) and
-`share.version` 1 (KIP-932 share groups: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
-v1, as Kafka 4.1 with the feature enabled).
-Gaps: no `metadata.version` / `kraft.version` features.
+v3+ advertises features (KIP-584) as Kafka 3.9's brokers do:
+- Supported: what this broker implements (broker/kraft/lifecycle.py SUPPORTED_FEATURES, the ranges it also
+  registers with a KRaft controller): `metadata.version`, `group.version` 1 (KIP-848 consumer groups),
+  `share.version` 1 (KIP-932 share groups, with ShareFetch/ShareAcknowledge up to Kafka 4.2's v2),
+  `transaction.version`, `kraft.version`. At request versions below 4 a feature whose lowest level is 0 is left
+  out (KAFKA-17492: older clients cannot read a range starting at 0).
+- Finalized, KRaft broker: the cluster's levels from the metadata image, `metadata.version` and the quorum's
+  `kraft.version` included, with the image's offset as the finalized-features epoch; level 0 is left out.
+- Finalized, ZooKeeper mode: `group.version` and `share.version` at our level, epoch 0. Kafka 3.x's ZooKeeper
+  brokers finalize no such feature; we do so that clients may use the consumer and share group protocols we
+  serve. `metadata.version`, `transaction.version` and `kraft.version` stay out: they are KRaft features, and a
+  ZooKeeper cluster may hold Kafka 3.x brokers that serve no transaction.version 2 requests.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.kraft import zk_apis
+from broker.kraft.image import METADATA_VERSION_FEATURE
+from broker.kraft.lifecycle import SUPPORTED_FEATURES
 from protocol.errors import ErrorCode
 
 API_KEY = 18
@@ -30,11 +38,7 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST)
 
-# feature name -> (lowest supported level, the level served and finalized)
-FEATURES: dict[str, tuple[int, int]] = {
-    "group.version": (0, 1),
-    "share.version": (0, 1),
-}
+ZK_MODE_FEATURES = ("group.version", "share.version")
 
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -52,19 +56,26 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for k, (lo, hi) in sorted(advertised_versions().items()) if k not in hidden]
     if request.API_VERSION < 3:
         return response_for(request, error_code=0, api_keys=keys, throttle_time_ms=0)
-    finalized = {name: _finalized(ctx, name, hi) for name, (_, hi) in FEATURES.items()}
+    supported, finalized, epoch = features(ctx)
+    level_0_readable = request.API_VERSION >= 4
     return response_for(
         request, error_code=0, api_keys=keys, throttle_time_ms=0,
         supported_features=[Resp.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
-                            for name, (lo, hi) in FEATURES.items()],
-        finalized_features_epoch=0,
+                            for name, (lo, hi) in supported.items() if lo > 0 or level_0_readable],
+        finalized_features_epoch=epoch,
         finalized_features=[Resp.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
                             for name, level in finalized.items() if level > 0])
 
 
-def _finalized(ctx: RequestContext, name: str, ours: int) -> int:
-    """A KRaft broker's feature level is its cluster's (capped at ours); a ZooKeeper-mode broker's is ours."""
+def features(ctx: RequestContext) -> tuple[dict[str, tuple[int, int]], dict[str, int], int]:
+    """(supported ranges, finalized levels, finalized-features epoch) of this broker."""
     loader = getattr(ctx.server.controller, "loader", None)
     if loader is None:
-        return ours
-    return min(loader.image.features.finalized_versions.get(name, 0), ours)
+        zk_mode = {name: SUPPORTED_FEATURES[name] for name in ZK_MODE_FEATURES}
+        return zk_mode, {name: hi for name, (_, hi) in zk_mode.items()}, 0
+    image = loader.image
+    finalized = dict(image.features.finalized_versions)
+    if image.features.metadata_version is not None:
+        finalized[METADATA_VERSION_FEATURE] = image.features.metadata_version
+    finalized["kraft.version"] = loader.kraft_version
+    return dict(SUPPORTED_FEATURES), finalized, image.offset

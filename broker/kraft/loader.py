@@ -13,6 +13,8 @@ Contract (Kafka's MetadataBatchLoader and MetadataLoader, 3.9; KIP-868 transacti
   a transaction, or an End/Abort outside one, is a fault.
 - `load_snapshot(...)` replays a whole snapshot onto a fresh delta of the current image, removes
   what it does not mention (`finish_snapshot`) and publishes at once; an open transaction is dropped.
+- `kraft_version`: the quorum's kraft.version as the last KRaftVersion control record (in a batch or a
+  snapshot's header batch) set it; 0 before any, as Kafka's KRaftControlRecordStateMachine starts.
 - A record that cannot be applied (MetadataReplayError, an invalid value) goes to `fault_handler` with its
   offset and is skipped, as Kafka's loader reports a fault and carries on; the default handler logs it.
 """
@@ -25,7 +27,7 @@ from typing import Any
 
 from broker.kraft.delta import MetadataDelta
 from broker.kraft.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance
-from protocol.metadata_records import MetadataBatch
+from protocol.metadata_records import KRaftControlRecordType, MetadataBatch
 from protocol.metadata_records import MetadataRecordType as T
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class MetadataLoader:
     ) -> None:
         self.on_publish = on_publish
         self.fault_handler = fault_handler
+        self.kraft_version = 0
         self._reset(image)
 
     def _reset(self, image: MetadataImage) -> None:
@@ -96,8 +99,14 @@ class MetadataLoader:
 
     def load_metadata_batch(self, batch: MetadataBatch) -> None:
         """A decoded batch of the metadata log (`protocol.metadata_records.decode_metadata_batches`)."""
+        self.load_control_records(batch.control_records)
         self.load_batch(batch.base_offset, batch.epoch, batch.append_timestamp,
                         [r.message for r in batch.records], batch.last_offset)
+
+    def load_control_records(self, control_records: Iterable[tuple[int, Any]]) -> None:
+        for control_type, message in control_records:
+            if control_type == KRaftControlRecordType.KRAFT_VERSION:
+                self.kraft_version = message.k_raft_version
 
     def _replay(self, message: Any) -> None:
         rtype = getattr(type(message), 'record_type', -1)

@@ -44,7 +44,12 @@ from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from protocol.metadata_records import MetadataParseError, decode_metadata_batch, decode_metadata_batches
+from protocol.metadata_records import (
+    KRaftVersionRecord,
+    MetadataParseError,
+    decode_metadata_batch,
+    decode_metadata_batches,
+)
 from records import CorruptRecordError, InvalidRecordError, iter_batches
 
 log = logging.getLogger("broker.kraft.raft")
@@ -132,9 +137,10 @@ class MetadataLogFollower:
         assert self.store is not None
         snapshot, data = self.store.load()
         if snapshot is not None:
-            from broker.kraft.snapshot import read_snapshot_records
+            from broker.kraft.snapshot import read_snapshot_contents
 
-            header, records = read_snapshot_records(self.store.snapshot_path(snapshot))
+            header, records, controls = read_snapshot_contents(self.store.snapshot_path(snapshot))
+            self.loader.load_control_records(controls)
             self.loader.load_snapshot(snapshot.end_offset, snapshot.epoch, header.last_contained_log_timestamp,
                                       [r.message for r in records])
             self.end_offset, self.last_epoch = snapshot.end_offset, snapshot.epoch
@@ -308,7 +314,7 @@ class MetadataLogFollower:
                 return False
             size = part.size
             data += bytes(part.unaligned_records or b"")
-        from broker.kraft.snapshot import read_snapshot_records
+        from broker.kraft.snapshot import read_snapshot_contents
         from storage.snapshot_file import SnapshotId, snapshot_path
 
         directory = self.snapshot_dir
@@ -323,10 +329,11 @@ class MetadataLogFollower:
             partial = path.with_name(path.name + ".part")
             partial.write_bytes(data)
             partial.replace(path)
-            header, records = read_snapshot_records(path)
+            header, records, controls = read_snapshot_contents(path)
         finally:
             if temp is not None:
                 temp.cleanup()
+        self.loader.load_control_records(controls)
         self.loader.load_snapshot(end_offset, epoch, header.last_contained_log_timestamp,
                                   [r.message for r in records])
         if self.store is not None:
@@ -372,9 +379,12 @@ class MetadataLogFollower:
         snapshot = SnapshotId(image.offset + 1, image.provenance.last_contained_epoch)
         if snapshot.end_offset <= 0 or self.store.snapshot_path(snapshot).exists():
             return
+        # kraft.version 1 lives in control records, not in the image: kept in the header batch as Kafka does
+        kraft_version = [KRaftVersionRecord(record_version=0, k_raft_version=self.loader.kraft_version)
+                         ] if self.loader.kraft_version > 0 else []
         write_snapshot(self.store.dir, snapshot, image_records(image),
                        last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
-                       timestamp_ms=int(time.time() * 1000))
+                       timestamp_ms=int(time.time() * 1000), header_extras=kraft_version)
         log.info("wrote metadata snapshot %d-%d after %d bytes of records", snapshot.end_offset, snapshot.epoch,
                  self._bytes_since_snapshot)
         self.store.trim_to(snapshot)

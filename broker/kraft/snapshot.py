@@ -12,7 +12,8 @@ Contract:
   ImageWriter drops it with a logged loss.
 - `write_snapshot(log_dir, snapshot_id, records, ...)` writes a `.checkpoint` (SnapshotHeader with the
   last contained log timestamp first, SnapshotFooter last); `read_snapshot_records(path)` returns the
-  header and the decoded metadata records of a snapshot or `bootstrap.checkpoint`.
+  header and the decoded metadata records of a snapshot or `bootstrap.checkpoint`; `read_snapshot_contents`
+  the same and its KRaft control records (KRaftVersion, Voters) as (type, message) pairs.
 """
 
 from __future__ import annotations
@@ -167,6 +168,12 @@ def write_snapshot(
 
 def read_snapshot_records(path: Path) -> tuple[Any, list[ApiMessageAndVersion]]:
     """The header and the metadata records of a snapshot file (the other control records are dropped)."""
+    header, records, _ = read_snapshot_contents(path)
+    return header, records
+
+
+def read_snapshot_contents(path: Path) -> tuple[Any, list[ApiMessageAndVersion], list[tuple[int, Any]]]:
+    """The header, the metadata records and the other KRaft control records (header and footer left out)."""
     snapshot = read_snapshot(path)
-    _, header = decode_control_record(*snapshot.header)
-    return header, [decode_metadata_record(v) for v in snapshot.values()]
+    controls = [decode_control_record(*pair) for pair in snapshot.control_records]
+    return controls[0][1], [decode_metadata_record(v) for v in snapshot.values()], controls[1:-1]

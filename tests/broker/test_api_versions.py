@@ -186,12 +186,17 @@ def test_fallback_frame_carries_the_range_it_is_given() -> None:
     assert frame == struct.pack(">ihihhh", 9, ErrorCode.UNSUPPORTED_VERSION, 1, ApiKey.API_VERSIONS, 0, 3)
 
 
-def test_api_versions_v3_advertises_group_version_1_supported_and_finalized(conn: Any) -> None:
+def test_api_versions_v4_advertises_group_version_1_supported_and_finalized(conn: Any) -> None:
     # Kafka's GroupVersion: level 1 is the KIP-848 consumer rebalance protocol, which this broker serves.
-    resp = roundtrip(conn, api_versions_request(3), 8)
+    resp = roundtrip(conn, api_versions_request(4), 8)
     supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
     finalized = {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features}
-    assert supported["group.version"] == (0, 1) and finalized["group.version"] == (1, 1)
-    assert resp.finalized_features_epoch >= 0
+    assert supported == {"group.version": (0, 1), "share.version": (0, 1)}
+    assert finalized == {"group.version": (1, 1), "share.version": (1, 1)}
+    assert resp.finalized_features_epoch == 0
+    # v3: a supported range starting at 0 is left out (KAFKA-17492); the finalized levels stay.
+    v3 = roundtrip(conn, api_versions_request(3), 9)
+    assert list(v3.supported_features) == []
+    assert {f.name: f.max_version_level for f in v3.finalized_features} == {"group.version": 1, "share.version": 1}
     # v0-2 have no feature fields: still answered.
-    assert roundtrip(conn, api_versions_request(2), 9).error_code == 0
+    assert roundtrip(conn, api_versions_request(2), 10).error_code == 0

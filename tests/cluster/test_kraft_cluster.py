@@ -516,7 +516,8 @@ def test_the_leader_shrinks_the_isr_of_a_silent_follower_through_alter_partition
 
 def test_a_cluster_with_group_version_1_takes_the_broker_and_it_advertises_that_level(tmp_path: Path) -> None:
     """Kafka 4.0 finalizes group.version 1 (KIP-848 consumer groups): we register 0-1, so the cluster takes us,
-    and ApiVersions v3 says group.version is finalized at 1 (at our level: 1 is also the most we serve)."""
+    and ApiVersions v4 says group.version is finalized at 1 beside the cluster's metadata.version, with the
+    image's offset as the finalized-features epoch, as a Kafka broker answers."""
     from protocol.metadata_records import FeatureLevelRecord
 
     c = ControllerThread().start()
@@ -529,10 +530,15 @@ def test_a_cluster_with_group_version_1_takes_the_broker_and_it_advertises_that_
         b.start()
         try:
             assert b.server.controller.loader.image.features.finalized_versions.get("group.version") == 1
-            request = request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1")
+            request = request_class(ApiKey.API_VERSIONS)[4](client_software_name="t", client_software_version="1")
             with socket.create_connection(("127.0.0.1", b.port), timeout=10) as sock:
                 resp = roundtrip(sock, request, 1)
-            assert {f.name: f.max_version_level for f in resp.finalized_features} == {"group.version": 1}
+            image = b.server.controller.loader.image
+            assert {f.name: f.max_version_level for f in resp.finalized_features} == {
+                "group.version": 1, "metadata.version": image.features.metadata_version}
+            assert 0 < resp.finalized_features_epoch <= image.offset
+            supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
+            assert supported["metadata.version"] == (7, 27) and supported["group.version"] == (0, 1)
         finally:
             b.stop()
     finally:

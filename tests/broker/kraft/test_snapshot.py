@@ -18,13 +18,14 @@ from broker.kraft.image import (
     PartitionRegistration,
 )
 from broker.kraft.loader import MetadataLoader
-from broker.kraft.snapshot import image_records, read_snapshot_records, write_snapshot
+from broker.kraft.snapshot import image_records, read_snapshot_contents, read_snapshot_records, write_snapshot
 from protocol.metadata_records import (
     AccessControlEntryRecord,
     ClientQuotaRecord,
     ConfigRecord,
     DelegationTokenRecord,
     FeatureLevelRecord,
+    KRaftControlRecordType,
     KRaftVersionRecord,
     PartitionRecord,
     ProducerIdsRecord,
@@ -122,8 +123,15 @@ def test_bootstrap_checkpoint_with_kraft_version(tmp_path: Path) -> None:
                           header_extras=[KRaftVersionRecord(record_version=0, k_raft_version=1)])
     header, records = read_snapshot_records(path)
     assert [r.message.feature_level for r in records] == [19]
-    image = MetadataLoader().load_snapshot(0, 0, -1, [r.message for r in records])
+    loader = MetadataLoader()
+    image = loader.load_snapshot(0, 0, -1, [r.message for r in records])
     assert image.features.metadata_version == 19
+    # kraft.version lives in the header batch's control records, not in the image
+    _, _, controls = read_snapshot_contents(path)
+    assert [(t, m.k_raft_version) for t, m in controls] == [(KRaftControlRecordType.KRAFT_VERSION, 1)]
+    assert loader.kraft_version == 0
+    loader.load_control_records(controls)
+    assert loader.kraft_version == 1
 
 
 def test_empty_image_writes_no_records() -> None:
