@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
-from broker.metadata_version import request_versions
+from broker.metadata_version import MetadataVersion, request_versions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import InvalidRecordError as StorageInvalidRecordError
@@ -432,13 +432,10 @@ class ReplicaFetcherManager:
                 if ep is None:
                     log.warning("%s: leader %d has no known endpoint yet", tp, leader)
                     continue
-                # Fetch, OffsetForLeaderEpoch and ListOffsets at the versions inter.broker.protocol.version
-                # allows (below 3.1 Fetch names topics, so a cluster without topic ids still replicates).
                 endpoint = RemoteLeaderEndPoint(
                     ep.host, ep.port, f"replica-fetcher-{self.server.broker_id}",
                     self.server.config["replica.socket.timeout.ms"] / 1000,
-                    request_versions(self.server.config.inter_broker_protocol_version),
-                    self.server.inter_broker_security)
+                    request_versions(self._inter_broker_version()), self.server.inter_broker_security)
                 fetcher = ReplicaFetcher(self.server, leader, endpoint)
                 self.fetchers[leader] = fetcher
                 fetcher.start()
@@ -446,6 +443,16 @@ class ReplicaFetcherManager:
             self.assignment[tp] = leader
             log.info("%s: fetching from leader %d at epoch %d from offset %d", tp, leader, partition.leader_epoch,
                      partition.log_end_offset)
+
+    def _inter_broker_version(self) -> MetadataVersion:
+        """What caps Fetch, OffsetForLeaderEpoch and ListOffsets: the cluster's metadata.version on a KRaft broker
+        (Kafka ignores inter.broker.protocol.version there), inter.broker.protocol.version in ZooKeeper mode
+        (below 3.1 Fetch names topics, so a cluster without topic ids still replicates)."""
+        loader = getattr(self.server.controller, "loader", None)
+        level = loader.image.features.metadata_version if loader is not None else None
+        if level is None:
+            return self.server.config.inter_broker_protocol_version
+        return MetadataVersion.from_feature_level(level)
 
     def remove_fetchers(self, tps: list[TopicPartition]) -> None:
         for tp in tps:

@@ -10,6 +10,9 @@ Contract:
 - `str(v)` is Kafka's canonical form ("3.7-IV4"); `v.release` the release ("3.7").
 The list is Kafka 3.9's (3.7.1's plus 3.8-IV0 and 3.9-IV0, whose releases 3.9 made production);
 `LATEST_PRODUCTION` is 3.7-IV4, the version this broker reports itself as (Kafka 3.7.1's default).
+`MetadataVersion.from_feature_level(level)`: the version of a KRaft cluster's metadata.version feature level
+(1 = 3.0-IV1 ... 21 = 3.9-IV0); Kafka 4.x's KRaft-only levels (22 and up) map to 3.9-IV0, the newest here, whose
+inter-broker request versions they keep.
 `request_versions(v)`: the highest version of each inter-broker request (controller requests, replica
 fetches, controlled shutdown) a Kafka broker at `v` sends, which ours send too.
 """
@@ -98,6 +101,12 @@ class MetadataVersion:
     def all() -> tuple[MetadataVersion, ...]:
         return _ALL
 
+    @staticmethod
+    def from_feature_level(level: int) -> MetadataVersion:
+        if level < 1:
+            raise ValueError(f"metadata.version feature level {level} is below 1 (3.0-IV1)")
+        return _ALL[min(_BY_NAME["3.0-IV1"].ordinal + level - 1, len(_ALL) - 1)]
+
 
 _ALL = tuple(MetadataVersion(i, release, sub) for i, (release, sub) in enumerate(_VERSIONS))
 _BY_NAME: dict[str, MetadataVersion] = {str(v): v for v in _ALL}
@@ -120,12 +129,12 @@ _VERSIONS_BY_IBP: dict[int, tuple[tuple[str, int], ...]] = {
     # A broker's own request to the controller (KafkaServer's controlled shutdown).
     ApiKey.CONTROLLED_SHUTDOWN: (("2.4-IV1", 3), ("2.2-IV0", 2), ("0.9.0", 1)),
     # The replica fetcher's requests to leaders (MetadataVersion.fetchRequestVersion and friends).
-    ApiKey.FETCH: (("3.7-IV4", 16), ("3.5-IV1", 15), ("3.5-IV0", 14), ("3.1-IV0", 13), ("2.7-IV1", 12),
+    ApiKey.FETCH: (("3.9-IV0", 17), ("3.7-IV4", 16), ("3.5-IV1", 15), ("3.5-IV0", 14), ("3.1-IV0", 13), ("2.7-IV1", 12),
                    ("2.3-IV1", 11), ("2.1-IV2", 10), ("2.0-IV1", 8), ("1.1-IV0", 7), ("0.11.0-IV1", 5),
                    ("0.11.0-IV0", 4), ("0.10.1-IV1", 3), ("0.10.0-IV0", 2), ("0.9.0", 1)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (("2.8-IV0", 4), ("2.3-IV1", 3), ("2.1-IV1", 2), ("2.0-IV0", 1)),
-    ApiKey.LIST_OFFSETS: (("3.5-IV0", 8), ("3.0-IV1", 7), ("2.8-IV0", 6), ("2.2-IV1", 5), ("2.1-IV1", 4),
-                          ("2.0-IV1", 3), ("0.11.0-IV0", 2), ("0.10.1-IV2", 1)),
+    ApiKey.LIST_OFFSETS: (("3.9-IV0", 9), ("3.5-IV0", 8), ("3.0-IV1", 7), ("2.8-IV0", 6), ("2.2-IV1", 5),
+                          ("2.1-IV1", 4), ("2.0-IV1", 3), ("0.11.0-IV0", 2), ("0.10.1-IV2", 1)),
 }
 
 

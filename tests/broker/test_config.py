@@ -199,6 +199,7 @@ def test_inter_broker_request_versions_follow_kafkas_tables() -> None:
                                     ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.LIST_OFFSETS,
                                     ApiKey.CONTROLLED_SHUTDOWN))
 
+    assert at("3.9") == (7, 8, 4, 17, 4, 9, 3)
     assert at("3.7") == (7, 8, 4, 16, 4, 8, 3)
     assert at("3.7-IV3") == (7, 8, 4, 15, 4, 8, 3)
     assert at("3.3") == (6, 7, 3, 13, 4, 7, 3)
@@ -206,3 +207,12 @@ def test_inter_broker_request_versions_follow_kafkas_tables() -> None:
     assert at("2.6") == (4, 6, 3, 11, 3, 5, 3)
     assert at("2.2") == (2, 5, 1, 10, 2, 5, 2)
     assert at("0.8.0") == (0, 0, 0, 0, 0, 0, 0)
+
+
+def test_kraft_feature_levels_name_metadata_versions() -> None:
+    """A KRaft cluster's metadata.version level is its inter-broker version (1 = 3.0-IV1, 7 = 3.3-IV3,
+    19 = 3.7-IV4, 21 = 3.9-IV0); Kafka 4.x's levels keep 3.9-IV0's request versions."""
+    assert [str(MetadataVersion.from_feature_level(level)) for level in (1, 7, 19, 21, 25, 27)] == [
+        "3.0-IV1", "3.3-IV3", "3.7-IV4", "3.9-IV0", "3.9-IV0", "3.9-IV0"]
+    with pytest.raises(ValueError):
+        MetadataVersion.from_feature_level(0)
