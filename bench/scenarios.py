@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.runner import LoadError, LoadProcess, delete_topics, ensure_partitions, run_load
-from bench.targets import AttachedTarget, MockProcess, OurBrokerCli, Target, TargetError
+from bench.targets import AttachedTarget, MockProcess, OurBrokerCli, Target, TargetError, wait_topics_gone
 from bench.wire import wait_for_api_versions
 
 KIB = 1024
@@ -549,7 +549,8 @@ class ReplicatedScenario(Scenario):
                     from broker.cluster import LocalCluster
                 except Exception as exc:  # noqa: BLE001 - a half-written broker may fail to import in any way
                     raise TargetError(f"broker.cluster is not importable: {type(exc).__name__}: {exc}") from exc
-                cluster = LocalCluster(3, {"min.insync.replicas": "2"})
+                # Deleted topics leave at once: each repetition's data is gone before the next one starts.
+                cluster = LocalCluster(3, {"min.insync.replicas": "2", "file.delete.delay.ms": "0"})
                 cluster.start()
                 ctx.state[key] = (cluster, AttachedTarget("ours", "ours", cluster.bootstrap))
             else:
@@ -561,41 +562,40 @@ class ReplicatedScenario(Scenario):
                     mock.stop()
                     raise
                 ctx.state[key] = (mock, AttachedTarget(target.name, "mock", bootstrap, mock.pid))
-            handle, attached = ctx.state[key]
-            try:
-                tp = ensure_partitions(attached, _unique("bench-rf3"), 1, ctx.timeout(60), replication_factor=3)
-            except Exception:
-                handle.stop()
-                del ctx.state[key]
-                raise
-            ctx.state[key + ("tp",)] = tp
-            ctx.state[key + ("rf1",)] = ensure_partitions(attached, _unique("bench-rf1"), 1, ctx.timeout(60))
         return ctx.state[key][1]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         cluster = self._cluster(target, ctx)
-        tps = ctx.state[(self.id, target.name, "tp")]
-        result = run_load(
-            _produce_spec(cluster.bootstrap, tps, self.count, acks="-1"),
-            ctx.timeout(120),
-        )
-        single = run_load(
-            _produce_spec(cluster.bootstrap, ctx.state[(self.id, target.name, "rf1")], self.count, acks="1"),
-            ctx.timeout(120),
-        )
-        ctx.state[(self.latency.id, cluster.name)] = tps
-        latency, notes = self.latency.run(cluster, ctx, rep, acks="-1")
-        notes = [n for n in notes if "warm-up" not in n]
+        # Fresh topics each repetition, deleted after it: otherwise every repetition appends another ~1.2 GB of
+        # replicas to the same logs, the kernel's dirty-page writeback of the earlier ones grows into the later
+        # ones (broker system time per GB rose ~6x from the first repetition to the third) and the repetitions
+        # no longer measure the same thing.
+        tps = ensure_partitions(cluster, _unique("bench-rf3"), 1, ctx.timeout(60), replication_factor=3)
+        rf1 = ensure_partitions(cluster, _unique("bench-rf1"), 1, ctx.timeout(60))
+        try:
+            result = run_load(_produce_spec(cluster.bootstrap, tps, self.count, acks="-1"), ctx.timeout(120))
+            single = run_load(_produce_spec(cluster.bootstrap, rf1, self.count, acks="1"), ctx.timeout(120))
+            ctx.state[(self.latency.id, cluster.name)] = tps
+            latency, notes = self.latency.run(cluster, ctx, rep, acks="-1")
+        finally:
+            delete_error = self._delete(target, ctx, {tps[0][0], rf1[0][0]})
+        notes = [n for n in notes if "warm-up" not in n] + ([delete_error] if delete_error else [])
         notes.append("1 partition, RF=3, min.insync.replicas=2 on ours; latency at 10,000 msg/s with acks=all; "
-                     "RF=1 acks=1 on a one-replica topic of the same cluster")
+                     "RF=1 acks=1 on a one-replica topic of the same cluster; fresh topics each repetition")
         return {"produce": result["MB/s"], "produce RF=1 acks=1": single["MB/s"],
                 "RF=3 acks=all / RF=1 acks=1": result["MB/s"] / max(single["MB/s"], 1e-9),
                 "e2e p50": latency["p50"], "e2e p99": latency["p99"], "e2e p99.9": latency["p99.9"]}, notes
 
+    def _delete(self, target: Target, ctx: Context, topics: set[str]) -> str | None:
+        handle, attached = ctx.state[(self.id, target.name)]
+        error = delete_topics(attached, topics)
+        log_dirs = [b.data_dir / "logs" for b in getattr(handle, "brokers", [])]
+        if error is None and not all(wait_topics_gone(d, topics, 30) for d in log_dirs):
+            error = f"deleted topics {sorted(topics)} still on disk after 30 s"
+        return error
+
     def cleanup(self, target: Target, ctx: Context) -> None:
         ctx.state.pop((self.latency.id, target.name), None)
-        ctx.state.pop((self.id, target.name, "tp"), None)
-        ctx.state.pop((self.id, target.name, "rf1"), None)
         entry = ctx.state.pop((self.id, target.name), None)
         if entry is not None:
             handle = entry[0]
