@@ -77,9 +77,11 @@ def test_replication_passes_and_client_acls_decide(secured_cluster: list[Embedde
                              AclOperation.READ, AclPermissionType.ALLOW))
     for f in admin.create_acls(grants).values():
         assert f.result(TIMEOUT) is None
-    # Broker 1 hears of the ACLs created on broker 0.
+    # Broker 1 hears of the ACLs created on broker 0: one change notification per resource, so each in its time.
     wait_until(lambda: b1.server.authorizer.authorize("User:ANONYMOUS", "127.0.0.1", acl.AclOperation.WRITE,
-                                                      acl.ResourceType.TOPIC, "replicated"), 15,
+                                                      acl.ResourceType.TOPIC, "replicated")
+               and b1.server.authorizer.authorize("User:ANONYMOUS", "127.0.0.1", acl.AclOperation.READ,
+                                                  acl.ResourceType.GROUP, "acl-cluster"), 15,
                "broker 1 to load the new ACLs")
 
     # acks=all completes only once the follower (CLUSTER_ACTION) has fetched the record.
