@@ -589,7 +589,7 @@ class ReplicatedScenario(Scenario):
     def _delete(self, target: Target, ctx: Context, topics: set[str]) -> str | None:
         handle, attached = ctx.state[(self.id, target.name)]
         error = delete_topics(attached, topics)
-        log_dirs = [b.data_dir / "logs" for b in getattr(handle, "brokers", [])]
+        log_dirs = [b.data_dir / "logs" for b in handle.brokers] if attached.kind == "ours" else []
         if error is None and not all(wait_topics_gone(d, topics, 30) for d in log_dirs):
             error = f"deleted topics {sorted(topics)} still on disk after 30 s"
         return error
