@@ -154,8 +154,10 @@ class TransactionMarkerChannelManager:
                         by_broker[pm.leader].append(tp)
                 if by_broker:
                     # Every leader is asked before any answer is awaited.
-                    sent = [self._send(broker, coordinator_epoch, commit, md.producer_id, complete.producer_epoch,
-                                       tps) for broker, tps in by_broker.items()]
+                    # The Prepare* state's producer id and epoch: under TV2 the bumped epoch (Complete* may move
+                    # to the next producer id at epoch 0, which the partitions never saw).
+                    sent = [self._send(broker, coordinator_epoch, commit, md.producer_id, md.producer_epoch, tps)
+                            for broker, tps in by_broker.items()]
                     results = [await self._answer(broker, s) for broker, s in zip(by_broker, sent, strict=True)]
                     self._check_owner(md, coordinator_epoch)
                     for errors in results:

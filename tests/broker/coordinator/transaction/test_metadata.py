@@ -32,7 +32,8 @@ def test_valid_previous_states() -> None:
     table = {s: {p.state_name for p in s.valid_previous} for s in S}
     assert table[S.ONGOING] == {"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"}
     assert table[S.PREPARE_COMMIT] == {"Ongoing"}
-    assert table[S.PREPARE_ABORT] == {"Ongoing", "PrepareEpochFence"}
+    # TV2 (Kafka 4.x): an abort may start from Empty / Complete* (the coordinator refuses that to TV0/TV1 clients).
+    assert table[S.PREPARE_ABORT] == {"Ongoing", "PrepareEpochFence", "Empty", "CompleteCommit", "CompleteAbort"}
     assert table[S.COMPLETE_COMMIT] == {"PrepareCommit"}
     assert table[S.COMPLETE_ABORT] == {"PrepareAbort"}
     assert table[S.DEAD] == {"Empty", "CompleteCommit", "CompleteAbort"}
