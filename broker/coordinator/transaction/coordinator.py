@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 from broker.controller.producer_ids import ProducerIdsUnavailable
 from broker.coordinator.transaction.metadata import (
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
-    MAX_PRODUCER_EPOCH,
     IllegalTransition,
     TransactionMetadata,
     TransactionState,

@@ -325,7 +325,8 @@ class TransactionMetadata:
         epoch 0 (Complete* after an exhausted epoch); anything else keeps the producer id and epoch."""
         tv2 = target.client_transaction_version >= 2
         if tv2 and target.txn_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and target.producer_epoch == 0:
-            return target.last_producer_epoch == self.last_producer_epoch and target.last_producer_id == self.producer_id
+            return (target.last_producer_epoch == self.last_producer_epoch
+                    and target.last_producer_id == self.producer_id)
         if tv2 and target.txn_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return target.last_producer_epoch == self.producer_epoch and target.producer_id == self.producer_id
         return target.producer_epoch == self.producer_epoch and target.producer_id == self.producer_id
