@@ -296,15 +296,16 @@ class ReplicaManager:
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
                        *, internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
                        verification_guards: dict[TopicPartition, VerificationGuard] | None = None,
-                       transactional_id: str | None = None,
+                       transactional_id: str | None = None, add_partitions: bool = False,
                        ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
         `internal_topics_allowed=True`, acks=-1. A client's transactional produce passes its
-        `transactional_id`, which starts KIP-890 verification."""
+        `transactional_id`, which starts KIP-890 verification; `add_partitions` (Produce v12+, transaction.version
+        2) has the coordinator add the partitions instead, whatever transaction.partition.verification.enable."""
         if transactional_id is not None:
-            if self.add_partitions_to_txn is not None and self.transaction_verification_enabled():
+            if self.add_partitions_to_txn is not None and (add_partitions or self.transaction_verification_enabled()):
                 return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
-                                             internal_topics_allowed)
+                                             internal_topics_allowed, add_partitions)
             self.disable_transaction_verification(entries)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
@@ -358,7 +359,7 @@ class ReplicaManager:
                 partition.set_transaction_verification(False)
 
     def _append_verified(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
-                         transactional_id: str, internal_topics_allowed: bool
+                         transactional_id: str, internal_topics_allowed: bool, add_partitions: bool = False
                          ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
         those it did not verify (and those that failed before asking) are not appended."""
@@ -388,7 +389,8 @@ class ReplicaManager:
             return append({})
         assert self.add_partitions_to_txn is not None
         asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
-                                                              split.producer_epoch, list(split.guards))
+                                                              split.producer_epoch, list(split.guards),
+                                                              add=add_partitions)
         if asked.done():  # this broker's own coordinator answered in-process
             return append(asked.result())
 

@@ -1,8 +1,14 @@
-"""KIP-890 part 1 on the partition leader: ask the transaction coordinator whether partitions are in a
-transaction before the first transactional append of a producer to them (Kafka's AddPartitionsToTxnManager
-and ReplicaManager's verification steps).
+"""KIP-890 on the partition leader: before the first transactional append of a producer to a partition, ask
+the transaction coordinator whether the partition is in the transaction (part 1, verify only) or, for a
+transaction.version 2 client (Produce v12+, TxnOffsetCommit v5+: part 2), have it added (Kafka's
+AddPartitionsToTxnManager and ReplicaManager's verification steps).
 
 Contract:
+- `add=True` (Kafka's transactionSupportedOperation addPartition): the same path, but the transaction goes
+  with `verify_only` false, so the coordinator adds the partitions (client transaction version 2) and answers
+  per partition; this broker's own coordinator is asked in-process through `add_local` (async). It runs even
+  when transaction.partition.verification.enable is off, as Kafka's (the partition would otherwise never be
+  in the transaction).
 - `AddPartitionsToTxnManager.verify_transaction(transactional_id, producer_id, producer_epoch, tps)` resolves
   to the errors of the partitions that are NOT verified (an empty dict: all are in the transaction). The
   coordinator is the leader of `__transaction_state` partition `partition_for(transactional_id)`; no such
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +58,8 @@ Errors = dict[TopicPartition, ErrorCode]
 # (transactional id, producer id, producer epoch, partitions) -> each partition's verify_only answer
 # (`broker.apis.add_partitions_to_txn.verify_partitions`).
 LocalVerifier = Callable[[str, int, int, set[TopicPartition]], Errors]
+# The same for adding the partitions (`broker.apis.add_partitions_to_txn.add_partitions`).
+LocalAdder = Callable[[str, int, int, set[TopicPartition]], Awaitable[Errors]]
 
 
 @dataclass
@@ -60,6 +68,7 @@ class _Pending:
     producer_epoch: int
     partitions: list[TopicPartition]
     future: asyncio.Future[Errors]
+    add: bool = False
 
 
 @dataclass
@@ -83,15 +92,19 @@ class AddPartitionsToTxnManager:
         self._queues: dict[int, _NodeQueue] = {}
         self._connections: dict[int, BrokerConnection] = {}
         self.verify_local: LocalVerifier | None = None  # set by the server
+        self.add_local: LocalAdder | None = None  # set by the server
 
     # ---- the caller's side
     def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                           tps: list[TopicPartition]) -> asyncio.Future[Errors]:
+                           tps: list[TopicPartition], add: bool = False) -> asyncio.Future[Errors]:
         future: asyncio.Future[Errors] = asyncio.get_running_loop().create_future()
         node = self._coordinator(transactional_id)
         if node is None:
             future.set_result(dict.fromkeys(tps, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return future
+        if add and node == self.broker_id and self.add_local is not None:
+            return asyncio.ensure_future(self._add_local(self.add_local, transactional_id, producer_id,
+                                                         producer_epoch, tps))
         if node == self.broker_id and self.verify_local is not None:
             try:
                 future.set_result(_unverified(self.verify_local(transactional_id, producer_id, producer_epoch,
@@ -109,10 +122,20 @@ class AddPartitionsToTxnManager:
             error = (ErrorCode.INVALID_PRODUCER_EPOCH if existing.producer_epoch < producer_epoch
                      else ErrorCode.NETWORK_EXCEPTION)
             _answer(existing, dict.fromkeys(existing.partitions, error))
-        queue.waiting[transactional_id] = _Pending(producer_id, producer_epoch, list(tps), future)
+        queue.waiting[transactional_id] = _Pending(producer_id, producer_epoch, list(tps), future, add)
         if queue.sender is None or queue.sender.done():
             queue.sender = asyncio.get_running_loop().create_task(self._send_loop(node, queue))
         return future
+
+    @staticmethod
+    async def _add_local(add_local: LocalAdder, transactional_id: str, producer_id: int, producer_epoch: int,
+                         tps: list[TopicPartition]) -> Errors:
+        try:
+            return _unverified(await add_local(transactional_id, producer_id, producer_epoch, set(tps)))
+        except Exception:
+            log.exception("adding partitions to %s with this broker's transaction coordinator failed",
+                          transactional_id)
+            return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
 
     def _coordinator(self, transactional_id: str) -> int | None:
         pm = self.metadata_cache.partition(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
@@ -177,7 +200,7 @@ def _verify_request(version: int, batch: dict[str, _Pending]) -> Any:
         for tp in pending.partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         transactions.append(Txn(transactional_id=txn_id, producer_id=pending.producer_id,
-                                producer_epoch=pending.producer_epoch, verify_only=True,
+                                producer_epoch=pending.producer_epoch, verify_only=not pending.add,
                                 topics=[Txn.AddPartitionsToTxnTopic(name=t, partitions=ps)
                                         for t, ps in by_topic.items()]))
     return Req(transactions=transactions)
@@ -269,14 +292,15 @@ def produce_error(code: ErrorCode) -> tuple[ErrorCode, str | None]:
 
 
 async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, transactional_id: str,
-                           producer_id: int, producer_epoch: int, base_sequence: int = -1
+                           producer_id: int, producer_epoch: int, base_sequence: int = -1, add: bool = False
                            ) -> tuple[ErrorCode, VerificationGuard | None]:
     """One partition's verification before a coordinator's transactional append (a TxnOffsetCommit to
     __consumer_offsets; Kafka's maybeStartTransactionVerificationForPartition): (NONE, guard) when it may
     be appended with that guard (None: nothing to verify), else the error, retriable coordinator errors
-    as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own)."""
+    as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own). `add`: a TV2 TxnOffsetCommit (v5+),
+    whose partition the coordinator adds instead of checking."""
     manager = replica_manager.add_partitions_to_txn
-    if manager is None or not replica_manager.transaction_verification_enabled():
+    if manager is None or not (add or replica_manager.transaction_verification_enabled()):
         replica_manager.disable_transaction_verification([tp])
         return ErrorCode.NONE, None
     try:
@@ -286,7 +310,7 @@ async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, 
         return e.code, None
     if guard is VerificationGuard.SENTINEL:
         return ErrorCode.NONE, None
-    errors = await manager.verify_transaction(transactional_id, producer_id, producer_epoch, [tp])
+    errors = await manager.verify_transaction(transactional_id, producer_id, producer_epoch, [tp], add=add)
     error = errors.get(tp, ErrorCode.NONE)
     if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                  ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):

@@ -101,7 +101,7 @@ class ApiKey(IntEnum):
 
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 11),
+    ApiKey.PRODUCE: (0, 12),
     ApiKey.FETCH: (0, 17),
     ApiKey.LIST_OFFSETS: (0, 9),
     ApiKey.METADATA: (0, 12),
@@ -125,11 +125,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
     ApiKey.END_TXN: (0, 5),
-    ApiKey.WRITE_TXN_MARKERS: (0, 1),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),

@@ -1,9 +1,13 @@
-"""AddPartitionsToTxn (key 24), versions 0–4.
+"""AddPartitionsToTxn (key 24), versions 0–5.
 
 v0–3 come from a transactional producer: one transaction, its partitions added to it (written to
-`__transaction_state` before the answer). v4 comes from partition leaders (KIP-890): a batch of transactions,
+`__transaction_state` before the answer). v4–5 come from partition leaders (KIP-890): a batch of transactions,
 each either added or, with `verify_only`, checked (NONE for a partition in the transaction, INVALID_TXN_STATE
-for one not in it). As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
+for one not in it). An add at v4+ is a transaction.version 2 client's implicit add (Produce v12 /
+TxnOffsetCommit v5 on the leader): the coordinator records client transaction version 2 (Kafka's
+transactionVersionForAddPartitionsToTxn), so the transaction's markers carry the epoch its EndTxn v5 bumps.
+v5 only adds TRANSACTION_ABORTABLE to what Kafka may answer; ours answers as v4.
+As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
 transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a coordinator error is
 answered for every partition of the transaction; before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 The coordinator's errors: INVALID_REQUEST (empty transactional id), INVALID_PRODUCER_ID_MAPPING (unknown id or
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 
 API_KEY = 24
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INVALID_REQUEST,
     ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -90,7 +94,7 @@ async def _one(ctx: RequestContext, version: int, transactional_id: str, produce
     if failed:
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     error = await ctx.server.transaction_coordinator.coordinator.handle_add_partitions(
-        transactional_id, producer_id, producer_epoch, partitions)
+        transactional_id, producer_id, producer_epoch, partitions, client_transaction_version=2 if version >= 4 else 0)
     if version < 2 and error == ErrorCode.PRODUCER_FENCED:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return dict.fromkeys(partitions, error)
@@ -105,6 +109,18 @@ def verify_partitions(server: KafkaServer, transactional_id: str, producer_id: i
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     return server.transaction_coordinator.coordinator.handle_verify_partitions(
         transactional_id, producer_id, producer_epoch, partitions)
+
+
+async def add_partitions(server: KafkaServer, transactional_id: str, producer_id: int, producer_epoch: int,
+                         partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    """What an add (v4+, not verify_only: a TV2 client's implicit add) answers per partition; a partition leader
+    whose transaction coordinator is this broker asks it here, in-process, instead of sending the request."""
+    failed = _unknown(server, partitions)
+    if failed:
+        return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+    error = await server.transaction_coordinator.coordinator.handle_add_partitions(
+        transactional_id, producer_id, producer_epoch, partitions, client_transaction_version=2)
+    return dict.fromkeys(partitions, error)
 
 
 def _unknown(server: KafkaServer, partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0–3.
+"""TxnOffsetCommit (key 28), versions 0–5.
 
 A transactional producer's consumed offsets for a group (`send_offsets_to_transaction`), committed in its
 transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxnCommitOffsets):
@@ -10,6 +10,10 @@ transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxn
   INVALID_PRODUCER_EPOCH; an unknown transactional id or another producer id, INVALID_PRODUCER_ID_MAPPING;
   the coordinator busy or unreachable, COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (Kafka's
   maybeConvertOffsetCommitError);
+- KIP-890 part 2 (v5, a transaction.version 2 producer sends no AddOffsetsToTxn): the partition is added to
+  the transaction by the coordinator instead of verified (AddPartitionsToTxn v4 without verify_only), even
+  with transaction.partition.verification.enable off; its refusals map as above. v4 only adds
+  TRANSACTION_ABORTABLE to what Kafka may answer; ours answers as v3.
 - KIP-447 (v3+): a member id, generation or group instance id is checked as OffsetCommit checks them
   (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); v0–v2 carry none and are accepted whatever
   the group's state;
@@ -38,7 +42,7 @@ from storage import TopicPartition
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 3
+MAX_VERSION = 5
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
@@ -73,7 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         async def verify(partition: int) -> tuple[int, object]:
             error, guard = await verify_partition(
                 ctx.server.replica_manager, TopicPartition(GROUP_METADATA_TOPIC, partition),
-                request.transactional_id, request.producer_id, request.producer_epoch)
+                request.transactional_id, request.producer_id, request.producer_epoch, add=version >= 5)
             return _convert_verification_error(error), guard
 
         coordinator = ctx.server.group_coordinator.coordinator

@@ -69,6 +69,17 @@ def not_in_the_transaction(b: Brokers) -> Any:
                 transactional_id="errors-txn")
 
 
+def another_producer_id(b: Brokers) -> Any:
+    """KIP-890 part 2: a Produce v12 (transaction.version 2, no AddPartitionsToTxn) whose producer id is not the
+    one the transactional id holds: the leader's implicit add is refused by the coordinator."""
+    from .txn_support import Txn
+
+    txn = Txn.init(b, "errors-tv2-mapping")
+    return send(b, b.topic("produce-tv2-mapping"), batch(producer_id=txn.producer_id + 1000, producer_epoch=0,
+                                                         base_sequence=0, is_transactional=True),
+                version=12, transactional_id=txn.txn_id)
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REQUIRED_ACKS: lambda b: send(b, b.topic("produce-plain"), batch(), acks=2),
     ErrorCode.CORRUPT_MESSAGE: corrupt,
@@ -89,6 +100,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         b, "produce-epoch", batch(producer_id=7002, producer_epoch=3, base_sequence=0),
         batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
     ErrorCode.INVALID_TXN_STATE: not_in_the_transaction,
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: another_producer_id,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(  # transactional records, no transactional id
         b, b.topic("produce-txn-no-id"), batch(producer_id=7003, producer_epoch=0, base_sequence=0,
                                                is_transactional=True)),
