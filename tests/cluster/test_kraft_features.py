@@ -1,9 +1,11 @@
 """Our KRaft broker against a test controller at Kafka 4.x's levels, over real sockets: registration at
 metadata.version 4.1-IV1 (27) with the features a Kafka 4.1 cluster finalizes that we implement
 (transaction.version 1, group.version 1, kraft.version 1 with the leader found through
-controller.quorum.bootstrap.servers), topics written with PartitionRecord v2, a ClearElrRecord applied; and the
-one-line refusals when the cluster finalized what we do not implement (transaction.version 2, Kafka 4.x's
-default; eligible.leader.replicas.version 1, Kafka 4.1's default; a metadata.version above ours)."""
+controller.quorum.bootstrap.servers), topics written with PartitionRecord v2, a ClearElrRecord applied; a
+cluster that finalized transaction.version 2 (Kafka 4.x's default) joined, a TV2 transaction (raw requests) and
+a stock TV1 one committed there, the coordinator writing flexible __transaction_state values; and the one-line
+refusals when the cluster finalized what we do not implement (a transaction.version above 2;
+eligible.leader.replicas.version 1, Kafka 4.1's default; a metadata.version above ours)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.config import KafkaConfig
@@ -41,7 +44,7 @@ def test_a_broker_joins_a_kafka_4_1_cluster_and_applies_clear_elr(tmp_path: Path
         reg = controller.call(lambda c: c.image.cluster.broker(1))
         assert not reg.fenced
         assert {n: reg.supported_features[n] for n in ("metadata.version", "transaction.version", "kraft.version")} \
-            == {"metadata.version": (7, 27), "transaction.version": (0, 1), "kraft.version": (0, 1)}
+            == {"metadata.version": (7, 27), "transaction.version": (0, 2), "kraft.version": (0, 1)}
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic("t4", 1, 1)])["t4"].result(20)
         produce_and_consume(b.bootstrap, "t4", n=5)
@@ -65,15 +68,42 @@ def test_a_broker_joins_a_kafka_4_1_cluster_and_applies_clear_elr(tmp_path: Path
         controller.stop()
 
 
+def test_a_broker_joins_a_transaction_version_2_cluster_and_runs_both_kinds_of_transactions(tmp_path: Path) -> None:
+    from tests.e2e import test_transactions_v2 as tv2
+
+    controller = ControllerThread(metadata_version=27, features={"group.version": 1, "transaction.version": 2}).start()
+    b = _broker(controller, tmp_path / "b")
+    try:
+        b.start()
+        assert b.server.transaction_coordinator.transaction_version_level() == 2
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(20)
+        pid, epoch = tv2.init(b.port)
+        assert tv2.produce(b.port, pid, epoch, {0: b"v2-0", 1: b"v2-1"}) == {0: 0, 1: 0}
+        assert tv2.end(b.port, pid, epoch, commit=True) == (0, pid, epoch + 1)
+        wait_for(lambda: tv2.describe(b.port, tv2.TXN).transaction_state == "CompleteCommit", what="the commit")
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tv1-txn"})
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce(tv2.TOPIC, b"tv1", partition=0)
+        p.commit_transaction(30)
+        assert sorted(tv2.read_all(b.bootstrap, tv2.TOPIC, 3)) == [b"tv1", b"v2-0", b"v2-1"]
+        md = b.server.transaction_coordinator.state.get_state(tv2.TXN)[1]
+        assert (md.client_transaction_version, md.producer_epoch) == (2, epoch + 1)
+    finally:
+        b.stop()
+        controller.stop()
+
+
 def _partition(b: EmbeddedBroker, topic: str) -> Any:
     return b.server.controller.loader.image.topics.get_partition(topic, 0)
 
 
 @pytest.mark.parametrize(("level", "features", "line"), [
-    (27, {"group.version": 1, "transaction.version": 2},
-     "the cluster's finalized transaction.version is 2; this broker supports transaction.version 0 to 1: change it "
-     "with `kafka-features.sh downgrade --feature transaction.version=1` (or format a new cluster with "
-     "`kafka-storage.sh format --feature transaction.version=1`)"),
+    (27, {"group.version": 1, "transaction.version": 3},
+     "the cluster's finalized transaction.version is 3; this broker supports transaction.version 0 to 2: change it "
+     "with `kafka-features.sh downgrade --feature transaction.version=2` (or format a new cluster with "
+     "`kafka-storage.sh format --feature transaction.version=2`)"),
     (26, {"eligible.leader.replicas.version": 1, "transaction.version": 1},
      "the cluster's finalized eligible.leader.replicas.version is 1; this broker supports "
      "eligible.leader.replicas.version 0 to 0: change it with `kafka-features.sh downgrade --feature "
@@ -83,7 +113,7 @@ def _partition(b: EmbeddedBroker, topic: str) -> Any:
      "the cluster's finalized metadata.version is 28 (28); this broker supports 7 (3.3-IV3) to 27 (4.1-IV1): change "
      "it with `kafka-features.sh downgrade --metadata 4.1-IV1` (or format a new cluster with `kafka-storage.sh "
      "format --release-version 4.1-IV1`)"),
-], ids=["transaction.version-2", "elr-version-1", "metadata.version-28"])
+], ids=["transaction.version-3", "elr-version-1", "metadata.version-28"])
 def test_start_refused_by_a_cluster_finalizing_what_we_do_not_implement(
         tmp_path: Path, level: int, features: dict[str, int], line: str) -> None:
     controller = ControllerThread(metadata_version=level, features=features).start()
