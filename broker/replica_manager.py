@@ -373,7 +373,7 @@ class ReplicaManager:
             failed = {**split.errors, **errors}
             early = {}
             for tp, code in failed.items():
-                error, message = produce_error(code)
+                error, message = produce_error(code, add_partitions)
                 early[tp] = ProducePartitionResult(error, error_message=message)
             verified = {tp: r for tp, r in entries.items() if tp not in failed}
             result = self.append_records(timeout_ms, required_acks, verified,
@@ -390,7 +390,7 @@ class ReplicaManager:
         assert self.add_partitions_to_txn is not None
         asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
                                                               split.producer_epoch, list(split.guards),
-                                                              add=add_partitions)
+                                                              add=add_partitions, retry_concurrent=add_partitions)
         if asked.done():  # this broker's own coordinator answered in-process
             return append(asked.result())
 

@@ -23,6 +23,8 @@ Contract:
   does not serve v4 verifies nothing and everything passes ("verification not supported"); a top-level error
   applies to all (CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE); a partition's PRODUCER_FENCED
   becomes INVALID_PRODUCER_EPOCH.
+- `retry_concurrent=True` (a TV2 Produce's add): CONCURRENT_TRANSACTIONS is asked again every 20 ms for up to
+  100 ms (Kafka's add.partitions.to.txn.retry.backoff[.max].ms defaults; the properties are not read).
 - `split_for_verification(replica_manager, entries)` (Kafka's partitionEntriesForVerification) starts a
   verification on each partition whose first batch is transactional and has no ongoing transaction there
   (the log's VerificationGuard), and `produce_error(code)` maps a failed verification to what a Produce
@@ -53,6 +55,10 @@ log = logging.getLogger("broker.txn_verification")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 VERIFY_VERSION = 4
+# Kafka's add.partitions.to.txn.retry.backoff.max.ms / add.partitions.to.txn.retry.backoff.ms defaults (the
+# properties themselves are not read).
+ADD_RETRY_BACKOFF_MAX_MS = 100
+ADD_RETRY_BACKOFF_MS = 20
 
 Errors = dict[TopicPartition, ErrorCode]
 # (transactional id, producer id, producer epoch, partitions) -> each partition's verify_only answer
@@ -96,7 +102,27 @@ class AddPartitionsToTxnManager:
 
     # ---- the caller's side
     def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                           tps: list[TopicPartition], add: bool = False) -> asyncio.Future[Errors]:
+                           tps: list[TopicPartition], add: bool = False,
+                           retry_concurrent: bool = False) -> asyncio.Future[Errors]:
+        if add and retry_concurrent:
+            return asyncio.ensure_future(self._add_retrying(transactional_id, producer_id, producer_epoch, tps))
+        return self._verify_once(transactional_id, producer_id, producer_epoch, tps, add)
+
+    async def _add_retrying(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                            tps: list[TopicPartition]) -> Errors:
+        """Kafka's handleProduceAppend for a TV2 produce: CONCURRENT_TRANSACTIONS (the previous transaction's
+        markers still being written, common right after EndTxn) is retried every ADD_RETRY_BACKOFF_MS for up to
+        ADD_RETRY_BACKOFF_MAX_MS (capped at request.timeout.ms), cheaper than the producer retrying its batch."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(ADD_RETRY_BACKOFF_MAX_MS / 1000, self.timeout_s)
+        while True:
+            errors = await self._verify_once(transactional_id, producer_id, producer_epoch, tps, add=True)
+            if ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values() or loop.time() >= deadline:
+                return errors
+            await asyncio.sleep(ADD_RETRY_BACKOFF_MS / 1000)
+
+    def _verify_once(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                     tps: list[TopicPartition], add: bool) -> asyncio.Future[Errors]:
         future: asyncio.Future[Errors] = asyncio.get_running_loop().create_future()
         node = self._coordinator(transactional_id)
         if node is None:
@@ -280,11 +306,15 @@ _NOT_VERIFIED = (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_I
                  ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_COORDINATOR)
 
 
-def produce_error(code: ErrorCode) -> tuple[ErrorCode, str | None]:
+def produce_error(code: ErrorCode, add: bool = False) -> tuple[ErrorCode, str | None]:
     """What a Produce answers for a partition whose verification failed (Kafka's appendEntries): retriable
-    coordinator errors become NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh."""
+    coordinator errors become NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh; a TV2
+    produce (`add`) hears CONCURRENT_TRANSACTIONS itself (Kafka: common while the previous commit completes,
+    and clearer to that client)."""
     if code == ErrorCode.INVALID_TXN_STATE:
         return code, "Partition was not added to the transaction"
+    if add and code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        return code, None
     if code in _NOT_VERIFIED:
         return (ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"Unable to verify the partition has been added to the transaction. Underlying error: {code.name}")

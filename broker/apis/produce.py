@@ -27,8 +27,9 @@ v12 (KIP-890 part 2, a transaction.version 2 producer sends no AddPartitionsToTx
 coordinator add the partition instead (AddPartitionsToTxn v4 without verify_only), even with
 transaction.partition.verification.enable off, then appends; the coordinator's refusals answer as for
 verification (another epoch INVALID_PRODUCER_EPOCH, an unknown id or another producer id
-INVALID_PRODUCER_ID_MAPPING, busy NOT_ENOUGH_REPLICAS). v11 adds TRANSACTION_ABORTABLE to what Kafka may
-answer; ours never does.
+INVALID_PRODUCER_ID_MAPPING); CONCURRENT_TRANSACTIONS (the previous transaction still completing) is asked
+again for up to 100 ms, then answered as is, not as NOT_ENOUGH_REPLICAS (Kafka 4.x). v11 adds
+TRANSACTION_ABORTABLE to what Kafka may answer; ours never does.
 Authorization (with an authorizer), as Kafka: transactional records need WRITE on the transactional id (else
 every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE (else its partitions
 TOPIC_AUTHORIZATION_FAILED, the others are appended).
@@ -65,7 +66,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_RECORD,
     ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.CONCURRENT_TRANSACTIONS,
 )
 
 

@@ -15,6 +15,7 @@ from tests.e2e.support import wait_until
 
 from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
+from .txn_support import Txn, stuck_in_prepare_commit  # registers the stuck transaction's set-up before broker 2 dies
 
 Req = request_class(ApiKey.PRODUCE)
 Topic = Req.TopicProduceData
@@ -72,12 +73,21 @@ def not_in_the_transaction(b: Brokers) -> Any:
 def another_producer_id(b: Brokers) -> Any:
     """KIP-890 part 2: a Produce v12 (transaction.version 2, no AddPartitionsToTxn) whose producer id is not the
     one the transactional id holds: the leader's implicit add is refused by the coordinator."""
-    from .txn_support import Txn
-
     txn = Txn.init(b, "errors-tv2-mapping")
     return send(b, b.topic("produce-tv2-mapping"), batch(producer_id=txn.producer_id + 1000, producer_epoch=0,
                                                          base_sequence=0, is_transactional=True),
                 version=12, transactional_id=txn.txn_id)
+
+
+def previous_transaction_completing(b: Brokers) -> Any:
+    """KIP-890 part 2: a Produce v12 of a producer whose transaction is still PrepareCommit (its markers wait for
+    a dead broker): the coordinator answers the leader's implicit add CONCURRENT_TRANSACTIONS, which the leader
+    retries for 100 ms and then answers as is."""
+    txn = stuck_in_prepare_commit(b)
+    port = b.cluster.ports[0]
+    topic = b.topic("produce-tv2-busy", port=port, replicas=[0])
+    return send(b, topic, batch(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch, base_sequence=0,
+                                is_transactional=True), version=12, transactional_id=txn.txn_id, port=port)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
@@ -101,6 +111,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
     ErrorCode.INVALID_TXN_STATE: not_in_the_transaction,
     ErrorCode.INVALID_PRODUCER_ID_MAPPING: another_producer_id,
+    ErrorCode.CONCURRENT_TRANSACTIONS: previous_transaction_completing,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(  # transactional records, no transactional id
         b, b.topic("produce-txn-no-id"), batch(producer_id=7003, producer_epoch=0, base_sequence=0,
                                                is_transactional=True)),
