@@ -20,7 +20,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker
+from protocol import ApiKey, request_class
+from protocol.errors import ErrorCode
 from protocol.metadata_records import ClearElrRecord, PartitionChangeRecord
+from tests.cluster.support import raw_request
 from tests.cluster.test_kraft_cluster import FAST, produce_and_consume, wait_for
 from tests.kraft_controller import ControllerThread
 
@@ -90,6 +93,32 @@ def test_a_broker_joins_a_transaction_version_2_cluster_and_runs_both_kinds_of_t
         assert sorted(tv2.read_all(b.bootstrap, tv2.TOPIC, 3)) == [b"tv1", b"v2-0", b"v2-1"]
         md = b.server.transaction_coordinator.state.get_state(tv2.TXN)[1]
         assert (md.client_transaction_version, md.producer_epoch) == (2, epoch + 1)
+
+        # A new producer instance meets an ongoing TV2 transaction: the fence aborts it under the cluster's
+        # transaction.version 2, one bump for the fence and one for the abort, then InitProducerId bumps again.
+        epoch2 = epoch + 1
+        assert tv2.produce(b.port, pid, epoch2, {0: b"fenced"}) == {0: 0}
+        Init = request_class(ApiKey.INIT_PRODUCER_ID)[5]
+        init = Init(transactional_id=tv2.TXN, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        assert raw_request(b.port, init).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+        wait_for(lambda: tv2.describe(b.port, tv2.TXN).transaction_state == "CompleteAbort", what="the fence")
+        assert tv2.describe(b.port, tv2.TXN).producer_epoch == epoch2 + 2
+        again = raw_request(b.port, init)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch2 + 3)
+        assert tv2.end(b.port, pid, epoch2, commit=False) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+
+        # __transaction_state was written at value version 1: the TV2 fields come back after a restart.
+        assert tv2.produce(b.port, pid, epoch2 + 3, {1: b"after-restart"}) == {1: 0}
+        b.stop()
+        b.start()
+        pid2, epoch4 = pid, epoch2 + 3
+        wait_for(lambda: tv2.describe(b.port, tv2.TXN).error_code == 0, what="the reloaded coordinator")
+        md = b.server.transaction_coordinator.state.get_state(tv2.TXN)[1]
+        assert (md.state.state_name, md.client_transaction_version, md.producer_epoch, md.last_producer_id) == (
+            "Ongoing", 2, epoch4, pid2)
+        assert tv2.end(b.port, pid2, epoch4, commit=True) == (0, pid2, epoch4 + 1)
+        wait_for(lambda: tv2.describe(b.port, tv2.TXN).transaction_state == "CompleteCommit", what="the commit")
+        assert sorted(tv2.read_all(b.bootstrap, tv2.TOPIC, 4)) == [b"after-restart", b"tv1", b"v2-0", b"v2-1"]
     finally:
         b.stop()
         controller.stop()
