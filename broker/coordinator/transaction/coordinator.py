@@ -16,6 +16,16 @@ Contract:
   and the CompleteCommit/CompleteAbort record; an AddPartitionsToTxn / AddOffsetsToTxn arriving meanwhile waits
   for that (up to COMPLETION_WAIT_S) before it is judged, where Kafka answers CONCURRENT_TRANSACTIONS at once.
   The same for a loaded Prepare* transaction (`_on_loaded`).
+- transaction.version 2 (KIP-890 part 2, Kafka 4.x): the client's request version decides (EndTxn v5+,
+  AddPartitionsToTxn v4+ — the latter sent by partition leaders for Produce v12 / TxnOffsetCommit v5 — are TV2,
+  AddOffsetsToTxn and older versions TV0); the coordinator's own aborts (a fence, a timeout) follow the
+  cluster's finalized level (`TransactionStateManager.transaction_version_level`). A TV2 end bumps the epoch
+  (the markers carry the bumped one) and answers the id/epoch to continue with; at the exhausted epoch it takes
+  a new producer id, which Complete* switches to at epoch 0. Kafka's TV2 table: the epoch before the bump (or
+  the previous producer id at the exhausted epoch) is a retry, answered NONE with the current id/epoch once
+  complete; an abort is accepted from Empty/CompleteCommit/CompleteAbort (nothing to mark), a commit there is
+  INVALID_TXN_STATE; Prepare* answers CONCURRENT_TRANSACTIONS to the retry and INVALID_TXN_STATE the other
+  way; any other epoch PRODUCER_FENCED. A fence under TV2 bumps twice (the fence, then the abort), as Kafka.
 - `abort_timed_out_transactions()` fences and aborts every Ongoing transaction past its timeout.
 - `active` is False until `startup()` and after `shutdown()`: Describe/ListTransactions then answer
   COORDINATOR_NOT_AVAILABLE, as Kafka's.
