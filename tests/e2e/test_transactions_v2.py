@@ -10,6 +10,7 @@ here speaks it (librdkafka 2.16 and kafka-python stop at EndTxn v4 / Produce v11
   PRODUCER_FENCED); an abort with nothing in the transaction bumps too, a commit there is INVALID_TXN_STATE.
 - The partitions saw the bumped epochs in the markers (DescribeProducers).
 - A stock TV1 transactional producer (confluent-kafka) still commits on the same broker.
+- At the exhausted epoch an end moves the producer to a new producer id at epoch 0 (retry answered the same).
 """
 
 from __future__ import annotations
@@ -146,3 +147,32 @@ def test_tv2_commit_abort_and_fencing_without_add_partitions(broker_factory: Any
     p.produce(TOPIC, b"tv1", partition=1)
     p.commit_transaction(30)
     assert sorted(read_all(broker.bootstrap, TOPIC, 3)) == [b"c-0", b"c-1", b"tv1"]
+
+
+def test_tv2_end_at_the_exhausted_epoch_moves_to_a_new_producer_id(broker_factory: Any) -> None:
+    """An EndTxn v5 at the last usable epoch (32766): the bump reaches 32767, the markers carry it, and the
+    producer continues under a new producer id at epoch 0; a retry with the old id and epoch answers the same.
+    32766 transactions are too many for a test: the epoch is set on the coordinator's metadata (on the
+    broker's loop) right after InitProducerId, as if the producer had run them."""
+    broker = broker_factory(FAST)
+    port = broker.port
+    create_topic(broker.bootstrap, TOPIC)
+    pid, _ = init(port)
+    last = 32766
+
+    def exhaust() -> None:
+        md = broker.server.transaction_coordinator.state.get_state(TXN)[1]
+        md.producer_epoch = last
+
+    broker.call(exhaust)
+    assert produce(port, pid, last, {0: b"last"}) == {0: 0}
+    err, new_pid, new_epoch = end(port, pid, last, commit=True)
+    assert err == 0 and new_pid != pid and new_epoch == 0
+    wait_until(lambda: describe(port, TXN).transaction_state == "CompleteCommit", 30, "the commit")
+    assert end(port, pid, last, commit=True) == (0, new_pid, 0)  # the retry, after the switch
+    assert producer_epochs(port, pid) == {0: 32767}  # the marker carried the bumped epoch
+    assert produce(port, new_pid, 0, {1: b"next"}) == {1: 0}
+    assert end(port, new_pid, 0, commit=True) == (0, new_pid, 1)
+    wait_until(lambda: describe(port, TXN).transaction_state == "CompleteCommit", 30, "the second commit")
+    assert sorted(read_all(broker.bootstrap, TOPIC, 2)) == [b"last", b"next"]
+    assert produce(port, pid, last, {1: b"zombie"}) == {1: ErrorCode.INVALID_PRODUCER_ID_MAPPING}
