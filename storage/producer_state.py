@@ -336,9 +336,12 @@ class ProducerStateManager:
     def is_empty(self) -> bool:
         return not self.producers and not self.unreplicated_txns
 
-    def has_ongoing_txn(self, producer_id: int) -> bool:
+    def has_ongoing_txn(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether the producer has a transaction open here; with `producer_epoch`, one opened at that epoch
+        (Kafka 4.x: a newer epoch's transaction may have ended, its marker not yet here, KIP-890 part 2)."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return entry is not None and entry.current_txn_first_offset >= 0 \
+            and (producer_epoch is None or entry.producer_epoch == producer_epoch)
 
     # -- appends -------------------------------------------------------------------------------------
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:

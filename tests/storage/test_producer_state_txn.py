@@ -161,3 +161,18 @@ def test_kip_890_verification_guard(tmp_path: Path) -> None:
     append(entry.verification_guard, 0, 0)
     assert ps.verification_state_entry(1) is None  # cleared by the first transactional append
     append(None, 1, 1)  # the transaction is open now: no guard needed
+
+
+def test_kip_890_part_2_a_newer_epoch_is_not_part_of_the_open_transaction(tmp_path: Path) -> None:
+    """Kafka 4.x: a transaction open at epoch 0 is not one open at epoch 1 (a TV2 producer's next transaction,
+    whose previous marker has not reached this partition yet): that batch needs its own verification guard."""
+    ps = ProducerStateManager(tmp_path)
+    ps.transaction_verification_enabled = True
+    data(ps, 1, 0, 0)  # open at epoch 0
+    assert ps.has_ongoing_txn(1) and ps.has_ongoing_txn(1, 0) and not ps.has_ongoing_txn(1, 1)
+    buf = txn_batch(1, 0, epoch=1)
+    batches = [(pos, h._replace(base_offset=1)) for pos, h in batch_headers(buf)]
+    with pytest.raises(InvalidTxnStateError):
+        analyze_producer_state(ps, buf, batches, AppendOrigin.CLIENT, None)
+    guard = ps.maybe_create_verification_state_entry(1, 0, 1, now_ms=1).verification_guard
+    analyze_producer_state(ps, buf, batches, AppendOrigin.CLIENT, guard)  # verified: accepted
