@@ -58,7 +58,12 @@ from broker.partition import (
 )
 from broker.purgatory import Purgatory
 from broker.replica_selector import ReplicaSelector, ReplicaView
-from broker.txn_verification import AddPartitionsToTxnManager, produce_error, split_for_verification
+from broker.txn_verification import (
+    AddPartitionsToTxnManager,
+    TransactionSupportedOperation,
+    produce_error,
+    split_for_verification,
+)
 from protocol.errors import ErrorCode
 from storage import (
     AppendOrigin,
@@ -72,6 +77,7 @@ from storage import (
 )
 
 log = logging.getLogger("broker.replica_manager")
+_DEFAULT_ERROR = TransactionSupportedOperation.DEFAULT_ERROR
 
 
 def now_ms() -> int:
@@ -296,16 +302,19 @@ class ReplicaManager:
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
                        *, internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
                        verification_guards: dict[TopicPartition, VerificationGuard] | None = None,
-                       transactional_id: str | None = None, add_partitions: bool = False,
+                       transactional_id: str | None = None,
+                       transaction_operation: TransactionSupportedOperation = _DEFAULT_ERROR,
                        ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
         `internal_topics_allowed=True`, acks=-1. A client's transactional produce passes its
-        `transactional_id`, which starts KIP-890 verification; `add_partitions` (Produce v12+, transaction.version
-        2) has the coordinator add the partitions instead, whatever transaction.partition.verification.enable."""
+        `transactional_id`, which starts KIP-890 verification; `transaction_operation` (from the Produce version)
+        ADD_PARTITION (v12+, transaction.version 2) has the coordinator add the partitions instead, whatever
+        transaction.partition.verification.enable."""
         if transactional_id is not None:
-            if self.add_partitions_to_txn is not None and (add_partitions or self.transaction_verification_enabled()):
+            adds = transaction_operation.supports_epoch_bump
+            if self.add_partitions_to_txn is not None and (adds or self.transaction_verification_enabled()):
                 return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
-                                             internal_topics_allowed, add_partitions)
+                                             internal_topics_allowed, transaction_operation)
             self.disable_transaction_verification(entries)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
@@ -359,7 +368,8 @@ class ReplicaManager:
                 partition.set_transaction_verification(False)
 
     def _append_verified(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
-                         transactional_id: str, internal_topics_allowed: bool, add_partitions: bool = False
+                         transactional_id: str, internal_topics_allowed: bool,
+                         operation: TransactionSupportedOperation = _DEFAULT_ERROR
                          ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
         those it did not verify (and those that failed before asking) are not appended."""
@@ -373,7 +383,7 @@ class ReplicaManager:
             failed = {**split.errors, **errors}
             early = {}
             for tp, code in failed.items():
-                error, message = produce_error(code, add_partitions)
+                error, message = produce_error(code, operation)
                 early[tp] = ProducePartitionResult(error, error_message=message)
             verified = {tp: r for tp, r in entries.items() if tp not in failed}
             result = self.append_records(timeout_ms, required_acks, verified,
@@ -390,7 +400,7 @@ class ReplicaManager:
         assert self.add_partitions_to_txn is not None
         asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
                                                               split.producer_epoch, list(split.guards),
-                                                              add=add_partitions, retry_concurrent=add_partitions)
+                                                              operation, retry_concurrent=True)
         if asked.done():  # this broker's own coordinator answered in-process
             return append(asked.result())
 

@@ -2,14 +2,15 @@
 
 v0–3 come from a transactional producer: one transaction, its partitions added to it (written to
 `__transaction_state` before the answer). v4–5 come from partition leaders (KIP-890): a batch of transactions,
-each either added or, with `verify_only`, checked (NONE for a partition in the transaction, INVALID_TXN_STATE
-for one not in it). An add at v4+ is a transaction.version 2 client's implicit add (Produce v12 /
-TxnOffsetCommit v5 on the leader): the coordinator records client transaction version 2 (Kafka's
-transactionVersionForAddPartitionsToTxn), so the transaction's markers carry the epoch its EndTxn v5 bumps.
-v5 only adds TRANSACTION_ABORTABLE to what Kafka may answer; ours answers as v4.
-As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
-transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a coordinator error is
-answered for every partition of the transaction; before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+each either added or, with `verify_only`, checked (NONE for a partition in the transaction,
+TRANSACTION_ABORTABLE for one not in it, whatever the version: Kafka's answer since 3.8, which the leader turns
+into INVALID_TXN_STATE for a client that does not know it). An add at v4+ is a transaction.version 2 client's
+implicit add (Produce v12 / TxnOffsetCommit v5 on the leader): the coordinator records client transaction
+version 2 (Kafka's transactionVersionForAddPartitionsToTxn), so the transaction's markers carry the epoch its
+EndTxn v5 bumps. v5 is the same as v4. As Kafka's KafkaApis: a partition of a topic this broker does not know
+fails the whole transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a
+coordinator error is answered for every partition of the transaction; before v2 PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH.
 The coordinator's errors: INVALID_REQUEST (empty transactional id), INVALID_PRODUCER_ID_MAPPING (unknown id or
 another producer id), PRODUCER_FENCED (another epoch), CONCURRENT_TRANSACTIONS (a transition or the markers
 pending), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (the state write failed).
@@ -38,7 +39,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INVALID_REQUEST,
     ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.TRANSACTION_ABORTABLE,
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )

@@ -6,14 +6,14 @@ transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxn
   the rest go to the group coordinator (empty group id INVALID_GROUP_ID; NOT_COORDINATOR /
   COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE as for OffsetCommit);
 - KIP-890: the group's `__consumer_offsets` partition is verified with the transaction coordinator (it is in
-  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE; another epoch,
+  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE (v4+, which know KIP-890's
+  abortable error: TRANSACTION_ABORTABLE); another epoch,
   INVALID_PRODUCER_EPOCH; an unknown transactional id or another producer id, INVALID_PRODUCER_ID_MAPPING;
   the coordinator busy or unreachable, COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (Kafka's
   maybeConvertOffsetCommitError);
 - KIP-890 part 2 (v5, a transaction.version 2 producer sends no AddOffsetsToTxn): the partition is added to
   the transaction by the coordinator instead of verified (AddPartitionsToTxn v4 without verify_only), even
-  with transaction.partition.verification.enable off; its refusals map as above. v4 only adds
-  TRANSACTION_ABORTABLE to what Kafka may answer; ours answers as v3.
+  with transaction.partition.verification.enable off; its refusals map as above.
 - KIP-447 (v3+): a member id, generation or group instance id is checked as OffsetCommit checks them
   (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); v0–v2 carry none and are accepted whatever
   the group's state;
@@ -36,7 +36,7 @@ from broker.coordinator.group import OffsetCommitEntry
 from broker.coordinator.group.errors import map_offset_append_error
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from broker.security.acl import AclOperation, ResourceType
-from broker.txn_verification import verify_partition
+from broker.txn_verification import TransactionSupportedOperation, verify_partition
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
@@ -48,7 +48,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.UNKNOWN_MEMBER_ID,
     ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.OFFSET_METADATA_TOO_LARGE,
-    ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_COMMIT_OFFSET_SIZE, ErrorCode.TRANSACTION_ABORTABLE,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
@@ -77,7 +77,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         async def verify(partition: int) -> tuple[int, object]:
             error, guard = await verify_partition(
                 ctx.server.replica_manager, TopicPartition(GROUP_METADATA_TOPIC, partition),
-                request.transactional_id, request.producer_id, request.producer_epoch, add=version >= 5)
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                operation=TransactionSupportedOperation.for_txn_offset_commit(version))
             return _convert_verification_error(error), guard
 
         coordinator = ctx.server.group_coordinator.coordinator

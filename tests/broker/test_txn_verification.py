@@ -29,6 +29,7 @@ from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.replica_manager import ReplicaManager
 from broker.testing import EmbeddedBroker
 from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
+from broker.txn_verification import TransactionSupportedOperation as Op
 from protocol import decode_request, encode_response, request_class, response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -40,6 +41,7 @@ from tests.storage.txn_support import idempotent_batch, txn_batch
 from .replication import TP, lead, replica_manager
 
 TP1 = TopicPartition(TP.topic, 1)
+ADD = Op.ADD_PARTITION
 COORDINATOR_ID = 7
 TXN_PARTITIONS = 3
 
@@ -123,9 +125,9 @@ def leader_with_coordinator(tmp_path: Path, coordinator_port: int | None,
 
 
 async def produce(rm: ReplicaManager, batches: dict[TopicPartition, bytearray], transactional_id: str = "tx",
-                  add: bool = False) -> dict[TopicPartition, tuple[int, str | None]]:
+                  operation: Op = Op.DEFAULT_ERROR) -> dict[TopicPartition, tuple[int, str | None]]:
     result: Any = rm.append_records(1000, 1, {tp: memoryview(b) for tp, b in batches.items()},
-                                    transactional_id=transactional_id, add_partitions=add)
+                                    transactional_id=transactional_id, transaction_operation=operation)
     if isinstance(result, asyncio.Future):
         result = await result
     return {tp: (r.error, r.error_message) for tp, r in result.items() if isinstance(r, ProducePartitionResult)}
@@ -346,13 +348,13 @@ def test_tv2_produce_has_the_coordinator_add_the_partitions_over_the_wire(
     async def scenario(rm: ReplicaManager) -> None:
         rm.transaction_verification_enabled = lambda: False  # a TV2 add does not depend on it (Kafka)
         assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch), TP1: txn_batch(pid, 0, epoch=epoch)},
-                             "tx-tv2-add", add=True) == {TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
+                             "tx-tv2-add", operation=ADD) == {TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
         assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 1
         # another epoch: the coordinator refuses the add (PRODUCER_FENCED), the produce hears INVALID_PRODUCER_EPOCH;
         # another producer id: INVALID_PRODUCER_ID_MAPPING
-        assert (await produce(rm, {TP1: txn_batch(pid, 0, epoch=epoch + 1)}, "tx-tv2-add", add=True))[TP1][0] \
+        assert (await produce(rm, {TP1: txn_batch(pid, 0, epoch=epoch + 1)}, "tx-tv2-add", operation=ADD))[TP1][0] \
             == ErrorCode.INVALID_PRODUCER_EPOCH
-        assert (await produce(rm, {TP1: txn_batch(pid + 1, 0, epoch=0)}, "tx-tv2-add", add=True))[TP1][0] \
+        assert (await produce(rm, {TP1: txn_batch(pid + 1, 0, epoch=0)}, "tx-tv2-add", operation=ADD))[TP1][0] \
             == ErrorCode.INVALID_PRODUCER_ID_MAPPING
     run_with_real_coordinator(tmp_path, coordinator, scenario)
     describe = request_class(ApiKey.DESCRIBE_TRANSACTIONS)[0]
@@ -368,7 +370,7 @@ def test_tv2_produce_retries_concurrent_transactions_then_answers_it(tmp_path: P
         double.partition_errors[TP1] = ErrorCode.CONCURRENT_TRANSACTIONS
         loop = asyncio.get_running_loop()
         started = loop.time()
-        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}, add=True) == {
+        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}, operation=ADD) == {
             TP: (ErrorCode.NONE, None), TP1: (ErrorCode.CONCURRENT_TRANSACTIONS, None)}
         assert loop.time() - started >= 0.1  # asked again for 100 ms
         assert 3 <= len(double.requests) <= 8  # every 20 ms, each a round trip

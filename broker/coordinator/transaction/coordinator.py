@@ -190,7 +190,7 @@ class TransactionCoordinator:
 
     def handle_verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4 verify_only)."""
+        """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4+ verify_only)."""
         got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
             error = got
@@ -201,7 +201,9 @@ class TransactionCoordinator:
             elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 error = ErrorCode.CONCURRENT_TRANSACTIONS
             else:
-                return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.INVALID_TXN_STATE
+                # Kafka (3.8+) answers TRANSACTION_ABORTABLE whatever the request version; the leader turns it
+                # into INVALID_TXN_STATE for clients that do not know it.
+                return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.TRANSACTION_ABORTABLE
                         for tp in partitions}
         return dict.fromkeys(partitions, error)
 

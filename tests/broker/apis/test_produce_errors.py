@@ -50,7 +50,7 @@ def not_enough_replicas(b: Brokers) -> Any:
     return send(b, b.under_min_isr(), batch(), acks=-1, port=b.cluster.ports[0])
 
 
-def not_in_the_transaction(b: Brokers) -> Any:
+def not_in_the_transaction(b: Brokers, version: int = 9) -> Any:
     """KIP-890: a transactional producer writes to a partition it never added to its transaction; the leader
     asks the transaction coordinator (AddPartitionsToTxn v4 verify_only) and refuses the batch."""
     topic = b.topic("produce-txn-state")
@@ -67,7 +67,7 @@ def not_in_the_transaction(b: Brokers) -> Any:
     wait_until(initialized, 30, "the transaction coordinator to answer InitProducerId")
     pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
     return send(b, topic, batch(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True),
-                transactional_id="errors-txn")
+                transactional_id="errors-txn", version=version)
 
 
 def another_producer_id(b: Brokers) -> Any:
@@ -110,6 +110,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         b, "produce-epoch", batch(producer_id=7002, producer_epoch=3, base_sequence=0),
         batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
     ErrorCode.INVALID_TXN_STATE: not_in_the_transaction,
+    ErrorCode.TRANSACTION_ABORTABLE: lambda b: not_in_the_transaction(b, version=11),  # a client that knows it
     ErrorCode.INVALID_PRODUCER_ID_MAPPING: another_producer_id,
     ErrorCode.CONCURRENT_TRANSACTIONS: previous_transaction_completing,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(  # transactional records, no transactional id
