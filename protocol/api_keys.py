@@ -126,7 +126,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
     ApiKey.END_TXN: (0, 5),
     ApiKey.WRITE_TXN_MARKERS: (0, 2),
     ApiKey.TXN_OFFSET_COMMIT: (0, 5),
