@@ -374,7 +374,7 @@ class ReplicaManager:
         """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
         those it did not verify (and those that failed before asking) are not appended."""
         try:
-            split = split_for_verification(self, entries)
+            split = split_for_verification(self, entries, operation)
         except KafkaApiError as e:
             return {tp: ProducePartitionResult(e.code) for tp in entries}
 

@@ -306,8 +306,8 @@ class VerificationSplit:
     producer_epoch: int = -1
 
 
-def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview]
-                           ) -> VerificationSplit:
+def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview],
+                           operation: Op = Op.DEFAULT_ERROR) -> VerificationSplit:
     """Which partitions of a transactional produce need the coordinator's word first (Kafka's
     partitionEntriesForVerification): those whose first batch is transactional and whose producer has
     no ongoing transaction there. Raises KafkaApiError(INVALID_PRODUCER_ID_MAPPING) when the transactional
@@ -326,7 +326,8 @@ def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicP
         try:
             partition = replica_manager.get_partition_or_error(tp)
             guard = partition.maybe_start_transaction_verification(first.producer_id, first.base_sequence,
-                                                                   first.producer_epoch)
+                                                                   first.producer_epoch,
+                                                                   operation.supports_epoch_bump)
         except KafkaApiError as e:
             split.errors[tp] = e.code
             continue
@@ -375,7 +376,8 @@ async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, 
         return ErrorCode.NONE, None
     try:
         partition = replica_manager.get_partition_or_error(tp)
-        guard = partition.maybe_start_transaction_verification(producer_id, base_sequence, producer_epoch)
+        guard = partition.maybe_start_transaction_verification(producer_id, base_sequence, producer_epoch,
+                                                               operation.supports_epoch_bump)
     except KafkaApiError as e:
         return e.code, None
     if guard is VerificationGuard.SENTINEL:
