@@ -3,7 +3,8 @@ metadata.version 4.1-IV1 (27) with the features a Kafka 4.1 cluster finalizes th
 (transaction.version 1, group.version 1, kraft.version 1 with the leader found through
 controller.quorum.bootstrap.servers), topics written with PartitionRecord v2, a ClearElrRecord applied; a
 cluster that finalized transaction.version 2 (Kafka 4.x's default) joined, a TV2 transaction (raw requests) and
-a stock TV1 one committed there, the coordinator writing flexible __transaction_state values; and the one-line
+a stock TV1 one committed there, the coordinator writing flexible __transaction_state values, its fences and
+timeouts aborting under TV2's rules; and the one-line
 refusals when the cluster finalized what we do not implement (a transaction.version above 2;
 eligible.leader.replicas.version 1, Kafka 4.1's default; a metadata.version above ours)."""
 
@@ -28,11 +29,12 @@ from tests.cluster.test_kraft_cluster import FAST, produce_and_consume, wait_for
 from tests.kraft_controller import ControllerThread
 
 
-def _broker(controller: ControllerThread, data: Path, node_id: int = 1, bootstrap_only: bool = False) -> EmbeddedBroker:
+def _broker(controller: ControllerThread, data: Path, node_id: int = 1, bootstrap_only: bool = False,
+            **extra: str) -> EmbeddedBroker:
     quorum = ({"controller.quorum.bootstrap.servers": controller.voters.split("@")[1]} if bootstrap_only
               else {"controller.quorum.voters": controller.voters})
     props = {"process.roles": "broker", "node.id": str(node_id), "controller.listener.names": "CONTROLLER",
-             **quorum, **FAST, "offsets.topic.replication.factor": "1"}
+             **quorum, **FAST, "offsets.topic.replication.factor": "1", **extra}
     b = EmbeddedBroker(props, data_dir=data)
     format_dirs(KafkaConfig(b.props), controller.call(lambda c: c.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
     return b
@@ -119,6 +121,34 @@ def test_a_broker_joins_a_transaction_version_2_cluster_and_runs_both_kinds_of_t
         assert tv2.end(b.port, pid2, epoch4, commit=True) == (0, pid2, epoch4 + 1)
         wait_for(lambda: tv2.describe(b.port, tv2.TXN).transaction_state == "CompleteCommit", what="the commit")
         assert sorted(tv2.read_all(b.bootstrap, tv2.TOPIC, 4)) == [b"after-restart", b"tv1", b"v2-0", b"v2-1"]
+    finally:
+        b.stop()
+        controller.stop()
+
+
+def test_a_timed_out_transaction_on_a_transaction_version_2_cluster_is_aborted_with_two_bumps(tmp_path: Path) -> None:
+    """The coordinator's own abort follows the cluster's level: on TV2 the fence bumps, then the TV2 abort."""
+    from tests.e2e import test_transactions_v2 as tv2
+
+    controller = ControllerThread(metadata_version=27, features={"transaction.version": 2}).start()
+    b = _broker(controller, tmp_path / "b", **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+    try:
+        b.start()
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(20)
+        Init = request_class(ApiKey.INIT_PRODUCER_ID)[5]
+        init = Init(transactional_id=tv2.TXN, transaction_timeout_ms=500, producer_id=-1, producer_epoch=-1)
+        raw_request(b.port, request_class(ApiKey.FIND_COORDINATOR)[3](key=tv2.TXN, key_type=1))
+        answers: list[Any] = []
+        wait_for(lambda: answers.append(raw_request(b.port, init)) or answers[-1].error_code == 0,
+                 what="InitProducerId")
+        pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
+        assert tv2.produce(b.port, pid, epoch, {0: b"too-slow"}) == {0: 0}
+        wait_for(lambda: tv2.describe(b.port, tv2.TXN).transaction_state == "CompleteAbort", what="the timeout")
+        assert tv2.describe(b.port, tv2.TXN).producer_epoch == epoch + 2
+        assert tv2.end(b.port, pid, epoch, commit=True) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+        assert tv2.produce(b.port, pid, epoch, {1: b"zombie"}) == {1: ErrorCode.INVALID_PRODUCER_EPOCH}
+        assert tv2.read_all(b.bootstrap, tv2.TOPIC, 0) == []
     finally:
         b.stop()
         controller.stop()
