@@ -82,7 +82,7 @@ def test_a_broker_joins_a_transaction_version_2_cluster_and_runs_both_kinds_of_t
         b.start()
         assert b.server.transaction_coordinator.transaction_version_level() == 2
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(20)
+        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(60)
         pid, epoch = tv2.init(b.port)
         assert tv2.produce(b.port, pid, epoch, {0: b"v2-0", 1: b"v2-1"}) == {0: 0, 1: 0}
         assert tv2.end(b.port, pid, epoch, commit=True) == (0, pid, epoch + 1)
@@ -135,7 +135,7 @@ def test_a_timed_out_transaction_on_a_transaction_version_2_cluster_is_aborted_w
     try:
         b.start()
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(20)
+        admin.create_topics([NewTopic(tv2.TOPIC, 2, 1)])[tv2.TOPIC].result(60)
         Init = request_class(ApiKey.INIT_PRODUCER_ID)[5]
         init = Init(transactional_id=tv2.TXN, transaction_timeout_ms=500, producer_id=-1, producer_epoch=-1)
         raw_request(b.port, request_class(ApiKey.FIND_COORDINATOR)[3](key=tv2.TXN, key_type=1))
