@@ -11,8 +11,10 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   guards ride along per partition. A client's produce with a `transactional_id` is first verified with the
   transaction coordinator (`txn_verification`, when `transaction.partition.verification.enable`):
   partitions whose producer has no ongoing transaction there are appended only once the coordinator
-  confirms they are in the transaction, the others answer as Kafka does (INVALID_TXN_STATE;
-  NOT_ENOUGH_REPLICAS for retriable coordinator errors).
+  confirms they are in the transaction, the others answer as Kafka does (INVALID_TXN_STATE, or
+  TRANSACTION_ABORTABLE from Produce v11; NOT_ENOUGH_REPLICAS for retriable coordinator errors). A Produce
+  v12+ (transaction.version 2, `transaction_operation` ADD_PARTITION) has the coordinator add them instead,
+  verification enabled or not.
 - `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
   HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
