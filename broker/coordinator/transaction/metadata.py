@@ -227,8 +227,8 @@ class TransactionMetadata:
         if client_transaction_version >= 2:
             # TV2: every end bumps the epoch; the markers carry the bumped one. An abort at the maximum epoch (a
             # fence of a producer whose epoch could not be bumped further) goes through without overflowing.
-            overflow = self.producer_epoch == MAX_PRODUCER_EPOCH and new_state == S.PREPARE_ABORT
-            epoch = self.producer_epoch if overflow else self.producer_epoch + 1
+            at_max = self.producer_epoch == MAX_PRODUCER_EPOCH and new_state == S.PREPARE_ABORT
+            epoch = self.producer_epoch if at_max else self.producer_epoch + 1
             last_epoch = self.producer_epoch
         else:
             epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
