@@ -159,3 +159,15 @@ def test_tv2_abort_from_empty_starts_at_the_end() -> None:
     assert (prepare.txn_start_timestamp, prepare.producer_epoch, prepare.topic_partitions) == (50, 4, frozenset())
     md.complete_transition_to(prepare)
     assert md.state == S.PREPARE_ABORT
+
+
+def test_tv2_abort_of_a_fence_at_the_maximum_epoch_does_not_overflow() -> None:
+    md = fresh(MAX_PRODUCER_EPOCH - 1, S.EMPTY)
+    md.complete_transition_to(md.prepare_add_partitions(frozenset({TP0}), 10, client_transaction_version=2))
+    fence = md.prepare_fence_producer_epoch()
+    assert fence.producer_epoch == MAX_PRODUCER_EPOCH
+    md.pending_state, md.producer_epoch = None, fence.producer_epoch  # the coordinator writes the fence with the abort
+    prepare = md.prepare_abort_or_commit(S.PREPARE_ABORT, 20, 2)
+    assert (prepare.producer_epoch, prepare.next_producer_id) == (MAX_PRODUCER_EPOCH, -1)
+    md.complete_transition_to(prepare)
+    assert md.producer_epoch == MAX_PRODUCER_EPOCH
