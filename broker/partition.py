@@ -328,14 +328,15 @@ class Partition(IsrManagement):
         return False, ErrorCode.NONE
 
     # ---- appends
-    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int) -> VerificationGuard:
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard:
         """KIP-890 (Kafka's Partition.maybeStartTransactionVerification): the guard a transactional produce
         must carry when its producer has no ongoing transaction here, SENTINEL when it has one (nothing to
         verify). The broker verifies: the log requires the guard from now on."""
         if self.log is None or not self.is_leader:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic_partition}: leader is {self.leader_id}")
         self.set_transaction_verification(True)
-        return self.log.maybe_start_transaction_verification(producer_id, sequence, epoch)
+        return self.log.maybe_start_transaction_verification(producer_id, sequence, epoch, supports_epoch_bump)
 
     def set_transaction_verification(self, enabled: bool) -> None:
         """Whether the log requires a verification guard for a transactional append that opens a transaction:

@@ -11,8 +11,10 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   guards ride along per partition. A client's produce with a `transactional_id` is first verified with the
   transaction coordinator (`txn_verification`, when `transaction.partition.verification.enable`):
   partitions whose producer has no ongoing transaction there are appended only once the coordinator
-  confirms they are in the transaction, the others answer as Kafka does (INVALID_TXN_STATE;
-  NOT_ENOUGH_REPLICAS for retriable coordinator errors).
+  confirms they are in the transaction, the others answer as Kafka does (INVALID_TXN_STATE, or
+  TRANSACTION_ABORTABLE from Produce v11; NOT_ENOUGH_REPLICAS for retriable coordinator errors). A Produce
+  v12+ (transaction.version 2, `transaction_operation` ADD_PARTITION) has the coordinator add them instead,
+  verification enabled or not.
 - `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
   HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
@@ -58,7 +60,12 @@ from broker.partition import (
 )
 from broker.purgatory import Purgatory
 from broker.replica_selector import ReplicaSelector, ReplicaView
-from broker.txn_verification import AddPartitionsToTxnManager, produce_error, split_for_verification
+from broker.txn_verification import (
+    AddPartitionsToTxnManager,
+    TransactionSupportedOperation,
+    produce_error,
+    split_for_verification,
+)
 from protocol.errors import ErrorCode
 from storage import (
     AppendOrigin,
@@ -72,6 +79,7 @@ from storage import (
 )
 
 log = logging.getLogger("broker.replica_manager")
+_DEFAULT_ERROR = TransactionSupportedOperation.DEFAULT_ERROR
 
 
 def now_ms() -> int:
@@ -297,14 +305,18 @@ class ReplicaManager:
                        *, internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
                        verification_guards: dict[TopicPartition, VerificationGuard] | None = None,
                        transactional_id: str | None = None,
+                       transaction_operation: TransactionSupportedOperation = _DEFAULT_ERROR,
                        ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords. The transaction coordinator's markers: `origin=AppendOrigin.COORDINATOR`,
         `internal_topics_allowed=True`, acks=-1. A client's transactional produce passes its
-        `transactional_id`, which starts KIP-890 verification."""
+        `transactional_id`, which starts KIP-890 verification; `transaction_operation` (from the Produce version)
+        ADD_PARTITION (v12+, transaction.version 2) has the coordinator add the partitions instead, whatever
+        transaction.partition.verification.enable."""
         if transactional_id is not None:
-            if self.add_partitions_to_txn is not None and self.transaction_verification_enabled():
+            adds = transaction_operation.supports_epoch_bump
+            if self.add_partitions_to_txn is not None and (adds or self.transaction_verification_enabled()):
                 return self._append_verified(timeout_ms, required_acks, entries, transactional_id,
-                                             internal_topics_allowed)
+                                             internal_topics_allowed, transaction_operation)
             self.disable_transaction_verification(entries)
         now = now_ms()
         results: dict[TopicPartition, ProducePartitionResult] = {}
@@ -358,12 +370,13 @@ class ReplicaManager:
                 partition.set_transaction_verification(False)
 
     def _append_verified(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview],
-                         transactional_id: str, internal_topics_allowed: bool
+                         transactional_id: str, internal_topics_allowed: bool,
+                         operation: TransactionSupportedOperation = _DEFAULT_ERROR
                          ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future:
         """Kafka's appendRecords with verification: partitions needing it wait for the coordinator's answer;
         those it did not verify (and those that failed before asking) are not appended."""
         try:
-            split = split_for_verification(self, entries)
+            split = split_for_verification(self, entries, operation)
         except KafkaApiError as e:
             return {tp: ProducePartitionResult(e.code) for tp in entries}
 
@@ -372,7 +385,7 @@ class ReplicaManager:
             failed = {**split.errors, **errors}
             early = {}
             for tp, code in failed.items():
-                error, message = produce_error(code)
+                error, message = produce_error(code, operation)
                 early[tp] = ProducePartitionResult(error, error_message=message)
             verified = {tp: r for tp, r in entries.items() if tp not in failed}
             result = self.append_records(timeout_ms, required_acks, verified,
@@ -388,7 +401,8 @@ class ReplicaManager:
             return append({})
         assert self.add_partitions_to_txn is not None
         asked = self.add_partitions_to_txn.verify_transaction(transactional_id, split.producer_id,
-                                                              split.producer_epoch, list(split.guards))
+                                                              split.producer_epoch, list(split.guards),
+                                                              operation, retry_concurrent=True)
         if asked.done():  # this broker's own coordinator answered in-process
             return append(asked.result())
 

@@ -259,6 +259,8 @@ class KafkaServer:
         # So are the KIP-890 verifications of transactions this broker coordinates, by the AddPartitionsToTxn handler's.
         self.replica_manager.add_partitions_to_txn.verify_local = functools.partial(
             apis.add_partitions_to_txn.verify_partitions, self)
+        self.replica_manager.add_partitions_to_txn.add_local = functools.partial(
+            apis.add_partitions_to_txn.add_partitions, self)
         self.transaction_coordinator.startup()
 
     def _start_share_coordinator(self) -> None:

@@ -1,8 +1,17 @@
-"""KIP-890 part 1 on the partition leader: ask the transaction coordinator whether partitions are in a
-transaction before the first transactional append of a producer to them (Kafka's AddPartitionsToTxnManager
-and ReplicaManager's verification steps).
+"""KIP-890 on the partition leader: before the first transactional append of a producer to a partition, ask
+the transaction coordinator whether the partition is in the transaction (part 1, verify only) or, for a
+transaction.version 2 client (Produce v12+, TxnOffsetCommit v5+: part 2), have it added (Kafka's
+AddPartitionsToTxnManager and ReplicaManager's verification steps).
 
 Contract:
+- `TransactionSupportedOperation` (Kafka's, from the client's request version: Produce v0-10 / TxnOffsetCommit
+  v0-3 DEFAULT_ERROR, Produce v11 / TxnOffsetCommit v4 GENERIC_ERROR_SUPPORTED, Produce v12+ / TxnOffsetCommit
+  v5+ ADD_PARTITION): DEFAULT_ERROR clients hear a coordinator's TRANSACTION_ABORTABLE (partition not in the
+  transaction) as INVALID_TXN_STATE; ADD_PARTITION (transaction.version 2) goes with `verify_only` false, so the
+  coordinator adds the partitions (client transaction version 2) and answers per partition; this broker's own
+  coordinator is then asked in-process through `add_local` (async). It runs even when
+  transaction.partition.verification.enable is off, as Kafka's (the partition would otherwise never be in the
+  transaction).
 - `AddPartitionsToTxnManager.verify_transaction(transactional_id, producer_id, producer_epoch, tps)` resolves
   to the errors of the partitions that are NOT verified (an empty dict: all are in the transaction). The
   coordinator is the leader of `__transaction_state` partition `partition_for(transactional_id)`; no such
@@ -17,10 +26,14 @@ Contract:
   does not serve v4 verifies nothing and everything passes ("verification not supported"); a top-level error
   applies to all (CLUSTER_AUTHORIZATION_FAILED becomes INVALID_TXN_STATE); a partition's PRODUCER_FENCED
   becomes INVALID_PRODUCER_EPOCH.
+- `retry_concurrent=True` (a TV2 Produce's add, not a TxnOffsetCommit's): CONCURRENT_TRANSACTIONS is asked
+  again every 20 ms for up to 100 ms (Kafka's add.partitions.to.txn.retry.backoff[.max].ms defaults; the
+  properties are not read).
 - `split_for_verification(replica_manager, entries)` (Kafka's partitionEntriesForVerification) starts a
   verification on each partition whose first batch is transactional and has no ongoing transaction there
-  (the log's VerificationGuard), and `produce_error(code)` maps a failed verification to what a Produce
-  answers (Kafka's appendEntries: retriable coordinator errors become NOT_ENOUGH_REPLICAS).
+  (the log's VerificationGuard), and `produce_error(code, operation)` maps a failed verification to what a
+  Produce answers (Kafka's handleProduceAppend: retriable coordinator errors become NOT_ENOUGH_REPLICAS, but
+  CONCURRENT_TRANSACTIONS stays itself for ADD_PARTITION).
 - `shutdown()` cancels the senders and answers every waiting caller NETWORK_EXCEPTION.
 """
 
@@ -28,8 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from broker.errors import KafkaApiError
@@ -47,11 +61,42 @@ log = logging.getLogger("broker.txn_verification")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 VERIFY_VERSION = 4
+# Kafka's add.partitions.to.txn.retry.backoff.max.ms / add.partitions.to.txn.retry.backoff.ms defaults (the
+# properties themselves are not read).
+ADD_RETRY_BACKOFF_MAX_MS = 100
+ADD_RETRY_BACKOFF_MS = 20
 
 Errors = dict[TopicPartition, ErrorCode]
+
+
+class TransactionSupportedOperation(IntEnum):
+    """What the client's request version lets the leader do for it (Kafka's AddPartitionsToTxnManager enum)."""
+
+    DEFAULT_ERROR = 0
+    GENERIC_ERROR_SUPPORTED = 1  # the client knows TRANSACTION_ABORTABLE
+    ADD_PARTITION = 2  # transaction.version 2: the leader adds the partition
+
+    @property
+    def supports_epoch_bump(self) -> bool:
+        return self is TransactionSupportedOperation.ADD_PARTITION
+
+    @classmethod
+    def for_produce(cls, version: int) -> TransactionSupportedOperation:
+        return cls.ADD_PARTITION if version > 11 else cls.GENERIC_ERROR_SUPPORTED if version > 10 \
+            else cls.DEFAULT_ERROR
+
+    @classmethod
+    def for_txn_offset_commit(cls, version: int) -> TransactionSupportedOperation:
+        return cls.ADD_PARTITION if version > 4 else cls.GENERIC_ERROR_SUPPORTED if version > 3 \
+            else cls.DEFAULT_ERROR
+
+
+Op = TransactionSupportedOperation
 # (transactional id, producer id, producer epoch, partitions) -> each partition's verify_only answer
 # (`broker.apis.add_partitions_to_txn.verify_partitions`).
 LocalVerifier = Callable[[str, int, int, set[TopicPartition]], Errors]
+# The same for adding the partitions (`broker.apis.add_partitions_to_txn.add_partitions`).
+LocalAdder = Callable[[str, int, int, set[TopicPartition]], Awaitable[Errors]]
 
 
 @dataclass
@@ -60,6 +105,7 @@ class _Pending:
     producer_epoch: int
     partitions: list[TopicPartition]
     future: asyncio.Future[Errors]
+    operation: TransactionSupportedOperation = TransactionSupportedOperation.DEFAULT_ERROR
 
 
 @dataclass
@@ -83,19 +129,43 @@ class AddPartitionsToTxnManager:
         self._queues: dict[int, _NodeQueue] = {}
         self._connections: dict[int, BrokerConnection] = {}
         self.verify_local: LocalVerifier | None = None  # set by the server
+        self.add_local: LocalAdder | None = None  # set by the server
 
     # ---- the caller's side
     def verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                           tps: list[TopicPartition]) -> asyncio.Future[Errors]:
+                           tps: list[TopicPartition], operation: Op = Op.DEFAULT_ERROR,
+                           retry_concurrent: bool = False) -> asyncio.Future[Errors]:
+        if operation.supports_epoch_bump and retry_concurrent:
+            return asyncio.ensure_future(self._add_retrying(transactional_id, producer_id, producer_epoch, tps))
+        return self._verify_once(transactional_id, producer_id, producer_epoch, tps, operation)
+
+    async def _add_retrying(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                            tps: list[TopicPartition]) -> Errors:
+        """Kafka's handleProduceAppend for a TV2 produce: CONCURRENT_TRANSACTIONS (the previous transaction's
+        markers still being written, common right after EndTxn) is retried every ADD_RETRY_BACKOFF_MS for up to
+        ADD_RETRY_BACKOFF_MAX_MS (capped at request.timeout.ms), cheaper than the producer retrying its batch."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(ADD_RETRY_BACKOFF_MAX_MS / 1000, self.timeout_s)
+        while True:
+            errors = await self._verify_once(transactional_id, producer_id, producer_epoch, tps, Op.ADD_PARTITION)
+            if ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values() or loop.time() >= deadline:
+                return errors
+            await asyncio.sleep(ADD_RETRY_BACKOFF_MS / 1000)
+
+    def _verify_once(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                     tps: list[TopicPartition], operation: Op) -> asyncio.Future[Errors]:
         future: asyncio.Future[Errors] = asyncio.get_running_loop().create_future()
         node = self._coordinator(transactional_id)
         if node is None:
             future.set_result(dict.fromkeys(tps, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return future
+        if operation.supports_epoch_bump and node == self.broker_id and self.add_local is not None:
+            return asyncio.ensure_future(self._add_local(self.add_local, transactional_id, producer_id,
+                                                         producer_epoch, tps))
         if node == self.broker_id and self.verify_local is not None:
             try:
                 future.set_result(_unverified(self.verify_local(transactional_id, producer_id, producer_epoch,
-                                                                set(tps))))
+                                                                set(tps)), operation))
             except Exception:
                 log.exception("verifying %s with this broker's transaction coordinator failed", transactional_id)
                 future.set_result(dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION))
@@ -109,10 +179,21 @@ class AddPartitionsToTxnManager:
             error = (ErrorCode.INVALID_PRODUCER_EPOCH if existing.producer_epoch < producer_epoch
                      else ErrorCode.NETWORK_EXCEPTION)
             _answer(existing, dict.fromkeys(existing.partitions, error))
-        queue.waiting[transactional_id] = _Pending(producer_id, producer_epoch, list(tps), future)
+        queue.waiting[transactional_id] = _Pending(producer_id, producer_epoch, list(tps), future, operation)
         if queue.sender is None or queue.sender.done():
             queue.sender = asyncio.get_running_loop().create_task(self._send_loop(node, queue))
         return future
+
+    @staticmethod
+    async def _add_local(add_local: LocalAdder, transactional_id: str, producer_id: int, producer_epoch: int,
+                         tps: list[TopicPartition]) -> Errors:
+        try:
+            return _unverified(await add_local(transactional_id, producer_id, producer_epoch, set(tps)),
+                               Op.ADD_PARTITION)
+        except Exception:
+            log.exception("adding partitions to %s with this broker's transaction coordinator failed",
+                          transactional_id)
+            return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
 
     def _coordinator(self, transactional_id: str) -> int | None:
         pm = self.metadata_cache.partition(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
@@ -177,7 +258,8 @@ def _verify_request(version: int, batch: dict[str, _Pending]) -> Any:
         for tp in pending.partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         transactions.append(Txn(transactional_id=txn_id, producer_id=pending.producer_id,
-                                producer_epoch=pending.producer_epoch, verify_only=True,
+                                producer_epoch=pending.producer_epoch,
+                                verify_only=not pending.operation.supports_epoch_bump,
                                 topics=[Txn.AddPartitionsToTxnTopic(name=t, partitions=ps)
                                         for t, ps in by_topic.items()]))
     return Req(transactions=transactions)
@@ -192,15 +274,22 @@ def _results(response: Any, batch: dict[str, _Pending]) -> dict[str, Errors]:
         return {t: dict.fromkeys(p.partitions, code) for t, p in batch.items()}
     return {result.transactional_id: _unverified({
         TopicPartition(topic.name, p.partition_index): ErrorCode(p.partition_error_code)
-        for topic in result.topic_results or [] for p in topic.results_by_partition or []})
+        for topic in result.topic_results or [] for p in topic.results_by_partition or []},
+        batch[result.transactional_id].operation if result.transactional_id in batch else Op.DEFAULT_ERROR)
         for result in response.results_by_transaction or []}
 
 
-def _unverified(answers: Errors) -> Errors:
+def _unverified(answers: Errors, operation: Op) -> Errors:
     """The partitions a coordinator did not verify, with the error the produce hears (a fenced producer's
-    PRODUCER_FENCED is INVALID_PRODUCER_EPOCH there)."""
-    return {tp: ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
-            for tp, code in answers.items() if code != ErrorCode.NONE}
+    PRODUCER_FENCED is INVALID_PRODUCER_EPOCH there; TRANSACTION_ABORTABLE is INVALID_TXN_STATE to a client
+    that does not know it)."""
+    def mapped(code: ErrorCode) -> ErrorCode:
+        if code == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if code == ErrorCode.TRANSACTION_ABORTABLE and operation is Op.DEFAULT_ERROR:
+            return ErrorCode.INVALID_TXN_STATE
+        return code
+    return {tp: mapped(code) for tp, code in answers.items() if code != ErrorCode.NONE}
 
 
 def _answer(pending: _Pending, errors: Errors) -> None:
@@ -217,8 +306,8 @@ class VerificationSplit:
     producer_epoch: int = -1
 
 
-def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview]
-                           ) -> VerificationSplit:
+def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicPartition, memoryview],
+                           operation: Op = Op.DEFAULT_ERROR) -> VerificationSplit:
     """Which partitions of a transactional produce need the coordinator's word first (Kafka's
     partitionEntriesForVerification): those whose first batch is transactional and whose producer has
     no ongoing transaction there. Raises KafkaApiError(INVALID_PRODUCER_ID_MAPPING) when the transactional
@@ -237,7 +326,8 @@ def split_for_verification(replica_manager: ReplicaManager, entries: dict[TopicP
         try:
             partition = replica_manager.get_partition_or_error(tp)
             guard = partition.maybe_start_transaction_verification(first.producer_id, first.base_sequence,
-                                                                   first.producer_epoch)
+                                                                   first.producer_epoch,
+                                                                   operation.supports_epoch_bump)
         except KafkaApiError as e:
             split.errors[tp] = e.code
             continue
@@ -257,11 +347,15 @@ _NOT_VERIFIED = (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_I
                  ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_COORDINATOR)
 
 
-def produce_error(code: ErrorCode) -> tuple[ErrorCode, str | None]:
+def produce_error(code: ErrorCode, operation: Op = Op.DEFAULT_ERROR) -> tuple[ErrorCode, str | None]:
     """What a Produce answers for a partition whose verification failed (Kafka's appendEntries): retriable
-    coordinator errors become NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh."""
+    coordinator errors become NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh; a TV2
+    produce (ADD_PARTITION) hears CONCURRENT_TRANSACTIONS itself (Kafka: common while the previous commit completes,
+    and clearer to that client)."""
     if code == ErrorCode.INVALID_TXN_STATE:
         return code, "Partition was not added to the transaction"
+    if operation.supports_epoch_bump and code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        return code, None
     if code in _NOT_VERIFIED:
         return (ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"Unable to verify the partition has been added to the transaction. Underlying error: {code.name}")
@@ -269,24 +363,26 @@ def produce_error(code: ErrorCode) -> tuple[ErrorCode, str | None]:
 
 
 async def verify_partition(replica_manager: ReplicaManager, tp: TopicPartition, transactional_id: str,
-                           producer_id: int, producer_epoch: int, base_sequence: int = -1
-                           ) -> tuple[ErrorCode, VerificationGuard | None]:
+                           producer_id: int, producer_epoch: int, base_sequence: int = -1,
+                           operation: Op = Op.DEFAULT_ERROR) -> tuple[ErrorCode, VerificationGuard | None]:
     """One partition's verification before a coordinator's transactional append (a TxnOffsetCommit to
     __consumer_offsets; Kafka's maybeStartTransactionVerificationForPartition): (NONE, guard) when it may
     be appended with that guard (None: nothing to verify), else the error, retriable coordinator errors
-    as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own)."""
+    as NOT_ENOUGH_REPLICAS (Kafka's mapping before the caller's own). `operation` from the TxnOffsetCommit's
+    version: ADD_PARTITION (v5+, TV2) has the coordinator add the partition instead of checking it."""
     manager = replica_manager.add_partitions_to_txn
-    if manager is None or not replica_manager.transaction_verification_enabled():
+    if manager is None or not (operation.supports_epoch_bump or replica_manager.transaction_verification_enabled()):
         replica_manager.disable_transaction_verification([tp])
         return ErrorCode.NONE, None
     try:
         partition = replica_manager.get_partition_or_error(tp)
-        guard = partition.maybe_start_transaction_verification(producer_id, base_sequence, producer_epoch)
+        guard = partition.maybe_start_transaction_verification(producer_id, base_sequence, producer_epoch,
+                                                               operation.supports_epoch_bump)
     except KafkaApiError as e:
         return e.code, None
     if guard is VerificationGuard.SENTINEL:
         return ErrorCode.NONE, None
-    errors = await manager.verify_transaction(transactional_id, producer_id, producer_epoch, [tp])
+    errors = await manager.verify_transaction(transactional_id, producer_id, producer_epoch, [tp], operation)
     error = errors.get(tp, ErrorCode.NONE)
     if error in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                  ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):

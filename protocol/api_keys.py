@@ -1,7 +1,8 @@
 """API keys and the version table this codec implements.
 
 Contract: `SUPPORTED_VERSIONS` is exactly what `protocol` can decode and encode, requests and responses,
-for each API key (Kafka 3.9's ranges; Produce v0-v2 kept for old clients). It says nothing about what a
+for each API key (Kafka 3.9's ranges, raised to Kafka 4.x's for the transaction.version 2 APIs; Produce v0-v2 kept
+for old clients). It says nothing about what a
 broker serves: it lists APIs no handler of ours implements (transactions, ACLs, AlterPartition...), which
 the codec still decodes so tools, tests and inter-broker peers can speak them. What the broker advertises
 in ApiVersions is derived from its handler modules (`broker.apis`), each range inside this table.
@@ -100,7 +101,7 @@ class ApiKey(IntEnum):
 
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 11),
+    ApiKey.PRODUCE: (0, 12),
     ApiKey.FETCH: (0, 17),
     ApiKey.LIST_OFFSETS: (0, 9),
     ApiKey.METADATA: (0, 12),
@@ -124,11 +125,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
-    ApiKey.END_TXN: (0, 4),
-    ApiKey.WRITE_TXN_MARKERS: (0, 1),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.WRITE_TXN_MARKERS: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),

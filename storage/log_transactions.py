@@ -101,17 +101,17 @@ class LogTransactions:
                 break
         return found
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return self.producer_state.has_ongoing_txn(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        return self.producer_state.has_ongoing_txn(producer_id, producer_epoch)
 
-    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int
-                                             ) -> VerificationGuard:
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard:
         """KIP-890: the guard a transactional produce carries through its verification with the coordinator;
-        ``VerificationGuard.SENTINEL`` when the producer's transaction is already open here."""
-        if self.has_ongoing_transaction(producer_id):
+        ``VerificationGuard.SENTINEL`` when the producer's transaction is already open here at that epoch."""
+        if self.has_ongoing_transaction(producer_id, epoch):
             return VerificationGuard.SENTINEL
         return self.producer_state.maybe_create_verification_state_entry(
-            producer_id, sequence, epoch, time.time_ns() // 1_000_000).verification_guard
+            producer_id, sequence, epoch, time.time_ns() // 1_000_000, supports_epoch_bump).verification_guard
 
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         """The producer ids forgotten now (see ``ProducerStateManager.remove_expired_producers``)."""

@@ -115,7 +115,7 @@ def analyze_producer_state(
                     return updated, completed, duplicate
         transactional = h[5] & TRANSACTIONAL_MASK
         if transactional and origin is not AppendOrigin.REPLICATION and state.transaction_verification_enabled \
-                and not h[5] & CONTROL_MASK and not state.has_ongoing_txn(producer_id):
+                and not h[5] & CONTROL_MASK and not state.has_ongoing_txn(producer_id, h[10]):
             entry_ = state.verification_state_entry(producer_id)
             guard = entry_.verification_guard if entry_ is not None else VerificationGuard.SENTINEL
             if not guard.verify(verification_guard):

@@ -188,6 +188,8 @@ class VerificationStateEntry:
     lowest_sequence: int
     epoch: int
     verification_guard: VerificationGuard = field(default_factory=VerificationGuard)
+    # transaction.version 2 (the leader adds the partition): a producer without state here starts at sequence 0.
+    supports_epoch_bump: bool = False
 
     def maybe_update_lowest_sequence_and_epoch(self, sequence: int, epoch: int) -> None:
         if epoch == self.epoch and sequence < self.lowest_sequence:
@@ -234,6 +236,13 @@ class ProducerAppendInfo:
 
     def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
         verification = self.verification
+        if verification is not None and verification.supports_epoch_bump and first_seq != 0 \
+                and (self.current is None or not self.current.batches):
+            # Kafka 4.1 (KAFKA-18202): a TV2 producer unknown here cannot be in the middle of a sequence.
+            raise OutOfOrderSequenceError(
+                f"invalid sequence number for producer {self.producer_id} at offset {offset} in "
+                f"{self.topic_partition}: {first_seq} (incoming seq. number); a transactions v2 producer with no "
+                f"state here must start at sequence 0")
         if verification is not None and first_seq > verification.lowest_sequence:
             raise OutOfOrderSequenceError(
                 f"out of order sequence number for producer {self.producer_id} at offset {offset} in "
@@ -336,9 +345,12 @@ class ProducerStateManager:
     def is_empty(self) -> bool:
         return not self.producers and not self.unreplicated_txns
 
-    def has_ongoing_txn(self, producer_id: int) -> bool:
+    def has_ongoing_txn(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether the producer has a transaction open here; with `producer_epoch`, one opened at that epoch
+        (Kafka 4.x: a newer epoch's transaction may have ended, its marker not yet here, KIP-890 part 2)."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return entry is not None and entry.current_txn_first_offset >= 0 \
+            and (producer_epoch is None or entry.producer_epoch == producer_epoch)
 
     # -- appends -------------------------------------------------------------------------------------
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
@@ -422,10 +434,12 @@ class ProducerStateManager:
 
     # -- KIP-890 verification ------------------------------------------------------------------------
     def maybe_create_verification_state_entry(self, producer_id: int, sequence: int, epoch: int,
-                                              now_ms: int) -> VerificationStateEntry:
+                                              now_ms: int, supports_epoch_bump: bool = False
+                                              ) -> VerificationStateEntry:
         entry = self.verification_states.get(producer_id)
         if entry is None:
-            entry = self.verification_states[producer_id] = VerificationStateEntry(now_ms, sequence, epoch)
+            entry = self.verification_states[producer_id] = VerificationStateEntry(
+                now_ms, sequence, epoch, supports_epoch_bump=supports_epoch_bump)
         entry.maybe_update_lowest_sequence_and_epoch(sequence, epoch)
         return entry
 

@@ -1,9 +1,12 @@
-"""AddOffsetsToTxn (key 25), versions 0–3.
+"""AddOffsetsToTxn (key 25), versions 0–4.
 
 Adds the group's `__consumer_offsets` partition (abs(hashCode(group_id)) % offsets.topic.num.partitions) to the
 producer's transaction, as AddPartitionsToTxn would (Kafka's handleAddOffsetsToTxnRequest); the offsets
 themselves come with TxnOffsetCommit to the group coordinator. Errors are the coordinator's, as for
-AddPartitionsToTxn (`add_partitions_to_txn`); before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+AddPartitionsToTxn (`add_partitions_to_txn`); before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH. v4 (KIP-890)
+only lets Kafka answer TRANSACTION_ABORTABLE, which an add never is. The transaction stays at client
+transaction version 0 whatever the version (Kafka: a TV2 producer sends no AddOffsetsToTxn, TxnOffsetCommit v5
+adds the partition).
 With an authorizer (Kafka): WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then
 READ on the group (GROUP_AUTHORIZATION_FAILED).
 """
@@ -20,7 +23,7 @@ from storage import TopicPartition
 
 API_KEY = 25
 MIN_VERSION = 0
-MAX_VERSION = 3
+MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR,

@@ -1,11 +1,16 @@
-"""AddPartitionsToTxn (key 24), versions 0–4.
+"""AddPartitionsToTxn (key 24), versions 0–5.
 
 v0–3 come from a transactional producer: one transaction, its partitions added to it (written to
-`__transaction_state` before the answer). v4 comes from partition leaders (KIP-890): a batch of transactions,
-each either added or, with `verify_only`, checked (NONE for a partition in the transaction, INVALID_TXN_STATE
-for one not in it). As Kafka's KafkaApis: a partition of a topic this broker does not know fails the whole
-transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a coordinator error is
-answered for every partition of the transaction; before v2 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+`__transaction_state` before the answer). v4–5 come from partition leaders (KIP-890): a batch of transactions,
+each either added or, with `verify_only`, checked (NONE for a partition in the transaction,
+TRANSACTION_ABORTABLE for one not in it, whatever the version: Kafka's answer since 3.8, which the leader turns
+into INVALID_TXN_STATE for a client that does not know it). An add at v4+ is a transaction.version 2 client's
+implicit add (Produce v12 / TxnOffsetCommit v5 on the leader): the coordinator records client transaction
+version 2 (Kafka's transactionVersionForAddPartitionsToTxn), so the transaction's markers carry the epoch its
+EndTxn v5 bumps. v5 is the same as v4. As Kafka's KafkaApis: a partition of a topic this broker does not know
+fails the whole transaction (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for the others); a
+coordinator error is answered for every partition of the transaction; before v2 PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH.
 The coordinator's errors: INVALID_REQUEST (empty transactional id), INVALID_PRODUCER_ID_MAPPING (unknown id or
 another producer id), PRODUCER_FENCED (another epoch), CONCURRENT_TRANSACTIONS (a transition or the markers
 pending), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE (the state write failed).
@@ -29,12 +34,12 @@ if TYPE_CHECKING:
 
 API_KEY = 24
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INVALID_REQUEST,
     ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.TRANSACTION_ABORTABLE,
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
@@ -90,7 +95,7 @@ async def _one(ctx: RequestContext, version: int, transactional_id: str, produce
     if failed:
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     error = await ctx.server.transaction_coordinator.coordinator.handle_add_partitions(
-        transactional_id, producer_id, producer_epoch, partitions)
+        transactional_id, producer_id, producer_epoch, partitions, client_transaction_version=2 if version >= 4 else 0)
     if version < 2 and error == ErrorCode.PRODUCER_FENCED:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return dict.fromkeys(partitions, error)
@@ -105,6 +110,18 @@ def verify_partitions(server: KafkaServer, transactional_id: str, producer_id: i
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     return server.transaction_coordinator.coordinator.handle_verify_partitions(
         transactional_id, producer_id, producer_epoch, partitions)
+
+
+async def add_partitions(server: KafkaServer, transactional_id: str, producer_id: int, producer_epoch: int,
+                         partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    """What an add (v4+, not verify_only: a TV2 client's implicit add) answers per partition; a partition leader
+    whose transaction coordinator is this broker asks it here, in-process, instead of sending the request."""
+    failed = _unknown(server, partitions)
+    if failed:
+        return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+    error = await server.transaction_coordinator.coordinator.handle_add_partitions(
+        transactional_id, producer_id, producer_epoch, partitions, client_transaction_version=2)
+    return dict.fromkeys(partitions, error)
 
 
 def _unknown(server: KafkaServer, partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

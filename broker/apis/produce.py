@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 0–11.
+"""Produce (key 0), versions 0–12.
 
 This handler does what belongs to the request: acks must be 0, 1 or -1 (else every partition answers
 INVALID_REQUIRED_ACKS and nothing is appended), and v0–v2 magic 0/1 message sets are up-converted to v2
@@ -22,7 +22,14 @@ Transactional produce: a request whose first batch of any partition is transacti
 `transactional_id` (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer);
 the ReplicaManager verifies with the transaction coordinator (KIP-890, AddPartitionsToTxn v4 verify_only)
 before the first transactional append of a producer to a partition: not in the transaction,
-INVALID_TXN_STATE; the coordinator unreachable or busy, NOT_ENOUGH_REPLICAS (retriable).
+INVALID_TXN_STATE (v11+, KIP-890's abortable error: TRANSACTION_ABORTABLE); the coordinator unreachable or
+busy, NOT_ENOUGH_REPLICAS (retriable).
+v12 (KIP-890 part 2, a transaction.version 2 producer sends no AddPartitionsToTxn): the leader has the
+coordinator add the partition instead (AddPartitionsToTxn v4 without verify_only), even with
+transaction.partition.verification.enable off, then appends; the coordinator's refusals answer as for
+verification (another epoch INVALID_PRODUCER_EPOCH, an unknown id or another producer id
+INVALID_PRODUCER_ID_MAPPING); CONCURRENT_TRANSACTIONS (the previous transaction still completing) is asked
+again for up to 100 ms, then answered as is, not as NOT_ENOUGH_REPLICAS (Kafka 4.x).
 Authorization (with an authorizer), as Kafka: transactional records need WRITE on the transactional id (else
 every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each topic needs WRITE (else its partitions
 TOPIC_AUTHORIZATION_FAILED, the others are appended).
@@ -43,6 +50,7 @@ from broker.apis.base import RequestContext, current_leader, response_for, respo
 from broker.delayed_produce import ProducePartitionResult
 from broker.security.acl import AclOperation, ResourceType
 from broker.security.quotas import PRODUCER_BYTE_RATE
+from broker.txn_verification import TransactionSupportedOperation
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
 from protocol.records import CorruptRecordError, InvalidRecordError, read_magic
@@ -52,14 +60,15 @@ log = logging.getLogger("broker.apis.produce")
 
 API_KEY = 0
 MIN_VERSION = 0
-MAX_VERSION = 11
+MAX_VERSION = 12
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.CORRUPT_MESSAGE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS,
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_RECORD,
     ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.CONCURRENT_TRANSACTIONS,
+    ErrorCode.TRANSACTION_ABORTABLE,
 )
 
 
@@ -102,7 +111,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             entries[tp] = buf
     result = ctx.server.replica_manager.append_records(
         request.timeout_ms, acks, entries, internal_topics_allowed=ctx.client_id == "__broker_internal",
-        transactional_id=request.transactional_id)
+        transactional_id=request.transactional_id,
+        transaction_operation=TransactionSupportedOperation.for_produce(request.API_VERSION))
     if isinstance(result, asyncio.Future):
         async def wait() -> Any:
             results = await result

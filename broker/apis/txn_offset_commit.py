@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0–3.
+"""TxnOffsetCommit (key 28), versions 0–5.
 
 A transactional producer's consumed offsets for a group (`send_offsets_to_transaction`), committed in its
 transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxnCommitOffsets):
@@ -6,10 +6,14 @@ transaction (Kafka's handleTxnOffsetCommitRequest and GroupCoordinator.handleTxn
   the rest go to the group coordinator (empty group id INVALID_GROUP_ID; NOT_COORDINATOR /
   COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE as for OffsetCommit);
 - KIP-890: the group's `__consumer_offsets` partition is verified with the transaction coordinator (it is in
-  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE; another epoch,
+  the transaction once AddOffsetsToTxn added it): not in it, INVALID_TXN_STATE (v4+, which know KIP-890's
+  abortable error: TRANSACTION_ABORTABLE); another epoch,
   INVALID_PRODUCER_EPOCH; an unknown transactional id or another producer id, INVALID_PRODUCER_ID_MAPPING;
   the coordinator busy or unreachable, COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (Kafka's
   maybeConvertOffsetCommitError);
+- KIP-890 part 2 (v5, a transaction.version 2 producer sends no AddOffsetsToTxn): the partition is added to
+  the transaction by the coordinator instead of verified (AddPartitionsToTxn v4 without verify_only), even
+  with transaction.partition.verification.enable off; its refusals map as above.
 - KIP-447 (v3+): a member id, generation or group instance id is checked as OffsetCommit checks them
   (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID); v0–v2 carry none and are accepted whatever
   the group's state;
@@ -32,19 +36,19 @@ from broker.coordinator.group import OffsetCommitEntry
 from broker.coordinator.group.errors import map_offset_append_error
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from broker.security.acl import AclOperation, ResourceType
-from broker.txn_verification import verify_partition
+from broker.txn_verification import TransactionSupportedOperation, verify_partition
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 3
+MAX_VERSION = 5
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.INVALID_TXN_STATE,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.UNKNOWN_MEMBER_ID,
     ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.OFFSET_METADATA_TOO_LARGE,
-    ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_COMMIT_OFFSET_SIZE, ErrorCode.TRANSACTION_ABORTABLE,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
@@ -73,7 +77,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         async def verify(partition: int) -> tuple[int, object]:
             error, guard = await verify_partition(
                 ctx.server.replica_manager, TopicPartition(GROUP_METADATA_TOPIC, partition),
-                request.transactional_id, request.producer_id, request.producer_epoch)
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                operation=TransactionSupportedOperation.for_txn_offset_commit(version))
             return _convert_verification_error(error), guard
 
         coordinator = ctx.server.group_coordinator.coordinator

@@ -1,5 +1,10 @@
-"""WriteTxnMarkers (key 27), versions 0–1: the transaction coordinator asks this broker, as partition leader,
+"""WriteTxnMarkers (key 27), versions 0–2: the transaction coordinator asks this broker, as partition leader,
 to end a producer's transaction on some partitions.
+
+v2 (KIP-1228) carries each marker's TransactionVersion. It is accepted and not used: a marker's producer epoch is
+checked as Kafka 4.0/4.1 check every marker (an epoch below the producer's is INVALID_PRODUCER_EPOCH; a
+transaction.version 2 marker carries the epoch EndTxn v5 bumped, which passes). Kafka 4.2's stricter check of
+TV2 markers (an epoch not above the producer's is refused unless it repeats a completed one) is not done.
 
 For each marker and each of its partitions a control batch (COMMIT or ABORT with the coordinator epoch) is
 appended as leader with origin COORDINATOR and acks=-1, internal topics allowed (Kafka's
@@ -44,7 +49,7 @@ MarkerErrors = dict[TopicPartition, ErrorCode]
 
 API_KEY = 27
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.NOT_ENOUGH_REPLICAS,

@@ -39,15 +39,16 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 # ELR fields of PartitionRecord/PartitionChangeRecord v2 from 4.0-IV1; 4.0-IV2 to 4.1-IV1 add no record).
 METADATA_VERSION_RANGE = (7, 27)
 # group.version 1: KIP-848 consumer groups; share.version 1: KIP-932 share groups (broker/apis/api_versions.py
-# advertises the same levels). transaction.version 1 (KIP-890): the coordinator may write __transaction_state
-# values at version 1 (flexible), which ours reads (broker/coordinator/transaction/log.py); level 2 (epoch bump per
-# transaction, EndTxn v5 / AddPartitionsToTxn v5) is not implemented, so a cluster that finalized it refuses us.
+# advertises the same levels). transaction.version 1 (KIP-890): __transaction_state values at version 1 (flexible,
+# broker/coordinator/transaction/log.py); level 2 (KIP-890 part 2, `kafka-storage.sh format`'s default from Kafka
+# 4.0): EndTxn v5 bumps the epoch at every commit/abort, Produce v12 / TxnOffsetCommit v5 add their partitions
+# through the leader (AddPartitionsToTxn v4+), the coordinator's own aborts follow the cluster's level.
 # kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
 # controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
 # eligible.leader.replicas.version (KIP-966) is left out (level 0 only) until the leader holds the high watermark
 # back below min.insync.replicas (KAFKA-15583), which the ELR guarantees rest on.
 SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1),
-                      "transaction.version": (0, 1), "kraft.version": (0, 1)}
+                      "transaction.version": (0, 2), "kraft.version": (0, 1)}
 _FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
 
 

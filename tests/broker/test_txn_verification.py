@@ -9,6 +9,9 @@ what a test tells it, for the coordinator answers ours cannot be made to give on
 at the moment of the verification, a top-level CLUSTER_AUTHORIZATION_FAILED (no ACLs here), a coordinator that
 serves AddPartitionsToTxn only up to v3 (ours serves v4), and an answer held back until the test lets it go
 (to see the verifications queued meanwhile go out in one request).
+KIP-890 part 2 (`add_partitions`, a Produce v12): the leader has the real coordinator add the partitions over
+the wire (AddPartitionsToTxn v4 without verify_only), even with verification off; the double shows the
+CONCURRENT_TRANSACTIONS retries and that the answer is then CONCURRENT_TRANSACTIONS itself.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.replica_manager import ReplicaManager
 from broker.testing import EmbeddedBroker
 from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
+from broker.txn_verification import TransactionSupportedOperation as Op
 from protocol import decode_request, encode_response, request_class, response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -37,6 +41,7 @@ from tests.storage.txn_support import idempotent_batch, txn_batch
 from .replication import TP, lead, replica_manager
 
 TP1 = TopicPartition(TP.topic, 1)
+ADD = Op.ADD_PARTITION
 COORDINATOR_ID = 7
 TXN_PARTITIONS = 3
 
@@ -119,10 +124,10 @@ def leader_with_coordinator(tmp_path: Path, coordinator_port: int | None,
     return rm
 
 
-async def produce(rm: ReplicaManager, batches: dict[TopicPartition, bytearray], transactional_id: str = "tx"
-                  ) -> dict[TopicPartition, tuple[int, str | None]]:
+async def produce(rm: ReplicaManager, batches: dict[TopicPartition, bytearray], transactional_id: str = "tx",
+                  operation: Op = Op.DEFAULT_ERROR) -> dict[TopicPartition, tuple[int, str | None]]:
     result: Any = rm.append_records(1000, 1, {tp: memoryview(b) for tp, b in batches.items()},
-                                    transactional_id=transactional_id)
+                                    transactional_id=transactional_id, transaction_operation=operation)
     if isinstance(result, asyncio.Future):
         result = await result
     return {tp: (r.error, r.error_message) for tp, r in result.items() if isinstance(r, ProducePartitionResult)}
@@ -334,3 +339,41 @@ def test_turning_verification_off_lets_transactional_produce_through_unverified(
             TP: (ErrorCode.NONE, None)}
         assert log_end(rm, TP) == 1
     run_with_real_coordinator(tmp_path, coordinator, scenario)
+
+
+def test_tv2_produce_has_the_coordinator_add_the_partitions_over_the_wire(
+        tmp_path: Path, coordinator: EmbeddedBroker) -> None:
+    pid, epoch = begin(coordinator, "tx-tv2-add")  # nothing added: the produce adds
+
+    async def scenario(rm: ReplicaManager) -> None:
+        rm.transaction_verification_enabled = lambda: False  # a TV2 add does not depend on it (Kafka)
+        assert await produce(rm, {TP: txn_batch(pid, 0, epoch=epoch), TP1: txn_batch(pid, 0, epoch=epoch)},
+                             "tx-tv2-add", operation=ADD) == {TP: (ErrorCode.NONE, None), TP1: (ErrorCode.NONE, None)}
+        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 1
+        # another epoch: the coordinator refuses the add (PRODUCER_FENCED), the produce hears INVALID_PRODUCER_EPOCH;
+        # another producer id: INVALID_PRODUCER_ID_MAPPING
+        assert (await produce(rm, {TP1: txn_batch(pid, 0, epoch=epoch + 1)}, "tx-tv2-add", operation=ADD))[TP1][0] \
+            == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert (await produce(rm, {TP1: txn_batch(pid + 1, 0, epoch=0)}, "tx-tv2-add", operation=ADD))[TP1][0] \
+            == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    run_with_real_coordinator(tmp_path, coordinator, scenario)
+    describe = request_class(ApiKey.DESCRIBE_TRANSACTIONS)[0]
+    state = raw_request(coordinator.port, describe(transactional_ids=["tx-tv2-add"])).transaction_states[0]
+    assert state.transaction_state == "Ongoing" and [(t.topic, sorted(t.partitions)) for t in state.topics] == [
+        (TP.topic, [0, 1])]
+    md = coordinator.server.transaction_coordinator.state.get_state("tx-tv2-add")[1]
+    assert md.client_transaction_version == 2  # an add from a leader (v4+) is a TV2 client's
+
+
+def test_tv2_produce_retries_concurrent_transactions_then_answers_it(tmp_path: Path) -> None:
+    async def scenario(rm: ReplicaManager, double: CoordinatorDouble) -> None:
+        double.partition_errors[TP1] = ErrorCode.CONCURRENT_TRANSACTIONS
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await produce(rm, {TP: txn_batch(5, 0), TP1: txn_batch(5, 0)}, operation=ADD) == {
+            TP: (ErrorCode.NONE, None), TP1: (ErrorCode.CONCURRENT_TRANSACTIONS, None)}
+        assert loop.time() - started >= 0.1  # asked again for 100 ms
+        assert 3 <= len(double.requests) <= 8  # every 20 ms, each a round trip
+        assert {txn.verify_only for r in double.requests for txn in r.transactions} == {False}
+        assert log_end(rm, TP) == 1 and log_end(rm, TP1) == 0
+    run_with_coordinator(tmp_path, scenario)

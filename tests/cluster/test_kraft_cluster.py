@@ -476,16 +476,16 @@ def test_start_refused_on_another_finalized_feature(tmp_path: Path) -> None:
 
     c = ControllerThread().start()
     try:
-        c.call(lambda ctl: ctl.append([FeatureLevelRecord(name="transaction.version", feature_level=2, version=0)]))
+        c.call(lambda ctl: ctl.append([FeatureLevelRecord(name="transaction.version", feature_level=3, version=0)]))
         props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": c.voters,
                  "controller.listener.names": "CONTROLLER", **FAST}
         b = EmbeddedBroker(props, data_dir=tmp_path / "b")
         format_dirs(KafkaConfig(b.props), c.call(lambda ctl: ctl.cluster_id), out=open("/dev/null", "w"))  # noqa: SIM115
         with pytest.raises(RuntimeError) as e:
             b.start()
-        assert ("UNSUPPORTED_VERSION: the cluster's finalized transaction.version is 2; this broker supports "
-                "transaction.version 0 to 1: change it with `kafka-features.sh downgrade --feature "
-                "transaction.version=1`") in str(e.value)
+        assert ("UNSUPPORTED_VERSION: the cluster's finalized transaction.version is 3; this broker supports "
+                "transaction.version 0 to 2: change it with `kafka-features.sh downgrade --feature "
+                "transaction.version=2`") in str(e.value)
     finally:
         c.stop()
 

@@ -283,7 +283,7 @@ def test_add_partitions_offsets_verify_and_end_over_the_wire(broker_factory: Any
         return {(t.name, p.partition_index): p.partition_error_code for t in result.topic_results
                 for p in t.results_by_partition}
 
-    assert verify(epoch) == {("raw-out", 0): 0, ("raw-out", 1): ErrorCode.INVALID_TXN_STATE}
+    assert verify(epoch) == {("raw-out", 0): 0, ("raw-out", 1): ErrorCode.TRANSACTION_ABORTABLE}
     assert verify(epoch + 1) == {("raw-out", 0): ErrorCode.PRODUCER_FENCED, ("raw-out", 1): ErrorCode.PRODUCER_FENCED}
 
     add_offsets = raw_request(broker.port, request_class(ApiKey.ADD_OFFSETS_TO_TXN)[3](

@@ -146,7 +146,7 @@ def test_unsupported_api_versions_request_gets_the_v0_fallback() -> None:
 
 
 def test_unsupported_version_of_other_api_carries_the_header() -> None:
-    frame = struct.pack('>hhih', ApiKey.PRODUCE, 12, 8, 1) + b'c' + b'\x00rest'
+    frame = struct.pack('>hhih', ApiKey.PRODUCE, 14, 8, 1) + b'c' + b'\x00rest'
     with pytest.raises(UnsupportedVersion) as caught:
         decode_request(frame)
     assert caught.value.header.correlation_id == 8

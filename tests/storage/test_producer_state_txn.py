@@ -161,3 +161,37 @@ def test_kip_890_verification_guard(tmp_path: Path) -> None:
     append(entry.verification_guard, 0, 0)
     assert ps.verification_state_entry(1) is None  # cleared by the first transactional append
     append(None, 1, 1)  # the transaction is open now: no guard needed
+
+
+def test_kip_890_part_2_a_newer_epoch_is_not_part_of_the_open_transaction(tmp_path: Path) -> None:
+    """Kafka 4.x: a transaction open at epoch 0 is not one open at epoch 1 (a TV2 producer's next transaction,
+    whose previous marker has not reached this partition yet): that batch needs its own verification guard."""
+    ps = ProducerStateManager(tmp_path)
+    ps.transaction_verification_enabled = True
+    data(ps, 1, 0, 0)  # open at epoch 0
+    assert ps.has_ongoing_txn(1) and ps.has_ongoing_txn(1, 0) and not ps.has_ongoing_txn(1, 1)
+    buf = txn_batch(1, 0, epoch=1)
+    batches = [(pos, h._replace(base_offset=1)) for pos, h in batch_headers(buf)]
+    with pytest.raises(InvalidTxnStateError):
+        analyze_producer_state(ps, buf, batches, AppendOrigin.CLIENT, None)
+    guard = ps.maybe_create_verification_state_entry(1, 0, 1, now_ms=1).verification_guard
+    analyze_producer_state(ps, buf, batches, AppendOrigin.CLIENT, guard)  # verified: accepted
+
+
+def test_kip_890_part_2_a_tv2_producer_without_state_starts_at_sequence_0(tmp_path: Path) -> None:
+    """Kafka 4.1 (KAFKA-18202): verified for a transaction.version 2 produce, a producer this partition has no
+    state for must start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER, retriable, else); TV1 accepts any."""
+    ps = ProducerStateManager(tmp_path)
+    ps.transaction_verification_enabled = True
+
+    def analyze(pid: int, seq: int, guard: VerificationGuard) -> None:
+        buf = txn_batch(pid, seq)
+        analyze_producer_state(ps, buf, [(pos, h._replace(base_offset=0)) for pos, h in batch_headers(buf)],
+                               AppendOrigin.CLIENT, guard)
+
+    tv2 = ps.maybe_create_verification_state_entry(1, 3, 0, now_ms=1, supports_epoch_bump=True)
+    with pytest.raises(OutOfOrderSequenceError):
+        analyze(1, 3, tv2.verification_guard)
+    analyze(1, 0, ps.maybe_create_verification_state_entry(1, 0, 0, now_ms=1).verification_guard)
+    tv1 = ps.maybe_create_verification_state_entry(2, 3, 0, now_ms=1)
+    analyze(2, 3, tv1.verification_guard)

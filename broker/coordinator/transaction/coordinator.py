@@ -16,6 +16,16 @@ Contract:
   and the CompleteCommit/CompleteAbort record; an AddPartitionsToTxn / AddOffsetsToTxn arriving meanwhile waits
   for that (up to COMPLETION_WAIT_S) before it is judged, where Kafka answers CONCURRENT_TRANSACTIONS at once.
   The same for a loaded Prepare* transaction (`_on_loaded`).
+- transaction.version 2 (KIP-890 part 2, Kafka 4.x): the client's request version decides (EndTxn v5+,
+  AddPartitionsToTxn v4+ — the latter sent by partition leaders for Produce v12 / TxnOffsetCommit v5 — are TV2,
+  AddOffsetsToTxn and older versions TV0); the coordinator's own aborts (a fence, a timeout) follow the
+  cluster's finalized level (`TransactionStateManager.transaction_version_level`). A TV2 end bumps the epoch
+  (the markers carry the bumped one) and answers the id/epoch to continue with; at the exhausted epoch it takes
+  a new producer id, which Complete* switches to at epoch 0. Kafka's TV2 table: the epoch before the bump (or
+  the previous producer id at the exhausted epoch) is a retry, answered NONE with the current id/epoch once
+  complete; an abort is accepted from Empty/CompleteCommit/CompleteAbort (nothing to mark), a commit there is
+  INVALID_TXN_STATE; Prepare* answers CONCURRENT_TRANSACTIONS to the retry and INVALID_TXN_STATE the other
+  way; any other epoch PRODUCER_FENCED. A fence under TV2 bumps twice (the fence, then the abort), as Kafka.
 - `abort_timed_out_transactions()` fences and aborts every Ongoing transaction past its timeout.
 - `active` is False until `startup()` and after `shutdown()`: Describe/ListTransactions then answer
   COORDINATOR_NOT_AVAILABLE, as Kafka's.
@@ -29,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from broker.controller.producer_ids import ProducerIdsUnavailable
 from broker.coordinator.transaction.metadata import (
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     IllegalTransition,
@@ -100,8 +111,8 @@ class TransactionCoordinator:
         if isinstance(prepared, ErrorCode):
             return prepared, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if prepared.txn_state == S.PREPARE_EPOCH_FENCE:
-            error = await self._end_transaction(transactional_id, prepared.producer_id, prepared.producer_epoch,
-                                                commit=False, from_client=False)
+            error, _, _ = await self._end_transaction(transactional_id, prepared.producer_id,
+                                                      prepared.producer_epoch, commit=False, from_client=False)
             return (error if error != ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS,
                     NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         error = await self.state.append(transactional_id, coordinator_epoch, prepared)
@@ -161,7 +172,8 @@ class TransactionCoordinator:
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn
     async def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                    partitions: set[TopicPartition]) -> ErrorCode:
+                                    partitions: set[TopicPartition], client_transaction_version: int = 0
+                                    ) -> ErrorCode:
         await self._wait_for_completion(transactional_id)
         got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
@@ -173,12 +185,12 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if md.state == S.ONGOING and partitions <= md.topic_partitions:
             return ErrorCode.NONE
-        target = md.prepare_add_partitions(frozenset(partitions), now_ms())
+        target = md.prepare_add_partitions(frozenset(partitions), now_ms(), client_transaction_version)
         return await self.state.append(transactional_id, coordinator_epoch, target)
 
     def handle_verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4 verify_only)."""
+        """KIP-890: which of `partitions` the transaction holds (AddPartitionsToTxn v4+ verify_only)."""
         got = self._existing(transactional_id, producer_id)
         if isinstance(got, ErrorCode):
             error = got
@@ -189,47 +201,44 @@ class TransactionCoordinator:
             elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 error = ErrorCode.CONCURRENT_TRANSACTIONS
             else:
-                return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.INVALID_TXN_STATE
+                # Kafka (3.8+) answers TRANSACTION_ABORTABLE whatever the request version; the leader turns it
+                # into INVALID_TXN_STATE for clients that do not know it.
+                return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.TRANSACTION_ABORTABLE
                         for tp in partitions}
         return dict.fromkeys(partitions, error)
 
     # ---- EndTxn
     async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                     commit: bool) -> ErrorCode:
-        return await self._end_transaction(transactional_id, producer_id, producer_epoch, commit, from_client=True)
+                                     commit: bool, client_transaction_version: int = 0
+                                     ) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, producer epoch): the id/epoch the producer continues with (TV2, EndTxn v5+),
+        -1/-1 on an error."""
+        return await self._end_transaction(transactional_id, producer_id, producer_epoch, commit, from_client=True,
+                                           client_transaction_version=client_transaction_version)
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
-                               from_client: bool) -> ErrorCode:
-        got = self._existing(transactional_id, producer_id)
+                               from_client: bool, client_transaction_version: int | None = None
+                               ) -> tuple[ErrorCode, int, int]:
+        if client_transaction_version is None:  # the coordinator's own abort: the cluster's transaction.version
+            client_transaction_version = self.state.transaction_version_level()
+        tv2 = client_transaction_version >= 2
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        got = self.state.get_state(transactional_id)
+        if got is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if isinstance(got, ErrorCode):
-            return got
+            return got, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         coordinator_epoch, md = got
-        is_epoch_fence = False
-        if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
-        if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        if md.state == S.ONGOING:
-            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-            if next_state == S.PREPARE_ABORT and md.pending_state == S.PREPARE_EPOCH_FENCE:
-                # The fence's epoch bump is written with the abort itself.
-                is_epoch_fence = True
-                md.pending_state = None
-                md.producer_epoch = producer_epoch
-                md.last_producer_epoch = NO_PRODUCER_EPOCH
-            target = md.prepare_abort_or_commit(next_state, now_ms())
-        elif md.state == S.COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else self._invalid_end(md, commit)
-        elif md.state == S.COMPLETE_ABORT:
-            return ErrorCode.NONE if not commit else self._invalid_end(md, commit)
-        elif md.state == S.PREPARE_COMMIT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else self._invalid_end(md, commit)
-        elif md.state == S.PREPARE_ABORT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else self._invalid_end(md, commit)
-        elif md.state == S.EMPTY:
-            return self._invalid_end(md, commit)
-        else:
-            raise AssertionError(f"{transactional_id} found in state {md.state.state_name}")
+        current = (md.producer_id, md.producer_epoch)
+        prepared = (self._prepare_end_tv2(md, producer_id, producer_epoch, commit, from_client,
+                                          client_transaction_version) if tv2
+                    else self._prepare_end(md, producer_id, producer_epoch, commit, from_client))
+        if isinstance(prepared, ErrorCode):
+            if prepared == ErrorCode.NONE and tv2:  # a retry of an end that completed: the same answer again
+                return ErrorCode.NONE, current[0], current[1]
+            return prepared, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        target, is_epoch_fence = prepared
 
         error = await self.state.append(transactional_id, coordinator_epoch, target)
         if error != ErrorCode.NONE:
@@ -240,25 +249,127 @@ class TransactionCoordinator:
                     again[1].has_failed_epoch_fence = True
                     log.warning("%s: writing the epoch fence failed (%s); epoch %d was not returned to a client",
                                 transactional_id, error.name, target.producer_epoch)
-            return error
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         # Written: from now on the transaction completes whatever happens to this request.
         again = self.state.get_state(transactional_id)
         if isinstance(again, ErrorCode):
-            return again
+            return again, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if again is None or again[0] != coordinator_epoch:
-            return ErrorCode.NOT_COORDINATOR
+            return ErrorCode.NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         md = again[1]
         if md.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if md.producer_epoch != producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        # TV2 wrote the bumped epoch.
+        if md.producer_epoch != producer_epoch and not (tv2 and md.producer_epoch == producer_epoch + 1):
+            return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.pending_transition_in_progress:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+            return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.state != (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
-            return self._invalid_end(md, commit)
+            return self._invalid_end(md, commit), NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         complete = md.prepare_complete(now_ms())
         self.markers.add_txn_markers_to_send(coordinator_epoch, commit, md, complete)
-        return ErrorCode.NONE
+        if not tv2:
+            return ErrorCode.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        # What the producer continues with: the bumped epoch, or the next producer id at epoch 0 when the bump
+        # exhausted the epoch.
+        return ErrorCode.NONE, complete.producer_id, complete.producer_epoch
+
+    def _prepare_end(self, md: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                     from_client: bool) -> ErrorCode | tuple[TxnTransitMetadata, bool]:
+        """TV0/TV1 (EndTxn v0-v4): the epoch must be the current one; nothing is bumped but a fence."""
+        if md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state == S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            is_epoch_fence = next_state == S.PREPARE_ABORT and md.pending_state == S.PREPARE_EPOCH_FENCE
+            if is_epoch_fence:
+                self._take_fence(md, producer_epoch)
+            return md.prepare_abort_or_commit(next_state, now_ms()), is_epoch_fence
+        return self._end_of_ended(md, commit)
+
+    def _prepare_end_tv2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                         from_client: bool, client_transaction_version: int
+                         ) -> ErrorCode | tuple[TxnTransitMetadata, bool]:
+        """TV2 (EndTxn v5+, Kafka 4.x): every end bumps the epoch. A retry is recognised by the caller holding the
+        epoch before the bump (or, after an exhausted epoch moved the transaction to the next producer id, the
+        previous id at the exhausted epoch); abort is allowed from Empty/Complete* (the producer may not know
+        the state), a retry of a completed end answers NONE, anything else of Kafka's table INVALID_TXN_STATE or
+        PRODUCER_FENCED."""
+        is_epoch_fence = md.pending_state == S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (not is_epoch_fence and md.last_producer_id == producer_id
+                             and producer_epoch == MAX_PRODUCER_EPOCH - 1 and md.producer_epoch == 0)
+        retry_on_epoch_bump = not is_epoch_fence and md.producer_epoch == producer_epoch + 1
+        if is_epoch_fence:
+            valid_epoch = (not from_client or producer_epoch == md.producer_epoch) \
+                and producer_epoch >= md.producer_epoch
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_epoch_bump
+        elif md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_epoch_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        else:
+            valid_epoch = producer_epoch == md.producer_epoch
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if not valid_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if md.pending_state is not None and not is_epoch_fence:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+
+        def prepare(next_state: TransactionState, no_partition_added: bool) -> ErrorCode | tuple[
+                TxnTransitMetadata, bool]:
+            next_producer_id = NO_PRODUCER_ID
+            if not is_epoch_fence and md.is_producer_epoch_exhausted:
+                try:
+                    next_producer_id = self.generate_producer_id()
+                except ProducerIdsUnavailable:
+                    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                except Exception as e:
+                    log.error("no producer id for %s: %s", md.transactional_id, e)
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if next_state == S.PREPARE_ABORT and is_epoch_fence:
+                self._take_fence(md, producer_epoch)
+            return md.prepare_abort_or_commit(next_state, now_ms(), client_transaction_version, next_producer_id,
+                                              no_partition_added), is_epoch_fence
+
+        if md.state == S.ONGOING:
+            return prepare(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, False)
+        if md.state == S.COMPLETE_COMMIT:
+            if commit:
+                return ErrorCode.NONE if is_retry else self._invalid_end(md, commit)
+            return self._invalid_end(md, commit) if is_retry else prepare(S.PREPARE_ABORT, True)
+        if md.state == S.COMPLETE_ABORT:
+            if not commit:
+                return ErrorCode.NONE if is_retry else prepare(S.PREPARE_ABORT, True)
+            return self._invalid_end(md, commit)
+        if md.state == S.EMPTY:
+            return prepare(S.PREPARE_ABORT, True) if not commit else self._invalid_end(md, commit)
+        return self._end_of_ended(md, commit)
+
+    @staticmethod
+    def _take_fence(md: TransactionMetadata, producer_epoch: int) -> None:
+        """The fence's epoch bump is written with the abort itself (the pending PrepareEpochFence gives way)."""
+        md.pending_state = None
+        md.producer_epoch = producer_epoch
+        md.last_producer_epoch = NO_PRODUCER_EPOCH
+
+    def _end_of_ended(self, md: TransactionMetadata, commit: bool) -> ErrorCode:
+        """The answers for a transaction already ending or ended (TV0/TV1 Complete*; both for Prepare*)."""
+        if md.state == S.COMPLETE_COMMIT:
+            return ErrorCode.NONE if commit else self._invalid_end(md, commit)
+        if md.state == S.COMPLETE_ABORT:
+            return ErrorCode.NONE if not commit else self._invalid_end(md, commit)
+        if md.state == S.PREPARE_COMMIT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else self._invalid_end(md, commit)
+        if md.state == S.PREPARE_ABORT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else self._invalid_end(md, commit)
+        if md.state == S.EMPTY:
+            return self._invalid_end(md, commit)
+        raise AssertionError(f"{md.transactional_id} found in state {md.state.state_name}")
 
     @staticmethod
     def _invalid_end(md: TransactionMetadata, commit: bool) -> ErrorCode:
@@ -285,8 +396,8 @@ class TransactionCoordinator:
             fence = md.prepare_fence_producer_epoch()
             log.info("aborting transaction of %s (producer id %d): it exceeded its timeout of %d ms", txn_id,
                      producer_id, md.txn_timeout_ms)
-            error = await self._end_transaction(txn_id, fence.producer_id, fence.producer_epoch, commit=False,
-                                                from_client=False)
+            error, _, _ = await self._end_transaction(txn_id, fence.producer_id, fence.producer_epoch,
+                                                      commit=False, from_client=False)
             if error not in (ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.PRODUCER_FENCED,
                              ErrorCode.CONCURRENT_TRANSACTIONS):
                 log.warning("rolling back the timed-out transaction of %s failed: %s", txn_id, error.name)

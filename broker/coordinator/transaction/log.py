@@ -10,10 +10,16 @@ Contract:
   The partition array is null for Empty (Kafka writes it so), else the transaction's partitions grouped by
   topic (topics and partitions sorted here, an order Kafka does not fix). A tombstone (null value) removes
   the transactional id.
-- Value version 1 (the flexible form: compact strings and arrays, tagged fields, none known) is read too.
+- Value version 1 (Kafka 4.x, the flexible form: compact strings and arrays, tagged fields) is written when
+  `encode_value(target, version=1)` is asked (the state manager does so when the cluster finalized
+  transaction.version >= 1, as Kafka, or when the transition comes from a TV2 client, whose epoch-bump fields
+  must survive a reload) and read, with its tagged fields PreviousProducerId (tag 0, int64, default -1),
+  NextProducerId (tag 1, int64, default -1) and ClientTransactionVersion (tag 2, int16, default 0), each
+  written only when not its default (Kafka's generated code); unknown tags are skipped.
 - `decode_key` returns None for a key version it does not know (skipped with a warning, as Kafka does);
   undecodable bytes raise `TxnLogError`.
-- Loaded metadata has no last producer id/epoch (the format has no field for them: Kafka loses them too).
+- Loaded metadata has no last producer epoch (no field holds it: Kafka loses it too); from a version 0 value
+  no previous/next producer id either.
 """
 
 from __future__ import annotations
@@ -45,9 +51,20 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">hh", KEY_VERSION, len(raw)) + raw
 
 
-def encode_value(target: TxnTransitMetadata) -> bytes:
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_value(target: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
     if target.txn_state == TransactionState.EMPTY and target.topic_partitions:
         raise ValueError(f"an Empty transaction has no partitions: {target}")
+    if version == 1:
+        return _encode_value_v1(target)
     out = bytearray(struct.pack(">h", VALUE_VERSION))
     out += _VALUE_HEAD.pack(target.producer_id, target.producer_epoch, target.txn_timeout_ms, target.txn_state)
     if target.txn_state == TransactionState.EMPTY:
@@ -62,6 +79,40 @@ def encode_value(target: TxnTransitMetadata) -> bytes:
             ids = sorted(by_topic[topic])
             out += struct.pack(">h", len(raw)) + raw + struct.pack(f">i{len(ids)}i", len(ids), *ids)
     out += _TIMESTAMPS.pack(target.txn_last_update_timestamp, target.txn_start_timestamp)
+    return bytes(out)
+
+
+def _by_topic(target: TxnTransitMetadata) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for tp in target.topic_partitions:
+        by_topic[tp.topic].append(tp.partition)
+    return by_topic
+
+
+def _encode_value_v1(target: TxnTransitMetadata) -> bytes:
+    out = bytearray(struct.pack(">h", 1))
+    out += _VALUE_HEAD.pack(target.producer_id, target.producer_epoch, target.txn_timeout_ms, target.txn_state)
+    if target.txn_state == TransactionState.EMPTY:
+        out += _uvarint(0)  # null
+    else:
+        by_topic = _by_topic(target)
+        out += _uvarint(len(by_topic) + 1)
+        for topic in sorted(by_topic):
+            raw = topic.encode()
+            ids = sorted(by_topic[topic])
+            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(ids) + 1) + struct.pack(f">{len(ids)}i", *ids)
+            out += _uvarint(0)  # no tagged fields
+    out += _TIMESTAMPS.pack(target.txn_last_update_timestamp, target.txn_start_timestamp)
+    tags = []
+    if target.last_producer_id != NO_PRODUCER_ID:
+        tags.append((0, struct.pack(">q", target.last_producer_id)))
+    if target.next_producer_id != NO_PRODUCER_ID:
+        tags.append((1, struct.pack(">q", target.next_producer_id)))
+    if target.client_transaction_version != 0:
+        tags.append((2, struct.pack(">h", target.client_transaction_version)))
+    out += _uvarint(len(tags))
+    for tag, raw in tags:
+        out += _uvarint(tag) + _uvarint(len(raw)) + raw
     return bytes(out)
 
 
@@ -151,8 +202,21 @@ def decode_value(transactional_id: str, data: bytes | memoryview | None) -> Tran
             r.skip_tagged_fields()
         partitions.update(TopicPartition(topic, p) for p in ids)
     last_update, start = r.take(_TIMESTAMPS)
+    previous_id = next_id = NO_PRODUCER_ID
+    client_version = 0
     if flexible:
-        r.skip_tagged_fields()
-    return TransactionMetadata(transactional_id, producer_id, NO_PRODUCER_ID, producer_epoch, NO_PRODUCER_EPOCH,
+        for _ in range(r.uvarint()):
+            tag = r.uvarint()
+            raw = r.raw(r.uvarint())
+            try:
+                if tag == 0:
+                    (previous_id,) = struct.unpack(">q", raw)
+                elif tag == 1:
+                    (next_id,) = struct.unpack(">q", raw)
+                elif tag == 2:
+                    (client_version,) = struct.unpack(">h", raw)
+            except struct.error:
+                raise TxnLogError(f"bad tagged field {tag}") from None
+    return TransactionMetadata(transactional_id, producer_id, previous_id, producer_epoch, NO_PRODUCER_EPOCH,
                                timeout_ms, state, partitions if state != TransactionState.EMPTY else set(),
-                               start, last_update)
+                               start, last_update, next_id, client_version)

@@ -73,6 +73,7 @@ class _Marker:
     coordinator_epoch: int
     partitions: list[TopicPartition]
     answer: asyncio.Future[dict[TopicPartition, ErrorCode]]
+    transaction_version: int = 0
 
 
 class _Stop(Exception):
@@ -154,8 +155,10 @@ class TransactionMarkerChannelManager:
                         by_broker[pm.leader].append(tp)
                 if by_broker:
                     # Every leader is asked before any answer is awaited.
-                    sent = [self._send(broker, coordinator_epoch, commit, md.producer_id, complete.producer_epoch,
-                                       tps) for broker, tps in by_broker.items()]
+                    # The Prepare* state's producer id and epoch: under TV2 the bumped epoch (Complete* may move
+                    # to the next producer id at epoch 0, which the partitions never saw).
+                    sent = [self._send(broker, coordinator_epoch, commit, md.producer_id, md.producer_epoch, tps,
+                                       md.client_transaction_version) for broker, tps in by_broker.items()]
                     results = [await self._answer(broker, s) for broker, s in zip(by_broker, sent, strict=True)]
                     self._check_owner(md, coordinator_epoch)
                     for errors in results:
@@ -194,7 +197,7 @@ class TransactionMarkerChannelManager:
                         tp)
 
     def _send(self, broker_id: int, coordinator_epoch: int, commit: bool, producer_id: int, producer_epoch: int,
-              tps: list[TopicPartition]) -> MarkerErrors | Awaitable[MarkerErrors]:
+              tps: list[TopicPartition], transaction_version: int = 0) -> MarkerErrors | Awaitable[MarkerErrors]:
         """Write the marker for `tps` on this broker, or queue it for `broker_id`: each partition's answer, at once
         or to await (none when the request failed)."""
         if broker_id == self.broker_id and self.write_local is not None:
@@ -204,7 +207,7 @@ class TransactionMarkerChannelManager:
                 log.exception("writing the markers of producer %d on this broker failed; retrying", producer_id)
                 return {}
         marker = _Marker(producer_id, producer_epoch, commit, coordinator_epoch, tps,
-                         asyncio.get_running_loop().create_future())
+                         asyncio.get_running_loop().create_future(), transaction_version)
         queue = self._queues.setdefault(broker_id, [])
         queue.append(marker)
         if broker_id not in self._senders:
@@ -252,10 +255,12 @@ class TransactionMarkerChannelManager:
                 by_topic: dict[str, list[int]] = defaultdict(list)
                 for tp in m.partitions:
                     by_topic[tp.topic].append(tp.partition)
+                # v2 (KIP-1228) tells the leader the marker's transaction version.
+                tv = {"transaction_version": m.transaction_version} if version >= 2 else {}
                 markers.append(M(producer_id=m.producer_id, producer_epoch=m.producer_epoch,
                                  transaction_result=m.commit, coordinator_epoch=m.coordinator_epoch,
                                  topics=[M.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
-                                         for t, ps in by_topic.items()]))
+                                         for t, ps in by_topic.items()], **tv))
             return Req[version](markers=markers)
 
         conn = self._connection(broker_id)

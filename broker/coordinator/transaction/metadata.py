@@ -14,6 +14,12 @@ Contract:
   `prepare_increment_producer_epoch` returns the client-visible PRODUCER_FENCED as an error code instead.
 - Producer epochs stop at 32766 (`is_epoch_exhausted`): the coordinator must always be able to bump once more
   to fence a producer, so an exhausted epoch rotates to a new producer id instead.
+- transaction.version 2 (KIP-890 part 2): each metadata records the `client_transaction_version` of the request
+  that last moved it (Kafka's clientTransactionVersion: 2 for EndTxn v5+ and AddPartitionsToTxn v4+, else 0).
+  A TV2 PrepareCommit/PrepareAbort bumps the producer epoch (the previous one kept as `last_producer_epoch`);
+  when that bump reaches the exhausted epoch, `next_producer_id` carries the producer id the Complete* state
+  switches to, at epoch 0. A TV2 abort may start from Empty/CompleteCommit/CompleteAbort (nothing added).
+  `last_producer_id` is Kafka's previousProducerId: the producer id before the last transition.
 """
 
 from __future__ import annotations
@@ -69,7 +75,8 @@ _VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # TV2: a client unsure of the state may abort from Empty / Complete* (Kafka's TransactionState).
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -98,17 +105,20 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
 
 class TransactionMetadata:
     __slots__ = ("transactional_id", "producer_id", "last_producer_id", "producer_epoch", "last_producer_epoch",
                  "txn_timeout_ms", "state", "topic_partitions", "txn_start_timestamp", "txn_last_update_timestamp",
-                 "pending_state", "has_failed_epoch_fence")
+                 "pending_state", "has_failed_epoch_fence", "next_producer_id", "client_transaction_version")
 
     def __init__(self, transactional_id: str, producer_id: int, last_producer_id: int, producer_epoch: int,
                  last_producer_epoch: int, txn_timeout_ms: int, state: TransactionState,
                  topic_partitions: set[TopicPartition] | None = None, txn_start_timestamp: int = -1,
-                 txn_last_update_timestamp: int = -1) -> None:
+                 txn_last_update_timestamp: int = -1, next_producer_id: int = NO_PRODUCER_ID,
+                 client_transaction_version: int = 0) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.last_producer_id = last_producer_id
@@ -124,10 +134,14 @@ class TransactionMetadata:
         # A fencing epoch bump whose write failed: the next fence reuses that epoch instead of bumping again
         # (it was never returned to a client, so reusing it is safe).
         self.has_failed_epoch_fence = False
+        self.next_producer_id = next_producer_id
+        self.client_transaction_version = client_transaction_version
 
     def __repr__(self) -> str:
         return (f"TransactionMetadata(transactional_id={self.transactional_id!r}, producer_id={self.producer_id}, "
-                f"producer_epoch={self.producer_epoch}, txn_timeout_ms={self.txn_timeout_ms}, "
+                f"producer_epoch={self.producer_epoch}, last_producer_epoch={self.last_producer_epoch}, "
+                f"next_producer_id={self.next_producer_id}, "
+                f"client_transaction_version={self.client_transaction_version}, txn_timeout_ms={self.txn_timeout_ms}, "
                 f"state={self.state.state_name}, pending_state={self.pending_state}, "
                 f"topic_partitions={sorted(map(str, self.topic_partitions))}, "
                 f"txn_start_timestamp={self.txn_start_timestamp}, "
@@ -157,7 +171,8 @@ class TransactionMetadata:
         return TxnTransitMetadata(self.producer_id, self.last_producer_id, self.producer_epoch,
                                   self.last_producer_epoch, self.txn_timeout_ms, self.state,
                                   frozenset(self.topic_partitions), self.txn_start_timestamp,
-                                  self.txn_last_update_timestamp)
+                                  self.txn_last_update_timestamp, self.next_producer_id,
+                                  self.client_transaction_version)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         if self.producer_epoch == MAX_PRODUCER_EPOCH:
@@ -198,23 +213,43 @@ class TransactionMetadata:
                              self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH, new_txn_timeout_ms,
                              frozenset(), -1, update_timestamp)
 
-    def prepare_add_partitions(self, added: frozenset[TopicPartition], update_timestamp: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: frozenset[TopicPartition], update_timestamp: int,
+                               client_transaction_version: int = 0) -> TxnTransitMetadata:
         starts = self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT)
         return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.txn_timeout_ms, frozenset(self.topic_partitions) | added,
-                             update_timestamp if starts else self.txn_start_timestamp, update_timestamp)
+                             update_timestamp if starts else self.txn_start_timestamp, update_timestamp,
+                             client_transaction_version=client_transaction_version)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, update_timestamp: int) -> TxnTransitMetadata:
-        return self._prepare(new_state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(self.topic_partitions), self.txn_start_timestamp,
-                             update_timestamp)
+    def prepare_abort_or_commit(self, new_state: TransactionState, update_timestamp: int,
+                                client_transaction_version: int = 0, next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransitMetadata:
+        if client_transaction_version >= 2:
+            # TV2: every end bumps the epoch; the markers carry the bumped one. An abort at the maximum epoch (a
+            # fence of a producer whose epoch could not be bumped further) goes through without overflowing.
+            at_max = self.producer_epoch == MAX_PRODUCER_EPOCH and new_state == S.PREPARE_ABORT
+            epoch = self.producer_epoch if at_max else self.producer_epoch + 1
+            last_epoch = self.producer_epoch
+        else:
+            epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        # TV2 may abort a transaction that added nothing: its start is then this end.
+        return self._prepare(new_state, self.producer_id, epoch, last_epoch, self.txn_timeout_ms,
+                             frozenset(self.topic_partitions),
+                             update_timestamp if no_partition_added else self.txn_start_timestamp, update_timestamp,
+                             next_producer_id=next_producer_id, client_transaction_version=client_transaction_version)
 
     def prepare_complete(self, update_timestamp: int) -> TxnTransitMetadata:
         new_state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
         # The Prepare* record was written, so a fence that had failed before is behind us.
         self.has_failed_epoch_fence = False
-        return self._prepare(new_state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, update_timestamp)
+        producer_id, epoch = self.producer_id, self.producer_epoch
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            # The TV2 bump exhausted the epoch: the next transaction runs under the new producer id (the client
+            # still saw the exhausted epoch last, which last_producer_epoch keeps).
+            producer_id, epoch = self.next_producer_id, 0
+        return self._prepare(new_state, producer_id, epoch, self.last_producer_epoch,
+                             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, update_timestamp,
+                             next_producer_id=NO_PRODUCER_ID)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._prepare(S.DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
@@ -222,7 +257,9 @@ class TransactionMetadata:
                              self.txn_last_update_timestamp)
 
     def _prepare(self, new_state: TransactionState, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int,
-                 partitions: frozenset[TopicPartition], start: int, update: int) -> TxnTransitMetadata:
+                 partitions: frozenset[TopicPartition], start: int, update: int, *,
+                 next_producer_id: int | None = None, client_transaction_version: int | None = None
+                 ) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise IllegalTransition(f"{self.transactional_id}: preparing {new_state.state_name} while "
                                     f"{self.pending_state.state_name} is pending")
@@ -234,49 +271,65 @@ class TransactionMetadata:
             raise IllegalTransition(f"{self.transactional_id}: {new_state.state_name} cannot follow "
                                     f"{self.state.state_name}")
         self.pending_state = new_state
-        return TxnTransitMetadata(producer_id, self.producer_id, epoch, last_epoch, timeout_ms, new_state, partitions,
-                                  start, update)
+        return TxnTransitMetadata(
+            producer_id, self.producer_id, epoch, last_epoch, timeout_ms, new_state, partitions, start, update,
+            self.next_producer_id if next_producer_id is None else next_producer_id,
+            self.client_transaction_version if client_transaction_version is None else client_transaction_version)
 
     # ---- completing a transition once its record is written
     def complete_transition_to(self, target: TxnTransitMetadata) -> None:
         to_state = self.pending_state
         if to_state is None or to_state != target.txn_state:
             self._fail(target, "it is not the pending state")
-        same_producer = target.producer_epoch == self.producer_epoch and target.producer_id == self.producer_id
         if to_state == S.EMPTY:  # InitProducerId
             bump = (target.producer_epoch == self.producer_epoch + 1
                     or (target.producer_epoch == 0 and target.producer_id != self.producer_id))
             if (target.producer_epoch != self.producer_epoch and not bump) or target.topic_partitions \
                     or target.txn_start_timestamp != -1:
                 self._fail(target, "not a valid epoch bump of an empty transaction")
-            self.txn_timeout_ms = target.txn_timeout_ms
-            self.producer_epoch = target.producer_epoch
-            self.last_producer_epoch = target.last_producer_epoch
-            self.producer_id = target.producer_id
-            self.last_producer_id = target.last_producer_id
         elif to_state == S.ONGOING:  # AddPartitionsToTxn / AddOffsetsToTxn
-            if not same_producer or not self.topic_partitions <= target.topic_partitions \
+            if not self._valid_producer_epoch(target) or not self.topic_partitions <= target.topic_partitions \
                     or self.txn_timeout_ms != target.txn_timeout_ms:
                 self._fail(target, "partitions or producer do not match")
-            self.txn_start_timestamp = target.txn_start_timestamp
-            self.add_partitions(target.topic_partitions)
         elif to_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):  # EndTxn
-            if not same_producer or self.topic_partitions != target.topic_partitions \
+            # TV2 aborts from Empty / Complete* with the end as the start.
+            empty_abort = (to_state == S.PREPARE_ABORT and target.client_transaction_version >= 2
+                           and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT))
+            if not self._valid_producer_epoch(target) or self.topic_partitions != target.topic_partitions \
                     or self.txn_timeout_ms != target.txn_timeout_ms \
-                    or self.txn_start_timestamp != target.txn_start_timestamp:
+                    or not (self.txn_start_timestamp == target.txn_start_timestamp or empty_abort):
                 self._fail(target, "the transaction changed while ending")
         elif to_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):  # every marker written
-            if not same_producer or self.txn_timeout_ms != target.txn_timeout_ms or target.txn_start_timestamp == -1:
+            if not self._valid_producer_epoch(target) or self.txn_timeout_ms != target.txn_timeout_ms \
+                    or target.txn_start_timestamp == -1:
                 self._fail(target, "producer or timeout changed while writing markers")
-            self.txn_start_timestamp = target.txn_start_timestamp
-            self.topic_partitions.clear()
         else:
             # PrepareEpochFence is never written (the fence is written as PrepareAbort), and Dead ends with the
             # transactional id removed from the cache, never completed.
             self._fail(target, f"{to_state.state_name} is never completed")
+        self.producer_id = target.producer_id
+        self.last_producer_id = target.last_producer_id
+        self.next_producer_id = target.next_producer_id
+        self.producer_epoch = target.producer_epoch
+        self.last_producer_epoch = target.last_producer_epoch
+        self.txn_timeout_ms = target.txn_timeout_ms
+        self.topic_partitions = set(target.topic_partitions)
+        self.txn_start_timestamp = target.txn_start_timestamp
         self.txn_last_update_timestamp = target.txn_last_update_timestamp
+        self.client_transaction_version = target.client_transaction_version
         self.pending_state = None
         self.state = to_state
+
+    def _valid_producer_epoch(self, target: TxnTransitMetadata) -> bool:
+        """Kafka's validProducerEpoch: a TV2 end bumped the epoch (Prepare*) or moved to the next producer id at
+        epoch 0 (Complete* after an exhausted epoch); anything else keeps the producer id and epoch."""
+        tv2 = target.client_transaction_version >= 2
+        if tv2 and target.txn_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and target.producer_epoch == 0:
+            return (target.last_producer_epoch == self.last_producer_epoch
+                    and target.last_producer_id == self.producer_id)
+        if tv2 and target.txn_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return target.last_producer_epoch == self.producer_epoch and target.producer_id == self.producer_id
+        return target.producer_epoch == self.producer_epoch and target.producer_id == self.producer_id
 
     def _fail(self, target: TxnTransitMetadata, why: str) -> None:
         raise IllegalTransition(f"{self!r} cannot complete the transition to {target}: {why}")

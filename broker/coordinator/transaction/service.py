@@ -9,6 +9,8 @@ Contract:
 - `__transaction_state` is created on first use (FindCoordinator key type 1 calls `ensure_topic`) through the
   controller's internal-topic path: transaction.state.log.num.partitions partitions, replication factor and
   min.insync.replicas capped at the live brokers, compacted, uncompressed, transaction.state.log.segment.bytes.
+- `transaction_version_level()` is the cluster's finalized transaction.version (KRaft image; 0 in ZooKeeper
+  mode): it picks the `__transaction_state` value version and the rules of the coordinator's own aborts.
 - Timers: every transaction.abort.timed.out.transaction.cleanup.interval.ms the coordinator aborts timed-out
   transactions; every transaction.remove.expired.transaction.cleanup.interval.ms idle ids get tombstones.
 - `shutdown()` stops the timers, the loads, the markers, then the coordinator.
@@ -51,6 +53,7 @@ class TransactionService:
             request_timeout_ms=cfg["request.timeout.ms"],
         )
         self.state = TransactionStateManager(self.config, self._append, self._leader_epoch)
+        self.state.transaction_version_level = self.transaction_version_level
         self.markers = TransactionMarkerChannelManager(server.broker_id, server.metadata_cache, self.state,
                                                        self.config.request_timeout_ms, server.inter_broker_security)
         self.coordinator = TransactionCoordinator(self.state, self._generate_producer_id, self.markers)
@@ -67,6 +70,14 @@ class TransactionService:
         # this service is built, and ids must be unique across brokers.
         assert self.server.producer_ids is not None
         return self.server.producer_ids.generate()
+
+    def transaction_version_level(self) -> int:
+        """The cluster's finalized transaction.version: a KRaft broker's from its metadata image; a ZooKeeper-mode
+        cluster finalizes no features, so 0 (Kafka's TV_0)."""
+        loader = getattr(self.server.controller, "loader", None)
+        if loader is None:
+            return 0
+        return loader.image.features.finalized_versions.get("transaction.version", 0)
 
     def _leader_epoch(self, partition: int) -> int:
         p = self.server.replica_manager.get_partition(TopicPartition(TRANSACTION_STATE_TOPIC, partition))

@@ -14,6 +14,9 @@ Contract:
   and, once written, completes the metadata's pending transition — only if the partition is still owned at
   that coordinator epoch (else NOT_COORDINATOR). A failed write maps its error as Kafka does and clears the
   pending state unless `retry_on_error(error)` says the caller retries the same transition.
+- `transaction_version_level()`: the cluster's finalized transaction.version (Kafka's transactionVersionLevel;
+  set by the service). Values are written at version 1 when it is >= 1 (as Kafka) or when the transition comes
+  from a TV2 client (its epoch-bump fields must survive a reload), else at version 0.
 - Timed-out transactions: Ongoing, nothing pending, started more than their timeout ago.
 - Expired ids: Empty/CompleteCommit/CompleteAbort, nothing pending, untouched for transactional.id.expiration.ms;
   `remove_expired_transactional_ids()` writes their tombstones (prepare_dead) and forgets them.
@@ -86,6 +89,7 @@ class TransactionStateManager:
         # Set by the coordinator: resume the markers of a loaded Prepare* transaction / forget a partition.
         self.on_loaded: Callable[[int, int, list[TransactionMetadata]], None] = lambda p, epoch, txns: None
         self.on_unloaded: Callable[[int], None] = lambda p: None
+        self.transaction_version_level: Callable[[], int] = lambda: 0
 
     # ---- placement
     def partition_for(self, transactional_id: str) -> int:
@@ -179,7 +183,8 @@ class TransactionStateManager:
     async def append(self, transactional_id: str, coordinator_epoch: int, target: TxnTransitMetadata,
                      retry_on_error: Callable[[ErrorCode], bool] = lambda e: False) -> ErrorCode:
         key = encode_key(transactional_id)
-        value = None if target.txn_state == TransactionState.DEAD else encode_value(target)
+        flexible = self.transaction_version_level() >= 1 or target.client_transaction_version >= 2
+        value = None if target.txn_state == TransactionState.DEAD else encode_value(target, 1 if flexible else 0)
         partition = self.partition_for(transactional_id)
         try:
             await self._append_records(partition, [(key, value)])

@@ -56,7 +56,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.NOT_COORDINATOR: lambda b: on_port(b, not_coordinator(b, TOPIC), "add-anywhere"),
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: on_port(b, loading(b, "add-loading"), "add-loading"),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: unwritable(b).add(b, "txn-unwritable", (1,)),
-    ErrorCode.INVALID_TXN_STATE: verify_only,
+    ErrorCode.TRANSACTION_ABORTABLE: verify_only,
 }
 
 def add_raw(b: Brokers, port: int, topic: str, version: int = 3) -> Any:

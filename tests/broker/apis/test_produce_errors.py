@@ -15,6 +15,7 @@ from tests.e2e.support import wait_until
 
 from .acl_support import denied
 from .support import Brokers, Producer, error_path_test
+from .txn_support import Txn, stuck_in_prepare_commit  # registers the stuck transaction's set-up before broker 2 dies
 
 Req = request_class(ApiKey.PRODUCE)
 Topic = Req.TopicProduceData
@@ -49,7 +50,7 @@ def not_enough_replicas(b: Brokers) -> Any:
     return send(b, b.under_min_isr(), batch(), acks=-1, port=b.cluster.ports[0])
 
 
-def not_in_the_transaction(b: Brokers) -> Any:
+def not_in_the_transaction(b: Brokers, version: int = 9) -> Any:
     """KIP-890: a transactional producer writes to a partition it never added to its transaction; the leader
     asks the transaction coordinator (AddPartitionsToTxn v4 verify_only) and refuses the batch."""
     topic = b.topic("produce-txn-state")
@@ -66,7 +67,27 @@ def not_in_the_transaction(b: Brokers) -> Any:
     wait_until(initialized, 30, "the transaction coordinator to answer InitProducerId")
     pid, epoch = answers[-1].producer_id, answers[-1].producer_epoch
     return send(b, topic, batch(producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True),
-                transactional_id="errors-txn")
+                transactional_id="errors-txn", version=version)
+
+
+def another_producer_id(b: Brokers) -> Any:
+    """KIP-890 part 2: a Produce v12 (transaction.version 2, no AddPartitionsToTxn) whose producer id is not the
+    one the transactional id holds: the leader's implicit add is refused by the coordinator."""
+    txn = Txn.init(b, "errors-tv2-mapping")
+    return send(b, b.topic("produce-tv2-mapping"), batch(producer_id=txn.producer_id + 1000, producer_epoch=0,
+                                                         base_sequence=0, is_transactional=True),
+                version=12, transactional_id=txn.txn_id)
+
+
+def previous_transaction_completing(b: Brokers) -> Any:
+    """KIP-890 part 2: a Produce v12 of a producer whose transaction is still PrepareCommit (its markers wait for
+    a dead broker): the coordinator answers the leader's implicit add CONCURRENT_TRANSACTIONS, which the leader
+    retries for 100 ms and then answers as is."""
+    txn = stuck_in_prepare_commit(b)
+    port = b.cluster.ports[0]
+    topic = b.topic("produce-tv2-busy", port=port, replicas=[0])
+    return send(b, topic, batch(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch, base_sequence=0,
+                                is_transactional=True), version=12, transactional_id=txn.txn_id, port=port)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
@@ -89,6 +110,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         b, "produce-epoch", batch(producer_id=7002, producer_epoch=3, base_sequence=0),
         batch(producer_id=7002, producer_epoch=2, base_sequence=0)),
     ErrorCode.INVALID_TXN_STATE: not_in_the_transaction,
+    ErrorCode.TRANSACTION_ABORTABLE: lambda b: not_in_the_transaction(b, version=11),  # a client that knows it
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: another_producer_id,
+    ErrorCode.CONCURRENT_TRANSACTIONS: previous_transaction_completing,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: lambda b: send(  # transactional records, no transactional id
         b, b.topic("produce-txn-no-id"), batch(producer_id=7003, producer_epoch=0, base_sequence=0,
                                                is_transactional=True)),

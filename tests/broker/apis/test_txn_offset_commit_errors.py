@@ -23,8 +23,8 @@ TOPIC = "txn-commit-plain"
 
 def send(b: Brokers, txn: Txn, group: str, *, topic: str = TOPIC, member: Member | None = None,
          member_id: str | None = None, generation: int | None = None, instance: str | None = None,
-         producer_epoch: int | None = None, txn_id: str | None = None, metadata: str = "") -> Any:
-    return b.call(Req[3](
+         producer_epoch: int | None = None, txn_id: str | None = None, metadata: str = "", version: int = 3) -> Any:
+    return b.call(Req[version](
         transactional_id=txn.txn_id if txn_id is None else txn_id, group_id=group, producer_id=txn.producer_id,
         producer_epoch=txn.producer_epoch if producer_epoch is None else producer_epoch,
         generation_id=generation if generation is not None else member.generation if member else -1,
@@ -71,11 +71,12 @@ def fenced_instance(b: Brokers) -> Any:
                 instance="txn-static-1")
 
 
-def not_added(b: Brokers) -> Any:
+def not_added(b: Brokers, version: int = 3) -> Any:
     # KIP-890: the group's offsets partition was never added to the transaction (no AddOffsetsToTxn)
     b.topic(TOPIC)
-    coordinator_ready(b, b.single.port, "txn-commit-not-added")
-    return send(b, Txn.init(b, "txn-commit-not-added"), "txn-commit-not-added")
+    group = f"txn-commit-not-added-{version}"
+    coordinator_ready(b, b.single.port, group)
+    return send(b, Txn.init(b, group), group, version=version)
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
@@ -87,6 +88,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
         b, group_support.loading(b, "txn-commit-loading"), "txn-commit-loading"),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: on_port(b, group_support.shut_down(b), "txn-commit-any"),
     ErrorCode.INVALID_TXN_STATE: not_added,
+    ErrorCode.TRANSACTION_ABORTABLE: lambda b: not_added(b, version=4),  # a client that knows it
     # the transaction coordinator fences the epoch (PRODUCER_FENCED, heard as INVALID_PRODUCER_EPOCH)
     ErrorCode.INVALID_PRODUCER_EPOCH: lambda b: send(b, in_txn(b, "txn-commit-t", "txn-commit-g"), "txn-commit-g",
                                                      producer_epoch=7),

@@ -32,7 +32,8 @@ def test_valid_previous_states() -> None:
     table = {s: {p.state_name for p in s.valid_previous} for s in S}
     assert table[S.ONGOING] == {"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"}
     assert table[S.PREPARE_COMMIT] == {"Ongoing"}
-    assert table[S.PREPARE_ABORT] == {"Ongoing", "PrepareEpochFence"}
+    # TV2 (Kafka 4.x): an abort may start from Empty / Complete* (the coordinator refuses that to TV0/TV1 clients).
+    assert table[S.PREPARE_ABORT] == {"Ongoing", "PrepareEpochFence", "Empty", "CompleteCommit", "CompleteAbort"}
     assert table[S.COMPLETE_COMMIT] == {"PrepareCommit"}
     assert table[S.COMPLETE_ABORT] == {"PrepareAbort"}
     assert table[S.DEAD] == {"Empty", "CompleteCommit", "CompleteAbort"}
@@ -122,3 +123,51 @@ def test_remove_partition_only_while_preparing() -> None:
     md.topic_partitions = {TP0}
     with pytest.raises(IllegalTransition):
         md.remove_partition(TP0)
+
+
+def test_tv2_commit_bumps_the_epoch_and_an_exhausted_one_moves_to_the_next_producer_id() -> None:
+    md = fresh(5, S.EMPTY)
+    md.complete_transition_to(md.prepare_add_partitions(frozenset({TP0}), 10, client_transaction_version=2))
+    prepare = md.prepare_abort_or_commit(S.PREPARE_COMMIT, 20, client_transaction_version=2)
+    assert (prepare.producer_id, prepare.producer_epoch, prepare.last_producer_epoch) == (1000, 6, 5)
+    md.complete_transition_to(prepare)
+    complete = md.prepare_complete(30)
+    assert (complete.producer_id, complete.producer_epoch) == (1000, 6)
+    md.remove_partition(TP0)
+    md.complete_transition_to(complete)
+    assert (md.state, md.producer_epoch, md.client_transaction_version) == (S.COMPLETE_COMMIT, 6, 2)
+
+    # At the last usable epoch the bump reaches the maximum: Complete* continues under the next producer id.
+    md = fresh(MAX_PRODUCER_EPOCH - 1, S.EMPTY)
+    md.complete_transition_to(md.prepare_add_partitions(frozenset({TP0}), 10, client_transaction_version=2))
+    assert md.is_producer_epoch_exhausted
+    prepare = md.prepare_abort_or_commit(S.PREPARE_ABORT, 20, 2, next_producer_id=2000)
+    assert (prepare.producer_epoch, prepare.next_producer_id) == (MAX_PRODUCER_EPOCH, 2000)
+    md.complete_transition_to(prepare)
+    complete = md.prepare_complete(30)
+    assert (complete.producer_id, complete.producer_epoch, complete.last_producer_id) == (2000, 0, 1000)
+    md.remove_partition(TP0)
+    md.complete_transition_to(complete)
+    assert (md.producer_id, md.producer_epoch, md.last_producer_id, md.next_producer_id) == (2000, 0, 1000, -1)
+    assert md.last_producer_epoch == MAX_PRODUCER_EPOCH - 1  # what the client saw last
+
+
+def test_tv2_abort_from_empty_starts_at_the_end() -> None:
+    md = fresh(3, S.COMPLETE_COMMIT)
+    md.txn_start_timestamp = 5
+    prepare = md.prepare_abort_or_commit(S.PREPARE_ABORT, 50, 2, no_partition_added=True)
+    assert (prepare.txn_start_timestamp, prepare.producer_epoch, prepare.topic_partitions) == (50, 4, frozenset())
+    md.complete_transition_to(prepare)
+    assert md.state == S.PREPARE_ABORT
+
+
+def test_tv2_abort_of_a_fence_at_the_maximum_epoch_does_not_overflow() -> None:
+    md = fresh(MAX_PRODUCER_EPOCH - 1, S.EMPTY)
+    md.complete_transition_to(md.prepare_add_partitions(frozenset({TP0}), 10, client_transaction_version=2))
+    fence = md.prepare_fence_producer_epoch()
+    assert fence.producer_epoch == MAX_PRODUCER_EPOCH
+    md.pending_state, md.producer_epoch = None, fence.producer_epoch  # the coordinator writes the fence with the abort
+    prepare = md.prepare_abort_or_commit(S.PREPARE_ABORT, 20, 2)
+    assert (prepare.producer_epoch, prepare.next_producer_id) == (MAX_PRODUCER_EPOCH, -1)
+    md.complete_transition_to(prepare)
+    assert md.producer_epoch == MAX_PRODUCER_EPOCH

@@ -88,3 +88,30 @@ def test_tombstone_and_garbage() -> None:
         decode_value("t", bytes.fromhex("0000" "00000000"))
     with pytest.raises(TxnLogError):
         decode_value("t", bytes.fromhex("0005") + bytes(30))
+
+
+def test_version_1_value_with_the_kafka_4_tagged_fields() -> None:
+    # Kafka 4.x TransactionLogValue v1: PreviousProducerId tag 0 (int64), NextProducerId tag 1 (int64),
+    # ClientTransactionVersion tag 2 (int16), each only when not its default.
+    target = TxnTransitMetadata(producer_id=4000, last_producer_id=3999, producer_epoch=7, last_producer_epoch=6,
+                                txn_timeout_ms=60000, txn_state=TransactionState.PREPARE_ABORT,
+                                topic_partitions=frozenset({TopicPartition("a", 5)}),
+                                txn_start_timestamp=1700000000123, txn_last_update_timestamp=1700000000456,
+                                next_producer_id=5000, client_transaction_version=2)
+    expected = ("0001" "0000000000000fa0" "0007" "0000ea60" "03"   # PrepareAbort
+                "02" "02" + b"a".hex() + "02" "00000005" "00"      # one topic "a", partition [5], no tags
+                + TIMES + "03"                                    # three tagged fields
+                + "00" "08" "0000000000000f9f"                    # tag 0: previous producer id 3999
+                + "01" "08" "0000000000001388"                    # tag 1: next producer id 5000
+                + "02" "02" "0002")                               # tag 2: client transaction version 2
+    value = encode_value(target, version=1)
+    assert value.hex() == expected
+    md = decode_value("t", value)
+    assert md is not None and md.state == TransactionState.PREPARE_ABORT
+    assert (md.last_producer_id, md.next_producer_id, md.client_transaction_version) == (3999, 5000, 2)
+    # Defaults are not written; Empty is a null compact array.
+    empty = transit(TransactionState.EMPTY, set())
+    assert encode_value(empty, version=1).hex() == (
+        "0001" "0000000000000fa0" "0007" "0000ea60" "00" "00" + TIMES + "00")
+    md = decode_value("t", encode_value(empty, version=1))
+    assert md is not None and (md.last_producer_id, md.next_producer_id, md.client_transaction_version) == (-1, -1, 0)
