@@ -136,6 +136,7 @@ class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
         self.snapshot_chunk = 1000  # bytes per FetchSnapshot answer, so a snapshot takes several
         self.high_watermark = 0
         self.auto_commit = True  # False: appended records stay above the high watermark until commit()
+        self.fetch_delay_s = 0.0  # how long each Fetch answer carrying records is held back (a slow metadata log)
         self.loader = MetadataLoader(fault_handler=self._fault)
         self.brokers: dict[int, BrokerState] = {}
         self.requests: list[tuple[int, Any]] = []  # (api key, request) of every request, for tests to inspect
@@ -442,7 +443,10 @@ class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
             except TimeoutError:
                 pass
             return await self._fetch(request, waited=True)
-        return answer(high_watermark=self.high_watermark, records=self.read(part.fetch_offset))
+        records = self.read(part.fetch_offset)
+        if records and self.fetch_delay_s:
+            await asyncio.sleep(self.fetch_delay_s)
+        return answer(high_watermark=self.high_watermark, records=records)
 
     async def _fetch_snapshot(self, request: Any) -> Any:
         """KafkaRaftClient.handleFetchSnapshotRequest: the snapshot's bytes from `position`, in chunks."""

@@ -10,7 +10,8 @@ of a controller:
   the broker (broker/kraft/publisher.py); registers (broker/kraft/lifecycle.py) within
   `initial.broker.registration.timeout.ms` (a quorum answering INCONSISTENT_CLUSTER_ID to our fetches stops
   the start at once); waits until the controller says our metadata caught up, then
-  asks to be unfenced and waits for it. Then the server starts serving clients.
+  asks to be unfenced and waits for it, and for the metadata log to say so too (so the first Metadata a client
+  gets names this broker). Then the server starts serving clients.
 - `controlled_shutdown()`: WantShutDown in the heartbeat, waiting (bounded) for ShouldShutDown, so
   leadership moves away before the broker stops, as Kafka's broker does on SIGTERM.
 - `record_isr_change()`: AlterPartition (v0-3, topic ids from v2, in v3 the broker epochs the followers'
@@ -179,6 +180,11 @@ class KRaftBroker:
                 await self._until(lifecycle.caught_up)
                 lifecycle.set_ready_to_unfence()
                 await self._until(lifecycle.unfenced)
+                # The heartbeat can say "unfenced" before our metadata fetch brings the record that says so: until
+                # then Metadata would list no broker and no controller, and librdkafka's admin client, given that
+                # answer first, waited out its whole request timeout for a controller.
+                while self.broker_id not in {b.id for b in self.loader.image.cluster.unfenced_brokers()}:
+                    await asyncio.sleep(0.01)
         except TimeoutError:
             raise MetadataError("The broker was unable to register with the controller and be unfenced within "
                                 f"initial.broker.registration.timeout.ms ({timeout_s * 1000:.0f} ms)") from None

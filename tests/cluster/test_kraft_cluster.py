@@ -246,6 +246,20 @@ def test_leader_failover_keeps_every_acknowledged_write(
     assert controller.call(lambda c: [k for k, _ in c.requests].count(ApiKey.ALLOCATE_PRODUCER_IDS)) >= 1
 
 
+def test_the_first_metadata_after_the_start_lists_the_broker(controller: ControllerThread,
+                                                             kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """The heartbeat unfences the broker before its metadata fetch brings the record saying so (here held back
+    0.3 s): the start waits for that record, so a client's first Metadata names the broker and a controller
+    (without it, librdkafka's admin client waited out its request timeout for a controller)."""
+    controller.call(lambda c: setattr(c, "fetch_delay_s", 0.3))
+    b = kraft_broker(1)
+    Req = request_class(ApiKey.METADATA)
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as sock:
+        resp = roundtrip(sock, Req[12](topics=[], allow_auto_topic_creation=False,
+                                       include_topic_authorized_operations=False), 1)
+    assert ([x.node_id for x in resp.brokers], resp.controller_id) == ([1], 1)
+
+
 def test_start_refused_unformatted_or_of_another_cluster(tmp_path: Path, controller: ControllerThread) -> None:
     props = {"process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
              "controller.listener.names": "CONTROLLER", **FAST, "initial.broker.registration.timeout.ms": "3000"}
