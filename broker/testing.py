@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -147,8 +148,12 @@ class BrokerProcess:
     """`python -m broker` in a subprocess; its log goes to `<data_dir>/broker.log`."""
 
     def __init__(self, overrides: dict[str, str] | None = None, *, data_dir: Path | None = None,
-                 port: int | None = None, config_file: Path | None = None) -> None:
+                 port: int | None = None, config_file: Path | None = None,
+                 file_size_limit: int | None = None) -> None:
         self._own_dir = data_dir is None
+        # RLIMIT_FSIZE for the broker process: a write past it fails with EFBIG, as on a full disk (Python
+        # ignores SIGXFSZ, so the process lives on)
+        self.file_size_limit = file_size_limit
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="broker-"))
         self.port = port or free_port()
         self.props = _overrides(overrides, self.data_dir / "logs", self.port)
@@ -177,8 +182,10 @@ class BrokerProcess:
         logf = open(self.log_path, "ab")
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                                     cwd=str(Path(__file__).resolve().parent.parent))
+        limit = self.file_size_limit
+        self.proc = subprocess.Popen(
+            cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=str(Path(__file__).resolve().parent.parent),
+            preexec_fn=None if limit is None else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
         logf.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

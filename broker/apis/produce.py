@@ -36,8 +36,10 @@ TOPIC_AUTHORIZATION_FAILED, the others are appended).
 From v10 (KIP-951) a NOT_LEADER_OR_FOLLOWER partition carries the current leader's id and epoch (this broker's
 partition state, else the metadata cache's) and the response lists that leader's endpoint when it is alive.
 NOT_ENOUGH_REPLICAS_AFTER_APPEND stays in the acks=-1 check, as in Kafka, but cannot be reached since the high
-watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`;
-nor is KAFKA_STORAGE_ERROR (an append failing on a disk that fails under a live log), which no test provokes.
+watermark does not move while the ISR is below min.insync.replicas (KAFKA-15583), so it is not in `ERRORS`.
+KAFKA_STORAGE_ERROR: the write failed (a full disk, an I/O error) and was rolled back; the broker goes on
+serving that log's reads and answers each later write the same way until one succeeds (Kafka takes the whole
+log directory offline instead).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.CONCURRENT_TRANSACTIONS,
-    ErrorCode.TRANSACTION_ABORTABLE,
+    ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.KAFKA_STORAGE_ERROR,
 )
 
 

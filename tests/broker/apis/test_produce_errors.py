@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from broker.apis import produce
+from broker.testing import BrokerProcess
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
@@ -120,8 +123,22 @@ PRODUCERS: dict[ErrorCode, Producer] = {
                                                      port=b.cluster.ports[0]),
 }
 
+def disk_full(b: Brokers) -> Any:
+    """A broker of its own whose files may not pass 64 KiB (RLIMIT_FSIZE): a 100 KB batch cannot be written, as
+    on a full disk."""
+    with tempfile.TemporaryDirectory() as d:
+        full = BrokerProcess({"log.index.size.max.bytes": "8192"}, data_dir=Path(d), file_size_limit=64 * 1024)
+        full.start()
+        try:
+            topic = b.topic("produce-disk-full", port=full.port)
+            return send(b, topic, batch(100, value=b"v" * 1000), port=full.port)
+        finally:
+            full.stop()
+
+
 PRODUCERS.update({
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: lambda b: send(b, "produce-denied", batch(), port=denied(b)),
+    ErrorCode.KAFKA_STORAGE_ERROR: disk_full,
 })
 
 test_errors = error_path_test(produce, PRODUCERS)
