@@ -88,6 +88,11 @@ class FetchSessionHandler:
             self.epoch = 1 if self.epoch >= 2**31 - 1 else self.epoch + 1
         self._sent = self._pending
 
+    def unexpected(self, answered: list[TopicPartition]) -> list[TopicPartition]:
+        """Partitions an answer names that the session does not hold (Kafka's FetchSessionHandler refuses such
+        an answer and starts over with a full request: the leader's session went astray)."""
+        return [tp for tp in answered if tp not in self._pending]
+
     def resend(self, tp: TopicPartition) -> None:
         """Name `tp` in the next request even if its fetch state did not change."""
         self._sent.pop(tp, None)
@@ -344,6 +349,13 @@ class ReplicaFetcher:
                 return
         if resp.API_VERSION >= 7 and resp.error_code != ErrorCode.NONE:
             raise BrokerUnavailable(f"fetch failed: {ErrorCode(resp.error_code).name}")
+        if resp.API_VERSION >= 7:
+            answered = [TopicPartition((t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id)) or "",
+                                       p.partition_index) for t in resp.responses for p in t.partitions]
+            if stray := self.session.unexpected(answered):
+                log.warning("fetcher from broker %d: the answer names partitions not in our fetch session (%s); "
+                            "starting a new session", self.leader_id, ", ".join(map(str, stray[:3])))
+                self.session.reset()
         for t in resp.responses:
             topic = t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id) or cache.topic_name(t.topic_id)
             for p in t.partitions:

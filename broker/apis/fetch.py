@@ -31,7 +31,14 @@ from typing import Any
 
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
 from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
-from broker.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionError, next_epoch
+from broker.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    CachedPartition,
+    FetchSession,
+    FetchSessionError,
+    next_epoch,
+)
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
 from broker.security.acl import AclOperation, ResourceType
 from broker.security.quotas import CONSUMER_BYTE_RATE
@@ -111,12 +118,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     if cp.topic_id is not None:
                         session.unresolved.pop((cp.topic_id, tp.partition), None)
                 session.unresolved.update(unresolved)
-                for ft in request.forgotten_topics_data or []:
-                    fname = ft.topic if v < 13 else cache.topic_name(ft.topic_id)
-                    for p in ft.partitions:
-                        session.partitions.pop(TopicPartition(fname, p), None)
-                        if v >= 13:
-                            session.unresolved.pop((ft.topic_id, p), None)
+                _forget(session, request.forgotten_topics_data or [], v)
             else:
                 if sid:
                     sessions.remove(sid)
@@ -179,6 +181,22 @@ def _authorized(ctx: RequestContext, replica_id: int, fetch_list: _Requested
     refused = [(tp, FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp, _ in fetch_list
                if tp.topic not in allowed]
     return [(tp, cp) for tp, cp in fetch_list if tp.topic in allowed], refused
+
+
+def _forget(session: FetchSession, forgotten: list[Any], v: int) -> None:
+    """Forgotten partitions leave the session. From v13 they are named by topic id and matched by the id they
+    joined with, not through the metadata cache: a deleted topic's id no longer has a name there, and its
+    partitions would stay in the session, answered with an error, so every fetch of it returned at once."""
+    if v < 13:
+        for ft in forgotten:
+            for p in ft.partitions:
+                session.partitions.pop(TopicPartition(ft.topic, p), None)
+        return
+    gone = {(ft.topic_id, p) for ft in forgotten for p in ft.partitions}
+    for key in gone:
+        session.unresolved.pop(key, None)
+    for tp in [tp for tp, cp in session.partitions.items() if (cp.topic_id, tp.partition) in gone]:
+        del session.partitions[tp]
 
 
 def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool,

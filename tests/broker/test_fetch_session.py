@@ -51,3 +51,32 @@ def test_a_partition_of_an_unknown_topic_id_stays_in_the_session_until_the_id_re
         assert resolved.responses[0].partitions[0].records
 
     asyncio.run(run())
+
+
+def test_a_forgotten_partition_of_a_deleted_topic_leaves_the_session(tmp_path: Path) -> None:
+    # A follower forgets, by topic id, a partition whose topic this broker has already deleted from its metadata:
+    # the session must drop it even though the id no longer has a name, or every later fetch in the session
+    # answers it (an error, or data) at once and the follower's long poll becomes a busy loop.
+    rm = replica_manager(tmp_path, 0)
+    lead(rm, 1, isr=[0], replicas=[0])
+    rm.append_records(1000, 1, {TP: records(3, value=b"a")})
+    leader = HandlerLeader(rm)
+    leader.server.quotas = SimpleNamespace(quotas={})
+
+    async def run() -> None:
+        first = await leader.fetch(lambda v: _request(v, 0, 0, [TP.partition]))
+        assert [p.error_code for t in first.responses for p in t.partitions] == [ErrorCode.NONE]
+        rm.metadata_cache.remove_topic(TP.topic)
+
+        def forget(v: int) -> Any:
+            req = _request(v, first.session_id, 1, [])
+            req.forgotten_topics_data = [Req.ForgottenTopic(topic="", topic_id=TOPIC_ID, partitions=[TP.partition])]
+            return req
+
+        forgot = await leader.fetch(forget)
+        assert forgot.error_code == ErrorCode.NONE and forgot.responses == []
+        rm.append_records(1000, 1, {TP: records(2, value=b"b")})  # new data of the forgotten partition
+        after = await leader.fetch(lambda v: _request(v, first.session_id, 2, []))
+        assert after.responses == []
+
+    asyncio.run(run())

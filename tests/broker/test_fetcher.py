@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -361,3 +362,46 @@ def test_the_follower_fetches_by_the_topic_id_leader_and_isr_gave_before_its_met
     partition.make_follower(PartitionState(leader=0, leader_epoch=1, isr=[0, 1], replicas=[0, 1]))
     replicate(server, partition, leader, truncating=False, until=lambda: follower_log.log_end_offset == 2)
     assert [t.topic_id for t in leader.requests[0].topics] == [TOPIC_ID]
+
+
+def test_an_answer_naming_partitions_outside_the_session_starts_a_new_session(tmp_path: Path) -> None:
+    # Kafka's FetchSessionHandler refuses an incremental answer naming partitions the session does not hold and
+    # starts over with a full request, which replaces the leader's session: a leader whose session kept a
+    # partition we forgot (a deleted topic's) would otherwise answer it at once forever, a busy loop.
+    leader_rm = replica_manager(tmp_path / "leader", 0)
+    lead(leader_rm, 1, isr=[0, 1], replicas=[0, 1])
+    leader_rm.append_records(1000, 1, {TP: records(2, value=b"a")})
+
+    class StrayLeader(SpyLeader):
+        stray = False
+
+        async def fetch(self, build):  # type: ignore[no-untyped-def]
+            resp = await super().fetch(build)
+            if self.stray:
+                Resp = type(resp)
+                part = Resp.FetchableTopicResponse.PartitionData(
+                    partition_index=7, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1,
+                    last_stable_offset=-1, log_start_offset=-1, records=b"")
+                resp.responses.append(Resp.FetchableTopicResponse(topic="", topic_id=uuid.uuid4(), partitions=[part]))
+            return resp
+
+    leader = StrayLeader(leader_rm)
+    follower_log = Log.open(tmp_path / "f" / "t-0", LogConfig())
+    server, partition = follower(tmp_path, follower_log, leader_epoch=1)
+
+    async def run() -> None:
+        fetcher = ReplicaFetcher(server, 0, leader)
+        fetcher.add(partition)
+        state = fetcher.partitions[TP]
+        state.truncating = False
+        await fetcher._fetch({TP: state})
+        await fetcher._fetch({TP: state})
+        assert leader.requests[-1].session_epoch == 1
+        leader.stray = True
+        await fetcher._fetch({TP: state})
+        leader.stray = False
+        await fetcher._fetch({TP: state})
+        req = leader.requests[-1]
+        assert (req.session_epoch, _fetched(req)) == (0, [(0, 2)])
+
+    asyncio.run(run())
