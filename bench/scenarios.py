@@ -567,14 +567,12 @@ class ReplicatedScenario(Scenario):
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         cluster = self._cluster(target, ctx)
         # Fresh topics each repetition, deleted after it: otherwise every repetition appends another ~1.2 GB of
-        # replicas to the same logs, the kernel's dirty-page writeback of the earlier ones grows into the later
-        # ones (broker system time per GB rose ~6x from the first repetition to the third) and the repetitions
-        # no longer measure the same thing.
+        # replicas to the same logs, and the repetitions no longer measure the same thing.
         tps = ensure_partitions(cluster, _unique("bench-rf3"), 1, ctx.timeout(60), replication_factor=3)
         rf1 = ensure_partitions(cluster, _unique("bench-rf1"), 1, ctx.timeout(60))
         try:
-            # Which load goes first alternates: on this VM a later load in a repetition tends to run slower
-            # (see bench/README.md), which would otherwise always fall on the same side of the ratio.
+            # Which load goes first alternates, so whatever the first leaves behind (dirty pages being written
+            # back, a warmer cache) does not always fall on the same side of the ratio.
             runs = {"-1": tps, "1": rf1}
             order = ("-1", "1") if rep % 2 else ("1", "-1")
             done = {acks: run_load(_produce_spec(cluster.bootstrap, runs[acks], self.count, acks=acks),
