@@ -7,7 +7,8 @@ Request `(session_id, session_epoch)`:
   the new id, or 0 when the cache (`max.incremental.fetch.session.cache.slots`) is full.
 - epoch > 0: an incremental fetch in session `session_id`: FETCH_SESSION_ID_NOT_FOUND if unknown,
   INVALID_FETCH_SESSION_EPOCH if the epoch is not the one expected. The request's partitions update or
-  join the session, `forgotten_topics_data` leave it; partitions of a topic id not known yet stay in the
+  join the session, `forgotten_topics_data` leave it (from v13 matched by the topic id they joined with, so a
+  deleted topic's partitions leave too); partitions of a topic id not known yet stay in the
   session (answered UNKNOWN_TOPIC_ID) until the id resolves, as Kafka's; the response lists only partitions whose data,
   high watermark, last stable offset, log start offset or error changed, and the epoch moves on.
 Partitions that returned data rotate to the back of the session's order so none starves.

@@ -445,7 +445,8 @@ class Log(LogTransactions, LogRetention):
             # nothing below the log start offset may be served again: Kafka restarts the log there
             self.truncate_fully_and_start_at(offset)
             return
-        log.info("%s: truncating from %d to %d", self.topic_partition, self.log_end_offset, offset)
+        # From the appended end: a rolled-back write cuts appends the log end offset never reached.
+        log.info("%s: truncating from %d to %d", self.topic_partition, self.appended_end_offset, offset)
         self.truncations += 1
         with self._lock:
             doomed = [s for s in self.segments if s.base_offset >= offset and s is not self.segments[0]]
