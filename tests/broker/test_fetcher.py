@@ -14,6 +14,7 @@ import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from broker.config import KafkaConfig
 from broker.fetcher import ReplicaFetcher
@@ -251,6 +252,16 @@ def _fetched(request) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
     return [(p.partition, p.fetch_offset) for t in request.topics for p in t.partitions]
 
 
+def _session_fetcher(server: KafkaServer, partition: Partition, leader: HandlerLeader
+                     ) -> tuple[ReplicaFetcher, Any]:
+    """The follower's fetcher of TP from `leader`, past truncation; `_fetch` is then called by hand."""
+    fetcher = ReplicaFetcher(server, 0, leader)
+    fetcher.add(partition)
+    state = fetcher.partitions[TP]
+    state.truncating = False
+    return fetcher, state
+
+
 def test_the_follower_fetches_in_an_incremental_session_and_starts_over_after_a_session_error(
         tmp_path: Path) -> None:
     # KIP-227 as Kafka's follower: a full fetch opens the session; then each request names only the
@@ -264,10 +275,7 @@ def test_the_follower_fetches_in_an_incremental_session_and_starts_over_after_a_
     sessions = leader.server.fetch_sessions.sessions
 
     async def run() -> None:
-        fetcher = ReplicaFetcher(server, 0, leader)
-        fetcher.add(partition)
-        state = fetcher.partitions[TP]
-        state.truncating = False
+        fetcher, state = _session_fetcher(server, partition, leader)
 
         async def fetch() -> None:
             await fetcher._fetch({TP: state})
@@ -326,10 +334,7 @@ def test_a_partition_the_leader_answered_with_an_error_is_named_again_in_the_ses
     server, partition = follower(tmp_path, follower_log, leader_epoch=1)
 
     async def run() -> None:
-        fetcher = ReplicaFetcher(server, 0, leader)
-        fetcher.add(partition)
-        state = fetcher.partitions[TP]
-        state.truncating = False
+        fetcher, state = _session_fetcher(server, partition, leader)
         await fetcher._fetch({TP: state})
         assert leader.fetch_errors == [ErrorCode.UNKNOWN_TOPIC_ID] and state.delayed_until > 0
         leader_rm.metadata_cache.update_partition(TP.topic, TOPIC_ID, PartitionMetadata(TP.partition, 0, 1,
@@ -390,10 +395,7 @@ def test_an_answer_naming_partitions_outside_the_session_starts_a_new_session(tm
     server, partition = follower(tmp_path, follower_log, leader_epoch=1)
 
     async def run() -> None:
-        fetcher = ReplicaFetcher(server, 0, leader)
-        fetcher.add(partition)
-        state = fetcher.partitions[TP]
-        state.truncating = False
+        fetcher, state = _session_fetcher(server, partition, leader)
         await fetcher._fetch({TP: state})
         await fetcher._fetch({TP: state})
         assert leader.requests[-1].session_epoch == 1

@@ -34,6 +34,7 @@ from broker.coordinator.group.consumer_group import (
     MemberState,
 )
 from broker.coordinator.group.schema import SchemaError
+from protocol.codec import uvarint_bytes
 
 Record = tuple[bytes, bytes | None]
 
@@ -58,15 +59,6 @@ def _key(version: int, group_id: str, member_id: str | None = None) -> bytes:
     return _I16.pack(version) + _string(group_id) + (_string(member_id) if member_id is not None else b"")
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 class _Flex:
     """A flexible-version value writer (compact strings and arrays, empty tagged fields)."""
 
@@ -81,13 +73,13 @@ class _Flex:
 
     def string(self, v: str | None) -> None:
         if v is None:
-            self.parts.append(_uvarint(0))
+            self.parts.append(uvarint_bytes(0))
             return
         raw = v.encode("utf-8")
-        self.parts.append(_uvarint(len(raw) + 1) + raw)
+        self.parts.append(uvarint_bytes(len(raw) + 1) + raw)
 
     def length(self, n: int) -> None:
-        self.parts.append(_uvarint(n + 1))
+        self.parts.append(uvarint_bytes(n + 1))
 
     def uuid(self, v: uuid.UUID) -> None:
         self.parts.append(v.bytes)
@@ -96,7 +88,7 @@ class _Flex:
         self.parts.append(b"\x00")
 
     def bytes_(self, v: bytes) -> None:
-        self.parts.append(_uvarint(len(v) + 1) + v)
+        self.parts.append(uvarint_bytes(len(v) + 1) + v)
 
     def partitions(self, assignment: Assignment) -> None:
         items = sorted(assignment.items(), key=lambda item: str(item[0]))
@@ -159,7 +151,7 @@ def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Record:
         c.tags()
     c.tags()
     body = b"".join(c.parts)
-    w.parts.append(_uvarint(1) + _uvarint(0) + _uvarint(len(body)) + body)
+    w.parts.append(uvarint_bytes(1) + uvarint_bytes(0) + uvarint_bytes(len(body)) + body)
     return _key(MEMBER_METADATA, group_id, m.member_id), b"".join(w.parts)
 
 

@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from broker.share.persister import PersisterStateBatch
+from protocol.codec import uvarint_bytes
 
 SNAPSHOT = 0
 UPDATE = 1
@@ -90,17 +91,8 @@ def encode_key(kind: int, key: ShareKey) -> bytes:
     return struct.pack(">hh", kind, len(group)) + group + key.topic_id.bytes + struct.pack(">i", key.partition)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _batches(batches: tuple[PersisterStateBatch, ...]) -> bytes:
-    out = bytearray(_uvarint(len(batches) + 1))
+    out = bytearray(uvarint_bytes(len(batches) + 1))
     for b in batches:
         out += _BATCH.pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) + b"\x00"
     return bytes(out)

@@ -137,19 +137,25 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
-                try:
-                    new_pid = self.generate_producer_id()
-                except ProducerIdsUnavailable:
-                    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-                except Exception as e:
-                    log.error("no producer id for %s: %s", md.transactional_id, e)
-                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                new_pid = self._new_producer_id(md)
+                if isinstance(new_pid, ErrorCode):
+                    return new_pid
                 return md.prepare_producer_id_rotation(new_pid, timeout_ms, now_ms(), expected is not None)
             return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
                                                         now_ms())
         if md.state == S.ONGOING:
             return md.prepare_fence_producer_epoch()
         raise AssertionError(f"{md.transactional_id} found in state {md.state.state_name}")
+
+    def _new_producer_id(self, md: TransactionMetadata) -> int | ErrorCode:
+        """A fresh producer id for an exhausted epoch, or the error the request answers without one."""
+        try:
+            return self.generate_producer_id()
+        except ProducerIdsUnavailable:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        except Exception as e:  # noqa: BLE001 - whatever the source failed with, the client retries elsewhere
+            log.error("no producer id for %s: %s", md.transactional_id, e)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     def _existing(self, transactional_id: str, producer_id: int) -> ErrorCode | tuple[int, TransactionMetadata]:
         """The (coordinator epoch, metadata) of an id the caller's producer id owns, or the error Kafka answers."""
@@ -324,13 +330,10 @@ class TransactionCoordinator:
                 TxnTransitMetadata, bool]:
             next_producer_id = NO_PRODUCER_ID
             if not is_epoch_fence and md.is_producer_epoch_exhausted:
-                try:
-                    next_producer_id = self.generate_producer_id()
-                except ProducerIdsUnavailable:
-                    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-                except Exception as e:
-                    log.error("no producer id for %s: %s", md.transactional_id, e)
-                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                allocated = self._new_producer_id(md)
+                if isinstance(allocated, ErrorCode):
+                    return allocated
+                next_producer_id = allocated
             if next_state == S.PREPARE_ABORT and is_epoch_fence:
                 self._take_fence(md, producer_epoch)
             return md.prepare_abort_or_commit(next_state, now_ms(), client_transaction_version, next_producer_id,

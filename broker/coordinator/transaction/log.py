@@ -34,6 +34,7 @@ from broker.coordinator.transaction.metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
+from protocol.codec import uvarint_bytes
 from storage import TopicPartition
 
 KEY_VERSION = 0
@@ -49,15 +50,6 @@ class TxnLogError(ValueError):
 def encode_key(transactional_id: str) -> bytes:
     raw = transactional_id.encode()
     return struct.pack(">hh", KEY_VERSION, len(raw)) + raw
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def encode_value(target: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
@@ -93,15 +85,15 @@ def _encode_value_v1(target: TxnTransitMetadata) -> bytes:
     out = bytearray(struct.pack(">h", 1))
     out += _VALUE_HEAD.pack(target.producer_id, target.producer_epoch, target.txn_timeout_ms, target.txn_state)
     if target.txn_state == TransactionState.EMPTY:
-        out += _uvarint(0)  # null
+        out += uvarint_bytes(0)  # null
     else:
         by_topic = _by_topic(target)
-        out += _uvarint(len(by_topic) + 1)
+        out += uvarint_bytes(len(by_topic) + 1)
         for topic in sorted(by_topic):
             raw = topic.encode()
             ids = sorted(by_topic[topic])
-            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(ids) + 1) + struct.pack(f">{len(ids)}i", *ids)
-            out += _uvarint(0)  # no tagged fields
+            out += uvarint_bytes(len(raw) + 1) + raw + uvarint_bytes(len(ids) + 1) + struct.pack(f">{len(ids)}i", *ids)
+            out += uvarint_bytes(0)  # no tagged fields
     out += _TIMESTAMPS.pack(target.txn_last_update_timestamp, target.txn_start_timestamp)
     tags = []
     if target.last_producer_id != NO_PRODUCER_ID:
@@ -110,9 +102,9 @@ def _encode_value_v1(target: TxnTransitMetadata) -> bytes:
         tags.append((1, struct.pack(">q", target.next_producer_id)))
     if target.client_transaction_version != 0:
         tags.append((2, struct.pack(">h", target.client_transaction_version)))
-    out += _uvarint(len(tags))
+    out += uvarint_bytes(len(tags))
     for tag, raw in tags:
-        out += _uvarint(tag) + _uvarint(len(raw)) + raw
+        out += uvarint_bytes(tag) + uvarint_bytes(len(raw)) + raw
     return bytes(out)
 
 
