@@ -66,6 +66,20 @@ class FetchSession:
     unresolved: dict[tuple[uuid.UUID, int], CachedPartition] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
 
+    def forget(self, topic: str | None, topic_id: uuid.UUID | None, partitions: list[int]) -> None:
+        """Forgotten partitions leave the session: by name below v13; from v13 by the topic id they joined with,
+        not through the metadata cache, where a deleted topic's id has no name any more (its partitions would
+        stay, answered with an error, and every fetch in the session would return at once)."""
+        if topic_id is None:
+            for p in partitions:
+                self.partitions.pop(TopicPartition(topic or "", p), None)
+            return
+        gone = set(partitions)
+        for p in gone:
+            self.unresolved.pop((topic_id, p), None)
+        for tp in [tp for tp, cp in self.partitions.items() if cp.topic_id == topic_id and tp.partition in gone]:
+            del self.partitions[tp]
+
     def resolve(self, topic_name: Callable[[uuid.UUID], str | None]) -> list[tuple[uuid.UUID, int]]:
         """Move the unresolved partitions whose topic id now has a name into `partitions`; the rest remain."""
         for (tid, index), cp in list(self.unresolved.items()):

@@ -349,23 +349,20 @@ class ReplicaFetcher:
                 return
         if resp.API_VERSION >= 7 and resp.error_code != ErrorCode.NONE:
             raise BrokerUnavailable(f"fetch failed: {ErrorCode(resp.error_code).name}")
-        if resp.API_VERSION >= 7:
-            answered = [TopicPartition((t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id)) or "",
-                                       p.partition_index) for t in resp.responses for p in t.partitions]
-            if stray := self.session.unexpected(answered):
-                log.warning("fetcher from broker %d: the answer names partitions not in our fetch session (%s); "
-                            "starting a new session", self.leader_id, ", ".join(map(str, stray[:3])))
-                self.session.reset()
-        for t in resp.responses:
-            topic = t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id) or cache.topic_name(t.topic_id)
-            for p in t.partitions:
-                tp = TopicPartition(topic or "", p.partition_index)
-                s = self.partitions.get(tp)
-                if s is None or s is not ready.get(tp) or s.partition.log is None:
-                    continue  # removed or replaced while the fetch was in flight
-                if s.partition.log_end_offset != offsets[tp]:
-                    continue  # truncated meanwhile
-                self._process_partition(tp, s, p, resp.API_VERSION)
+        # Named by the topic ids this request used (the topics of v13+ answers are ids only).
+        answered = [(TopicPartition((t.topic if resp.API_VERSION < 13 else topic_names.get(t.topic_id)) or "",
+                                    p.partition_index), p) for t in resp.responses for p in t.partitions]
+        if resp.API_VERSION >= 7 and (stray := self.session.unexpected([tp for tp, _ in answered])):
+            log.warning("fetcher from broker %d: the answer names partitions not in our fetch session (%s); "
+                        "starting a new session", self.leader_id, ", ".join(map(str, stray[:3])))
+            self.session.reset()
+        for tp, p in answered:
+            s = self.partitions.get(tp)
+            if s is None or s is not ready.get(tp) or s.partition.log is None:
+                continue  # removed or replaced while the fetch was in flight
+            if s.partition.log_end_offset != offsets[tp]:
+                continue  # truncated meanwhile
+            self._process_partition(tp, s, p, resp.API_VERSION)
         if self._unwritten:
             # The next fetch asks from our log end offset, which moves once the writer has written what this
             # response brought (as Kafka's fetcher thread appends before it fetches again).

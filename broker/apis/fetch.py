@@ -35,7 +35,6 @@ from broker.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     CachedPartition,
-    FetchSession,
     FetchSessionError,
     next_epoch,
 )
@@ -118,7 +117,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     if cp.topic_id is not None:
                         session.unresolved.pop((cp.topic_id, tp.partition), None)
                 session.unresolved.update(unresolved)
-                _forget(session, request.forgotten_topics_data or [], v)
+                for ft in request.forgotten_topics_data or []:
+                    session.forget(ft.topic if v < 13 else None, ft.topic_id if v >= 13 else None,
+                                   ft.partitions)
             else:
                 if sid:
                     sessions.remove(sid)
@@ -181,22 +182,6 @@ def _authorized(ctx: RequestContext, replica_id: int, fetch_list: _Requested
     refused = [(tp, FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp, _ in fetch_list
                if tp.topic not in allowed]
     return [(tp, cp) for tp, cp in fetch_list if tp.topic in allowed], refused
-
-
-def _forget(session: FetchSession, forgotten: list[Any], v: int) -> None:
-    """Forgotten partitions leave the session. From v13 they are named by topic id and matched by the id they
-    joined with, not through the metadata cache: a deleted topic's id no longer has a name there, and its
-    partitions would stay in the session, answered with an error, so every fetch of it returned at once."""
-    if v < 13:
-        for ft in forgotten:
-            for p in ft.partitions:
-                session.partitions.pop(TopicPartition(ft.topic, p), None)
-        return
-    gone = {(ft.topic_id, p) for ft in forgotten for p in ft.partitions}
-    for key in gone:
-        session.unresolved.pop(key, None)
-    for tp in [tp for tp, cp in session.partitions.items() if (cp.topic_id, tp.partition) in gone]:
-        del session.partitions[tp]
 
 
 def _response(ctx: RequestContext, request: Any, session: Any, incremental: bool,
