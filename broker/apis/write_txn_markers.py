@@ -13,10 +13,10 @@ INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS...) 
 when this broker has no log for it. Errors are grouped by producer id, as Kafka's response. Once markers are
 written to `__consumer_offsets` partitions, the group coordinator completes that producer's pending
 transactional offsets (`handle_txn_completion`); if that fails, those partitions answer
-UNKNOWN_SERVER_ERROR. Not in `ERRORS`, as no test can provoke them: REQUEST_TIMED_OUT (the ISR not caught up
-within request.timeout.ms, 30 s, while the ISR shrinks after replica.lag.time.max.ms) and KAFKA_STORAGE_ERROR
-(a disk failing under a live log); Kafka's UNSUPPORTED_FOR_MESSAGE_FORMAT (a log before magic 2) cannot
-happen, every log here being magic 2.
+UNKNOWN_SERVER_ERROR. KAFKA_STORAGE_ERROR: the marker's write failed (a full disk) and was rolled back. Not in
+`ERRORS`, as no test can provoke it: REQUEST_TIMED_OUT (the ISR not caught up within request.timeout.ms, 30 s,
+while the ISR shrinks after replica.lag.time.max.ms); Kafka's UNSUPPORTED_FOR_MESSAGE_FORMAT (a log before
+magic 2) cannot happen, every log here being magic 2.
 With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
 CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 
@@ -53,7 +53,7 @@ MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.KAFKA_STORAGE_ERROR,
 )
 
 

@@ -3,9 +3,12 @@ a transaction coordinator sends it to a partition leader."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from broker.apis import write_txn_markers
+from broker.testing import BrokerProcess
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.e2e.support import wait_until
@@ -57,8 +60,26 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.NOT_ENOUGH_REPLICAS: lambda b: send(b, b.under_min_isr(), 8004, port=b.cluster.ports[0]),
 }
 
+def disk_full(b: Brokers) -> Any:
+    """A broker of its own whose files may not pass 32 KiB (RLIMIT_FSIZE, as a full disk): markers are written
+    until one crosses the limit."""
+    with tempfile.TemporaryDirectory() as d:
+        full = BrokerProcess({"log.index.size.max.bytes": "4096"}, data_dir=Path(d), file_size_limit=32 * 1024)
+        full.start()
+        try:
+            topic = b.topic("markers-disk-full", port=full.port)
+            for producer_id in range(9000, 10000):
+                answer = send(b, topic, producer_id, port=full.port)
+                if answer.markers[0].topics[0].partitions[0].error_code != ErrorCode.NONE:
+                    return answer
+            raise AssertionError("1,000 markers written past a 32 KiB file-size limit")
+        finally:
+            full.stop()
+
+
 PRODUCERS.update({
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: lambda b: send(b, "markers-denied", 1, port=denied(b)),
+    ErrorCode.KAFKA_STORAGE_ERROR: disk_full,
 })
 
 test_errors = error_path_test(write_txn_markers, PRODUCERS)
