@@ -13,6 +13,7 @@ that answer exactly once. The dataclasses here are what the Fetch handler and th
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,7 @@ class PartitionFetchInfo:
     current_leader_epoch: int = -1
     log_start_offset: int = -1
     last_fetched_epoch: int = -1
+    topic_id: uuid.UUID | None = None  # v13+: checked against the log's (INCONSISTENT_TOPIC_ID)
 
 
 @dataclass

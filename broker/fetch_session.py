@@ -65,6 +65,8 @@ class FetchSession:
     # UNKNOWN_TOPIC_ID, and moved into `partitions` once the id resolves (the client need not name them again).
     unresolved: dict[tuple[uuid.UUID, int], CachedPartition] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
+    # Opened by a v13+ request (topics named by id): later requests of the session must name them the same way.
+    uses_topic_ids: bool = False
 
     def forget(self, topic: str | None, topic_id: uuid.UUID | None, partitions: list[int]) -> None:
         """Forgotten partitions leave the session: by name below v13; from v13 by the topic id they joined with,
@@ -102,7 +104,7 @@ class FetchSessionCache:
         self.eviction_s = eviction_ms / 1000
         self.sessions: dict[int, FetchSession] = {}
 
-    def new_session(self) -> FetchSession | None:
+    def new_session(self, uses_topic_ids: bool) -> FetchSession | None:
         self._evict()
         if len(self.sessions) >= self.max_slots:
             return None
@@ -110,11 +112,13 @@ class FetchSessionCache:
             sid = random.randint(1, 2**31 - 1)
             if sid not in self.sessions:
                 break
-        session = FetchSession(sid, 1)
+        session = FetchSession(sid, 1, uses_topic_ids=uses_topic_ids)
         self.sessions[sid] = session
         return session
 
-    def get(self, session_id: int, epoch: int) -> FetchSession:
+    def get(self, session_id: int, epoch: int, uses_topic_ids: bool) -> FetchSession:
+        """The session an incremental request continues, as Kafka's FetchManager checks it: known, at the
+        request's epoch, and named by topic id (v13+) exactly when it was opened that way."""
         from protocol.errors import ErrorCode
 
         session = self.sessions.get(session_id)
@@ -122,6 +126,8 @@ class FetchSessionCache:
             raise FetchSessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if session.epoch != epoch:
             raise FetchSessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        if session.uses_topic_ids != uses_topic_ids:
+            raise FetchSessionError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         session.last_used = time.monotonic()
         return session
 

@@ -174,7 +174,15 @@ class ReplicaManager:
                 partition.isr_updater = self.isr_updater
                 partition.on_isr_change = lambda p: self._complete_delayed(p.topic_partition)
                 self.partitions[tp] = partition
-            elif state.leader_epoch <= partition.leader_epoch and partition.log is not None:
+            if not self._consistent_topic_id(tp, (topic_ids or {}).get(tp.topic)):
+                # Kafka checks this before anything else: a log left from an earlier topic of the same name (a
+                # broker away while it was deleted and created again) must not be served as the new topic.
+                log.error("%s: the controller's topic id %s does not match %s of the log; not taking this "
+                          "partition's state (INCONSISTENT_TOPIC_ID)", tp, (topic_ids or {}).get(tp.topic),
+                          self._log_topic_id(tp))
+                errors[tp] = ErrorCode.INCONSISTENT_TOPIC_ID
+                continue
+            if state.leader_epoch <= partition.leader_epoch and partition.log is not None:
                 errors[tp] = self._same_or_older_leader_epoch(partition, state, (topic_ids or {}).get(tp.topic))
                 continue
             if self.broker_id not in state.replicas:
@@ -201,6 +209,30 @@ class ReplicaManager:
         for cb in self.on_leadership_change:
             cb(new_leaders, new_followers)
         return errors
+
+    def unhosted_logs(self) -> list[Log]:
+        """The logs loaded from disk that no partition of this broker serves (yet)."""
+        return [lg for lg in self.log_manager.all_logs()
+                if (p := self.partitions.get(lg.topic_partition)) is None or p.log is None]
+
+    def set_aside_stray_log(self, tp: TopicPartition, why: str) -> None:
+        """A log the metadata no longer accounts for (KRaft start-up): moved aside as Kafka does, its high
+        watermark forgotten so that a new partition of the same name starts from nothing."""
+        moved = self.log_manager.mark_stray(tp)
+        self.high_watermarks.pop(tp, None)
+        log.warning("%s: stray log (%s): moved aside to %s, not served", tp, why, moved)
+
+    def _log_topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+        """The topic id of the log this broker holds for `tp` (hosted or only loaded from disk), as Kafka's
+        Partition.topicId reads it."""
+        partition = self.partitions.get(tp)
+        log_ = partition.log if partition is not None and partition.log is not None else self.log_manager.get_log(tp)
+        return log_.topic_id if log_ is not None else None
+
+    def _consistent_topic_id(self, tp: TopicPartition, topic_id: object) -> bool:
+        """Kafka's hasConsistentTopicId: a request without a topic id, or a log without one, agrees with any."""
+        local = self._log_topic_id(tp)
+        return topic_id is None or local is None or local == topic_id
 
     def _same_or_older_leader_epoch(self, partition: Partition, state: PartitionState,
                                     topic_id: uuid.UUID | None) -> ErrorCode:
@@ -491,6 +523,8 @@ class ReplicaManager:
                         ) -> tuple[FetchPartitionData, bool]:
         from_follower = params.is_from_follower
         try:
+            if tp in self.partitions and not self._consistent_topic_id(tp, info.topic_id):
+                raise KafkaApiError(ErrorCode.INCONSISTENT_TOPIC_ID, f"{tp}: topic id {info.topic_id} is not the log's")
             partition = self.get_partition_or_error(tp)
             preferred = self.find_preferred_read_replica(partition, params, info.fetch_offset, now)
             if preferred is not None:

@@ -46,6 +46,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 META_PROPERTIES = "meta.properties"
 FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
 # Kafka's KafkaRaftServer.MetadataTopic: the directories of this topic belong to the raft layer.
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -121,7 +122,10 @@ class LogManager:
                 tp = TopicPartition.from_dir_name(child.name)
             except ValueError:
                 continue
-            if "." in child.name.rsplit("-", 1)[1] or child.name.endswith(("-future", "-stray")):
+            if child.name.endswith(STRAY_DIR_SUFFIX):
+                log.warning("%s: stray log %s left aside (not served; remove it once it is not needed)", tp, child)
+                continue
+            if "." in child.name.rsplit("-", 1)[1] or child.name.endswith(FUTURE_DIR_SUFFIX):
                 continue
             if tp in self._logs:
                 raise KafkaStorageError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {d}")
@@ -235,6 +239,23 @@ class LogManager:
     def delete_future_log(self, future: Log) -> None:
         future.close()
         shutil.rmtree(future.dir, ignore_errors=True)
+
+    def mark_stray(self, tp: TopicPartition) -> Path | None:
+        """Kafka's stray log: closed and its directory renamed `<tp>.<uuid hex>-stray`, where it stays for the
+        operator (never served, never deleted; start-up skips it). The path it went to, None if no log."""
+        lg = self._logs.pop(tp, None)
+        self._dir_of.pop(tp, None)
+        if lg is None:
+            return None
+        lg.close()
+        target = lg.dir.with_name(f"{tp}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
+        try:
+            lg.dir.rename(target)
+        except OSError as e:
+            raise KafkaStorageError(f"cannot move the stray log of {tp} aside: {e}") from e
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        return target
 
     def delete_log(self, tp: TopicPartition, now_ms: int | None = None) -> None:
         """Close the log and rename its directory to *-delete; `remove_deleted_logs` removes it once the log's

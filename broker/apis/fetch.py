@@ -18,9 +18,10 @@ records, at once.
 Authorization (with an authorizer), as Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ
 on each topic; partitions refused answer TOPIC_AUTHORIZATION_FAILED and are not read.
 Errors: per partition UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER,
-FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+), OFFSET_OUT_OF_RANGE; for the whole request
-FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH. Gaps: Kafka's FETCH_SESSION_TOPIC_ID_ERROR and
-INCONSISTENT_TOPIC_ID (a session mixing or changing topic ids) are not answered.
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+), OFFSET_OUT_OF_RANGE, INCONSISTENT_TOPIC_ID (v13+: the
+topic id names a partition whose log here has another id, as Kafka's readFromLog); for the whole request
+FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR (an incremental request
+naming topics by id in a session opened by name, or the reverse: v13 is the line).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_OUT_OF_RANGE,
     ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, ErrorCode.INCONSISTENT_TOPIC_ID,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -105,7 +107,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         sid, epoch = request.session_id, request.session_epoch
         try:
             if epoch > INITIAL_EPOCH:
-                session = sessions.get(sid, epoch)
+                session = sessions.get(sid, epoch, v >= 13)
                 incremental = True
                 for tp, cp in requested:
                     old = session.partitions.get(tp)
@@ -124,7 +126,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 if sid:
                     sessions.remove(sid)
                 if epoch == INITIAL_EPOCH:
-                    session = sessions.new_session()
+                    session = sessions.new_session(v >= 13)
                     if session is not None:
                         session.partitions = dict(requested)
                         session.unresolved = dict(unresolved)
@@ -148,7 +150,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if server.authorizer is not None:
         to_read, refused = _authorized(ctx, replica_id, fetch_list)
     infos = [(tp, PartitionFetchInfo(cp.fetch_offset, cp.max_bytes, cp.current_leader_epoch,
-                                     cp.log_start_offset, cp.last_fetched_epoch)) for tp, cp in to_read]
+                                     cp.log_start_offset, cp.last_fetched_epoch, cp.topic_id)) for tp, cp in to_read]
     result = server.replica_manager.fetch_messages(params, infos)
 
     ctx.quota_exempt = replica_id >= 0

@@ -9,7 +9,9 @@ broker's registration (KIP-380) is refused whole with STALE_BROKER_EPOCH (-1, fr
 epochs, is accepted). Per-partition errors in the v0–4 (by name) or v5+ (by topic id) layout:
 STALE_CONTROLLER_EPOCH (also for a leader epoch not newer than the one held, as Kafka),
 UNKNOWN_TOPIC_OR_PARTITION when this broker is not among the replicas, KAFKA_STORAGE_ERROR when the log cannot
-be created in its log dir.
+be created in its log dir, INCONSISTENT_TOPIC_ID (checked first, as Kafka) when the log this broker holds has
+another topic id than the request's (a topic deleted and created again while this broker was away): the
+partition is left as it is and not served.
 With an authorizer: CLUSTER_ACTION on the cluster (brokers and the controller only), else
 CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 """
@@ -32,7 +34,7 @@ MIN_VERSION = 0
 MAX_VERSION = 7
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.STALE_BROKER_EPOCH, ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.INCONSISTENT_TOPIC_ID,
 )
 
 

@@ -18,6 +18,10 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
   isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
   stopped counting.
+- Once the start-up has caught up with the metadata log, `set_aside_strays` moves aside the logs on disk that
+  no partition of ours in the image accounts for (Kafka's stray replicas): a topic deleted, or deleted and
+  created again, or reassigned away while this broker was down leaves its old log renamed `*-stray`, and a
+  partition of the new topic starts empty instead of serving it.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from broker.kraft.delta import LocalReplicaChanges, MetadataDelta
+from broker.kraft.delta import LocalReplicaChanges, MetadataDelta, PartitionInfo
 from broker.kraft.image import MetadataImage
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
+from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -108,9 +113,46 @@ class MetadataPublisher:
         if self.on_local_changes is not None:
             self.on_local_changes(changes)  # before any log is created: the directories assigned (KIP-858)
         server = self.server
-        rm = server.replica_manager
         if changes.deletes:
             server.apply_stop_replica(-1, -1, sorted(changes.deletes), True)
+        self._apply_replica_changes(changes)
+
+    def set_aside_strays(self) -> None:
+        """Kafka's stray replicas (LogManager.isStrayKraftReplica), once the start-up has caught up with the
+        metadata log, so the image is the quorum's and not an older one from disk: a log on disk that no
+        partition of ours accounts for (no topic id; a topic id the image does not have, because the topic was
+        deleted while we were away, perhaps created again under its name; or a partition no longer assigned
+        to us) is moved aside, never served as the partition of that name. Our partitions refused meanwhile
+        for such a log's topic id (INCONSISTENT_TOPIC_ID) are then taken up afresh."""
+        image = self.image
+        if image is None:
+            return
+        rm = self.server.replica_manager
+        for lg in rm.unhosted_logs():
+            tp, topic_id = lg.topic_partition, lg.topic_id
+            registration = image.topics.get_partition(topic_id, tp.partition) if topic_id is not None else None
+            if topic_id is None:
+                why = "no topic id"
+            elif registration is None:
+                why = f"topic id {topic_id} is not in the metadata"
+            elif self.node_id not in registration.replicas:
+                why = f"the replicas {list(registration.replicas)} do not include this broker"
+            else:
+                continue
+            rm.set_aside_stray_log(tp, why)
+        changes = LocalReplicaChanges()
+        for topic in image.topics.by_id.values():
+            for partition_id, registration in topic.partitions.items():
+                tp = TopicPartition(topic.name, partition_id)
+                hosted = rm.partitions.get(tp)
+                if self.node_id in registration.replicas and (hosted is None or hosted.log is None):
+                    info = PartitionInfo(topic.topic_id, registration)
+                    (changes.leaders if registration.leader == self.node_id else changes.followers)[tp] = info
+                    changes.topic_ids[topic.name] = topic.topic_id
+        self._apply_replica_changes(changes)
+
+    def _apply_replica_changes(self, changes: LocalReplicaChanges) -> None:
+        rm = self.server.replica_manager
         states = {}
         for tp, info in {**changes.leaders, **changes.followers}.items():
             partition = rm.partitions.get(tp)

@@ -335,6 +335,50 @@ def test_a_topic_removed_in_the_metadata_log_is_deleted_from_the_broker(
     wait_for(lambda: not any(p.name.startswith("gone-0") for p in b.data_dir.iterdir()), what="log dir removed")
 
 
+def test_a_topic_deleted_and_created_again_while_the_broker_was_down_starts_empty(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """The broker misses a topic's deletion and its re-creation under the same name (a new topic id): back, it
+    must not serve the old topic's records as the new one's; the new partition starts empty at offset 0."""
+    from protocol.metadata_records import TopicRecord
+
+    b = kraft_broker(1, **{"log.segment.delete.delay.ms": "0", "file.delete.delay.ms": "0"})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("again", num_partitions=1, replication_factor=1)])["again"].result(20)
+    produce_and_consume(b.bootstrap, "again", 5)
+    old_id = controller.call(lambda c: c.image.topics.get_topic("again").topic_id)
+    b.stop()
+    new_id = uuid.uuid4()
+    controller.call(lambda c: c.delete_topic("again"))
+    controller.call(lambda c: c.append([TopicRecord(name="again", topic_id=new_id, version=0),
+                                        *c._partition_records(new_id, {0: [1]})]))
+    b.start()
+    wait_for(lambda: partition(controller, "again").leader == 1, what="broker 1 leading the new topic")
+    tp = TopicPartition("again", 0)
+    wait_for(lambda: b.call(lambda: (p := b.server.replica_manager.partitions.get(tp)) is not None
+                            and p.log is not None and p.is_leader), what="the new partition hosted")
+    assert b.call(lambda: b.server.replica_manager.partitions[tp].log.topic_id) == new_id != old_id
+    assert b.call(lambda: b.server.replica_manager.partitions[tp].log_end_offset) == 0
+    produce_and_consume(b.bootstrap, "again", 3, first=100)
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([KafkaTopicPartition("again", 0, OFFSET_BEGINNING)])
+    seen = []
+    deadline = time.monotonic() + 10
+    while len(seen) < 3 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.append((msg.offset(), msg.value()))
+    consumer.close()
+    assert seen == [(0, b"v100"), (1, b"v101"), (2, b"v102")]
+    # The old log is kept aside, as Kafka keeps stray logs, and stays aside across a restart.
+    strays = [p.name for p in b.data_dir.iterdir() if p.name.startswith("again-0.") and p.name.endswith("-stray")]
+    assert len(strays) == 1, sorted(p.name for p in b.data_dir.iterdir())
+    b.stop()
+    b.start()
+    produce_and_consume(b.bootstrap, "again", 2, first=200)
+    assert b.call(lambda: b.server.replica_manager.partitions[tp].log_end_offset) == 5
+
+
 def test_a_broker_joining_after_a_snapshot_loads_it(
         controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
     first = kraft_broker(1)

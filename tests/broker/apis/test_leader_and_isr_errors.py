@@ -24,11 +24,12 @@ CONTROLLER_EPOCH = 1000  # newer than any the broker has seen
 
 
 def send(b: Brokers, port: int, topic: str, replicas: list[int], controller_epoch: int = CONTROLLER_EPOCH,
-         broker_epoch: int = -1) -> Any:
+         broker_epoch: int = -1, topic_id: uuid.UUID | None = None, leader_epoch: int = 0) -> Any:
     return b.call(Req[7](controller_id=BROKER, controller_epoch=controller_epoch, broker_epoch=broker_epoch,
                          topic_states=[
-        T(topic_name=topic, topic_id=uuid.uuid4(), partition_states=[T.LeaderAndIsrPartitionState(
-            partition_index=0, controller_epoch=controller_epoch, leader=replicas[0], leader_epoch=0, isr=replicas,
+        T(topic_name=topic, topic_id=topic_id or uuid.uuid4(), partition_states=[T.LeaderAndIsrPartitionState(
+            partition_index=0, controller_epoch=controller_epoch, leader=replicas[0], leader_epoch=leader_epoch,
+            isr=replicas,
             partition_epoch=0, replicas=replicas, adding_replicas=[], removing_replicas=[], is_new=True)])],
         live_leaders=[Req.LeaderAndIsrLiveLeader(broker_id=BROKER, host_name="127.0.0.1", port=port)]), port)
 
@@ -45,6 +46,15 @@ def storage_error(b: Brokers) -> Any:
             log_dir.unlink()
 
 
+def inconsistent_topic_id(b: Brokers) -> Any:
+    """The broker holds the partition's log under one topic id; the controller names another (the topic was
+    deleted and created again while this broker was away): refused, the partition is not taken up."""
+    port = b.other(broker_id=str(BROKER)).port
+    first = send(b, port, "lai-recreated", [BROKER])
+    assert first.topics[0].partition_errors[0].error_code == ErrorCode.NONE
+    return send(b, port, "lai-recreated", [BROKER], leader_epoch=1)
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
     # a broker epoch older than the broker's registration (its epoch is above 0): refused whole
     ErrorCode.STALE_BROKER_EPOCH: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "lai-old-broker-epoch",
@@ -54,6 +64,7 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, b.other(broker_id=str(BROKER)).port, "lai-elsewhere",
                                                          [BROKER + 1]),
     ErrorCode.KAFKA_STORAGE_ERROR: storage_error,
+    ErrorCode.INCONSISTENT_TOPIC_ID: inconsistent_topic_id,
 }
 
 PRODUCERS.update({
