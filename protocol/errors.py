@@ -1,7 +1,8 @@
 """Kafka error codes and the codec's exception hierarchy.
 
 Contract:
-- `ErrorCode` lists every error code of Apache Kafka 3.9 (-1 .. 127) under Kafka's own names
+- `ErrorCode` lists every error code of Apache Kafka 3.9 (-1 .. 127), and those of later versions the broker
+  answers (128), under Kafka's own names
   (`org.apache.kafka.common.protocol.Errors`), so handlers write `ErrorCode.NOT_LEADER_OR_FOLLOWER`
   and the value on the wire is the int.
 - `ProtocolError` is the only exception type the decode functions raise for malformed or unsupported
@@ -145,6 +146,7 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128  # Kafka 4.0
 
     @property
     def retriable(self) -> bool:

@@ -43,7 +43,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND,
     ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH,
     ErrorCode.UNRELEASED_INSTANCE_ID, ErrorCode.FENCED_INSTANCE_ID,
-    ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REGULAR_EXPRESSION,
 )
 
 
@@ -57,8 +57,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return response_for(request, throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                             error_message=f"Group {request.group_id} is not a consumer group.", member_epoch=0,
                             heartbeat_interval_ms=0)
-    return await group_api.consumer_group_heartbeat(coordinator, request, request.API_VERSION,
-                                                    ctx.client_id or "", f"/{ctx.client_host}")
+    return await group_api.consumer_group_heartbeat(
+        coordinator, request, request.API_VERSION, ctx.client_id or "", f"/{ctx.client_host}",
+        lambda names: ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names))
 
 
 def _refusal(ctx: RequestContext, request: Any) -> int:

@@ -356,8 +356,10 @@ def _assignment_topics(assignment: Mapping[uuid.UUID, frozenset[int]], topic_cls
 
 
 async def consumer_group_heartbeat(coordinator: GroupCoordinator, request: Any, version: int, client_id: str,
-                                   client_host: str) -> Any:
-    """ConsumerGroupHeartbeat v0-1 (KIP-848); `client_host` in Kafka's form, e.g. "/127.0.0.1"."""
+                                   client_host: str,
+                                   describable: Callable[[set[str]], set[str]] = set) -> Any:
+    """ConsumerGroupHeartbeat v0-1 (KIP-848); `client_host` in Kafka's form, e.g. "/127.0.0.1";
+    `describable(names)`: those the member may DESCRIBE (regex resolution keeps only them), default all."""
     owned = (None if request.topic_partitions is None
              else [(t.topic_id, list(t.partitions or [])) for t in request.topic_partitions])
     result = await coordinator.consumer_group_heartbeat(
@@ -367,7 +369,7 @@ async def consumer_group_heartbeat(coordinator: GroupCoordinator, request: Any, 
                                 else list(request.subscribed_topic_names)),
         subscribed_topic_regex=request.subscribed_topic_regex if version >= 1 else None,
         server_assignor=request.server_assignor, owned=owned, api_version=version, client_id=client_id,
-        client_host=client_host)
+        client_host=client_host, describable=describable)
     response = messages.ConsumerGroupHeartbeatResponse
     assignment = None
     if result.assignment is not None:

@@ -176,6 +176,10 @@ class ConsumerGroup:
     server_assignors: Counter[str] = field(default_factory=Counter)
     # topic name -> (topic id, partition count) of the topics members subscribe to, as last assigned
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    # Kafka's resolved regular expressions: each subscribed regex -> the topics it resolved to (those the member
+    # whose heartbeat resolved it may DESCRIBE), and the topic names that resolution saw (None: refresh it).
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    regexes_resolved_against: frozenset[str] | None = None
     session_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     rebalance_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     # Classic members: the time to rejoin once told to (JoinGroup) and to sync after joining (SyncGroup).
@@ -266,7 +270,7 @@ class ConsumerGroup:
         return max(counts)[1] if counts else None
 
     def subscribed_topic_names(self, topic_names: Iterable[str] = ()) -> set[str]:
-        """Every topic some member subscribes to by name (regexes are resolved by the coordinator)."""
+        """Every topic some member subscribes to by name (regexes: `resolved_regexes`)."""
         names = set(topic_names)
         for m in self.members.values():
             names.update(m.subscribed_topic_names)

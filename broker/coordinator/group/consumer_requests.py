@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -72,10 +71,13 @@ from broker.coordinator.group.metadata import GroupMetadata, GroupState
 from broker.coordinator.group.metadata_manager import GroupMetadataManager
 from broker.coordinator.group.migration import MigrationRefused
 from broker.coordinator.group.schema import GroupMetadataKey, encode_group_metadata_key
+from broker.coordinator.group.topic_regex import regex_error, resolve
 
 log = logging.getLogger(__name__)
 
 OwnedPartitions = list[tuple[uuid.UUID, list[int]]]
+# The topics (of those given) the member whose heartbeat resolves the group's regexes may DESCRIBE.
+TopicFilter = Callable[[set[str]], set[str]]
 
 
 class TopicsImage(Protocol):
@@ -122,7 +124,8 @@ class ConsumerGroupRequests:
             rack_id: str | None = None, rebalance_timeout_ms: int = -1,
             subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None,
             server_assignor: str | None = None, owned: OwnedPartitions | None = None, api_version: int = 1,
-            client_id: str = "", client_host: str = "") -> ConsumerGroupHeartbeatResult:
+            client_id: str = "", client_host: str = "",
+            describable: TopicFilter = set) -> ConsumerGroupHeartbeatResult:
         try:
             if self.manager.shutting_down:
                 raise Refused(E.COORDINATOR_NOT_AVAILABLE)
@@ -139,7 +142,7 @@ class ConsumerGroupRequests:
                 result = self._consumer_group_heartbeat(
                     group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                     subscribed_topic_names, subscribed_topic_regex, server_assignor, owned, client_id, client_host,
-                    records)
+                    describable, records)
         except Refused as refused:
             return ConsumerGroupHeartbeatResult(refused.code, refused.message)
         # The change is applied; the member hears of it once it is stored (Kafka answers after the write).
@@ -185,8 +188,8 @@ class ConsumerGroupRequests:
     def _consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                                   instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                                   names: list[str] | None, regex: str | None, server_assignor: str | None,
-                                  owned: OwnedPartitions | None, client_id: str,
-                                  client_host: str, records: list[Record]) -> ConsumerGroupHeartbeatResult:
+                                  owned: OwnedPartitions | None, client_id: str, client_host: str,
+                                  describable: TopicFilter, records: list[Record]) -> ConsumerGroupHeartbeatResult:
         install, group = self._get_or_maybe_create(group_id, member_epoch == 0, records)
         if not member_id:
             # v0 lets the coordinator name a joining member (v1 members bring their own id): Kafka's Uuid string.
@@ -209,7 +212,14 @@ class ConsumerGroupRequests:
             subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=regex if regex is not None else member.subscribed_topic_regex,
             client_id=client_id, client_host=client_host)
-        reconciled = self._update_member(group_id, install, group, member, updated, replaced, owned, records)
+        if updated.subscribed_topic_regex and updated.subscribed_topic_regex != member.subscribed_topic_regex:
+            # Kafka compiles a regex when a member subscribes to it, before anything of the request is applied.
+            error = regex_error(updated.subscribed_topic_regex)
+            if error is not None:
+                raise Refused(E.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{updated.subscribed_topic_regex}` "
+                               f"is not a valid regular expression: {error}.")
+        reconciled = self._update_member(group_id, install, group, member, updated, replaced, owned, records,
+                                         describable)
         self._schedule_session_timeout(group, reconciled.member_id)
 
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
@@ -223,10 +233,12 @@ class ConsumerGroupRequests:
     def _update_member(self, group_id: str, install: Callable[[], None] | None, group: ConsumerGroup,
                        member: ConsumerGroupMember, updated: ConsumerGroupMember,
                        replaced: ConsumerGroupMember | None, owned: OwnedPartitions | None,
-                       records: list[Record]) -> ConsumerGroupMember:
+                       records: list[Record], describable: TopicFilter | None = None) -> ConsumerGroupMember:
         """Kafka's three steps for a member's request (both protocols): store the updated member (a changed
-        subscription or changed topics bump the group epoch), recompute the target assignment when the group
-        epoch is ahead of it, and reconcile the member towards its target. Returns the reconciled member."""
+        subscription, changed topics or a changed regex resolution bump the group epoch), recompute the target
+        assignment when the group epoch is ahead of it, and reconcile the member towards its target. A heartbeat
+        (`describable`: what its member may DESCRIBE) refreshes the group's regexes when due. Returns the
+        reconciled member."""
         bump = (updated.subscribed_topic_names != member.subscribed_topic_names
                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
 
@@ -235,13 +247,16 @@ class ConsumerGroupRequests:
         if replaced is not None:
             members.pop(replaced.member_id, None)
         members[updated.member_id] = updated
-        metadata = self._subscription_metadata(members.values())
+        resolved, resolved_against = self._resolved_regexes(group, members.values(), describable)
+        if resolved != group.resolved_regexes:
+            bump = True
+        metadata = self._subscription_metadata(members.values(), resolved)
         if metadata != group.subscription_metadata:
             bump = True
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch
 
         if group_epoch > group.assignment_epoch:
-            target_all = self._compute_target(group, members, metadata, member, updated)
+            target_all = self._compute_target(group, members, metadata, resolved, member, updated)
         else:
             target_all = None
         target_epoch = group_epoch if target_all is not None else group.assignment_epoch
@@ -264,6 +279,9 @@ class ConsumerGroupRequests:
             group.target_assignment[updated.member_id] = target
             records.append(target_member_record(group_id, updated.member_id, target))
         records.extend(subscription_changes(group_id, previous, updated))
+        group.resolved_regexes = resolved
+        if resolved_against is not None:
+            group.regexes_resolved_against = resolved_against
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group_id, metadata))
         if bump or install is not None:
@@ -359,41 +377,45 @@ class ConsumerGroupRequests:
         self._check_epoch(existing, epoch, owned)
         return existing, None
 
-    def _subscribed_names(self, members: Iterable[ConsumerGroupMember]) -> set[str]:
-        names: set[str] = set()
-        patterns: set[str] = set()
-        for m in members:
-            names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex:
-                patterns.add(m.subscribed_topic_regex)
-        for pattern in patterns:
-            names.update(self._matching(pattern))
-        return names
+    def _resolved_regexes(self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember],
+                          describable: TopicFilter | None) -> tuple[dict[str, frozenset[str]], frozenset[str] | None]:
+        """Kafka's regex refresh: (each regex the members subscribe to -> its topics, the topic names a refresh
+        saw or None). A heartbeat refreshes every regex of the group at once when one is unresolved or topics
+        came or went since the last refresh, keeping the topics its member may DESCRIBE (Kafka 4.0,
+        KAFKA-18813); other paths (fencing, classic members) keep the last resolution."""
+        patterns = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
+        cached = {p: topics for p, topics in group.resolved_regexes.items() if p in patterns}
+        if describable is None or not patterns:
+            return cached, None
+        names = frozenset(self.topics_image.names())
+        if names == group.regexes_resolved_against and patterns <= cached.keys():
+            return cached, None
+        matched = resolve(patterns, names)
+        allowed = frozenset(describable(set().union(*matched.values())))
+        return {p: topics & allowed for p, topics in matched.items()}, names
 
-    def _matching(self, pattern: str) -> list[str]:
-        try:
-            compiled = re.compile(pattern)
-        except re.error:
-            return []
-        return [n for n in self.topics_image.names() if not n.startswith("__") and compiled.fullmatch(n)]
-
-    def _member_topics(self, member: ConsumerGroupMember) -> set[str]:
+    @staticmethod
+    def _member_topics(member: ConsumerGroupMember, resolved: dict[str, frozenset[str]]) -> set[str]:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            names.update(self._matching(member.subscribed_topic_regex))
+            names.update(resolved.get(member.subscribed_topic_regex, ()))
         return names
 
-    def _subscription_metadata(self, members: Iterable[ConsumerGroupMember]) -> dict[str, tuple[uuid.UUID, int]]:
+    def _subscription_metadata(self, members: Iterable[ConsumerGroupMember],
+                               resolved: dict[str, frozenset[str]]) -> dict[str, tuple[uuid.UUID, int]]:
+        subscribed: set[str] = set()
+        for m in members:
+            subscribed.update(self._member_topics(m, resolved))
         out = {}
-        for name in sorted(self._subscribed_names(members)):
+        for name in sorted(subscribed):
             found = self.topics_image.topic(name)
             if found is not None and found[1] > 0:
                 out[name] = found
         return out
 
     def _compute_target(self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember],
-                        metadata: dict[str, tuple[uuid.UUID, int]], old: ConsumerGroupMember,
-                        updated: ConsumerGroupMember) -> dict[str, Assignment]:
+                        metadata: dict[str, tuple[uuid.UUID, int]], resolved: dict[str, frozenset[str]],
+                        old: ConsumerGroupMember, updated: ConsumerGroupMember) -> dict[str, Assignment]:
         counts = group.server_assignors.copy()
         if old.member_id in group.members and old.server_assignor:
             counts[old.server_assignor] -= 1
@@ -401,7 +423,7 @@ class ConsumerGroupRequests:
             counts[updated.server_assignor] += 1
         preferred = [(n, name) for name, n in counts.items() if n > 0]
         name = max(preferred)[1] if preferred else self._assignors()[0]
-        specs = {mid: AssignmentMember(m.instance_id, frozenset(metadata[t][0] for t in self._member_topics(m)
+        specs = {mid: AssignmentMember(m.instance_id, frozenset(metadata[t][0] for t in self._member_topics(m, resolved)
                                                                  if t in metadata))
                  for mid, m in members.items()}
         topics = {tid: count for tid, count in metadata.values()}
@@ -454,7 +476,8 @@ class ConsumerGroupRequests:
         records = member_tombstones(group.group_id, member_id)
         group.remove_member(member_id)
         group.cancel_timers(member_id)
-        metadata = self._subscription_metadata(group.members.values())
+        group.resolved_regexes = self._resolved_regexes(group, group.members.values(), None)[0]
+        metadata = self._subscription_metadata(group.members.values(), group.resolved_regexes)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             records.append(partition_metadata_record(group.group_id, metadata))
@@ -488,7 +511,11 @@ class ConsumerGroupRequests:
 
     def on_consumer_group_loaded(self, group: ConsumerGroup) -> None:
         """A group loaded from `__consumer_offsets`: its members' sessions start now (Kafka), and those
-        waiting to revoke get their rebalance timeout again."""
+        waiting to revoke get their rebalance timeout again. Its regexes count as resolved to the topics of its
+        subscription they match (Kafka stores the resolution; we do not) until a heartbeat refreshes them."""
+        patterns = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        group.resolved_regexes = resolve(patterns, group.subscription_metadata)
+        group.regexes_resolved_against = None
         for member in group.members.values():
             self._schedule_session_timeout(group, member.member_id,
                                            member.classic.session_timeout_ms if member.classic is not None else None)
