@@ -17,11 +17,13 @@ Req = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 
 def send(b: Brokers, group: str, member_id: str = "member-1", epoch: int = 0, *, instance: str | None = None,
-         assignor: str | None = None, topics: list[str] | None = None, port: int | None = None) -> Any:
+         assignor: str | None = None, topics: list[str] | None = None, regex: str | None = None,
+         port: int | None = None) -> Any:
     joining = epoch == 0
     return b.call(Req[1](group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance,
                          rebalance_timeout_ms=30000 if joining else -1,
-                         subscribed_topic_names=(topics or []) if joining else topics, server_assignor=assignor,
+                         subscribed_topic_names=(topics or []) if joining and regex is None else topics,
+                         subscribed_topic_regex=regex, server_assignor=assignor,
                          topic_partitions=[] if joining else None), port)
 
 
@@ -66,6 +68,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.FENCED_INSTANCE_ID: fenced_instance,
     ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: send(b, "cgh-denied", port=denied(b)),
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: topic_denied,
+    # A lookahead: Python's `re` would take it, RE2 (Kafka's RE2/J) does not.
+    ErrorCode.INVALID_REGULAR_EXPRESSION: lambda b: send(b, ready(b, "cgh-regex"), regex="cgh-(?=x).*"),
 }
 
 test_errors = error_path_test(consumer_group_heartbeat, PRODUCERS)
