@@ -5,8 +5,13 @@ member epoch and owned partitions, leaving (epoch -1; a static member's temporar
 computes the assignment with a server-side assignor (`uniform`, the default, or `range`:
 `group.consumer.assignors`, the member's ServerAssignor) and reconciles each member revoke-before-assign;
 the answer carries the member's epoch, the heartbeat interval (`group.consumer.heartbeat.interval.ms`) and its
-assignment when asked or changed. Sessions last `group.consumer.session.timeout.ms`. v1 adds
-SubscribedTopicRegex (matched with Python's `re`).
+assignment when asked or changed. Sessions last `group.consumer.session.timeout.ms`.
+v1 adds SubscribedTopicRegex, as Kafka 4.0's coordinator reads it: RE2 syntax (Kafka compiles it with RE2/J, we
+with google-re2: no lookaround, no backreferences), matching a topic when it matches the whole name, over every
+topic including internal ones. A member subscribing to a regex that does not compile is refused (below) before
+anything of its request applies. The group's regexes are resolved together, on the heartbeat that finds one
+unresolved or the topics changed since the last resolution (Kafka: at most every 10 s, off the request path),
+and every member of the group shares that resolution.
 Errors, as Kafka 4.0: INVALID_REQUEST (a malformed request: no member id, no rebalance timeout or subscription
 on joining, owned partitions on joining, an epoch below -2, an empty group/instance/rack id),
 UNSUPPORTED_ASSIGNOR; NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE as every group
@@ -14,16 +19,21 @@ API; GROUP_ID_NOT_FOUND (no such consumer group, a share group, or a classic gro
 upgraded: `group.consumer.migration.policy` without upgrades, a protocol type other than "consumer", more members
 than `group.consumer.max.size`, a malformed embedded subscription), GROUP_MAX_SIZE_REACHED
 (`group.consumer.max.size`), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID (a static
-instance still held by a member that did not leave), FENCED_INSTANCE_ID.
+instance still held by a member that did not leave), FENCED_INSTANCE_ID, INVALID_REGULAR_EXPRESSION
+("SubscribedTopicRegex `<regex>` is not a valid regular expression: <RE2/J's description>.", checked after the
+member checks above).
 With an authorizer: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic
-name, else TOPIC_AUTHORIZATION_FAILED (Kafka 4.0).
+name, else TOPIC_AUTHORIZATION_FAILED; a regex resolves only to the topics the member whose heartbeat resolved
+it may DESCRIBE (Kafka 4.0, KAFKA-18813), with no error.
 The group is stored in `__consumer_offsets` with Kafka's ConsumerGroup* records and survives a restart.
 Migration (Kafka 4.x, `group.consumer.migration.policy`, default bidirectional): joining a classic group with
 members upgrades it online, its members staying as classic members; the last member using this protocol
 leaving downgrades the group back to a classic group (broker/coordinator/group/migration.py).
 Gaps: served whatever
-`group.coordinator.rebalance.protocols` says (Kafka 4.0 enables "consumer" by default); an invalid regex
-matches nothing (Kafka 4.0: INVALID_REGULAR_EXPRESSION) and regex-matched topics are not authorized one by one.
+`group.coordinator.rebalance.protocols` says (Kafka 4.0 enables "consumer" by default); resolved regexes are not
+stored (Kafka's ConsumerGroupRegularExpression records): a loaded group counts each regex as resolved to the
+topics of its subscription it matches until a heartbeat resolves it again; RE2 accepts `\\C` and a capture
+group name used twice, which RE2/J refuses.
 """
 
 from __future__ import annotations

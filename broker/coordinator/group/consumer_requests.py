@@ -15,8 +15,9 @@ Contract:
   GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED (`group.consumer.max.size`), UNKNOWN_MEMBER_ID,
   FENCED_MEMBER_EPOCH (an epoch other than the member's, except its previous one with a subset of its
   partitions: a lost response), static members' UNRELEASED_INSTANCE_ID and FENCED_INSTANCE_ID. The member's
-  subscription (names, v1 regex, server assignor) is updated; a changed subscription or changed partition
-  counts of the subscribed topics bump the group epoch, and a group epoch ahead of the target assignment
+  subscription (names, v1 regex, server assignor) is updated, a regex new to the member compiled in RE2
+  (INVALID_REGULAR_EXPRESSION, topic_regex.py); a changed subscription, a changed regex resolution or changed
+  partition counts of the subscribed topics bump the group epoch, and a group epoch ahead of the target assignment
   epoch recomputes the target assignment with the group's preferred assignor (the most requested
   `ServerAssignor`, else the first of `group.consumer.assignors`). The member then reconciles towards it
   (consumer_group.reconcile: revoke before assign). The assignment is answered on a full request (epoch 0,
@@ -29,7 +30,11 @@ Contract:
   partition as Kafka's ConsumerGroup* records before the member hears of it, so the group survives a restart
   or a coordinator move (loaded groups' sessions start again). A failed append answers its error (the
   in-memory change is not rolled back, unlike Kafka's timeline).
-- Gaps: regexes are Python's `re`, not RE2.
+- Regexes (Kafka 4.0): the group's regexes are resolved together against every topic name on a heartbeat
+  that finds one unresolved or the topic names changed since, keeping the topics that heartbeat's member may
+  DESCRIBE (`describable`); fencing and classic members' requests reuse the last resolution. Kafka batches
+  refreshes at most every 10 s and stores them as ConsumerGroupRegularExpression records; we refresh at once
+  and keep them in memory (a loaded group reads them back from its subscription metadata).
 """
 
 from __future__ import annotations
