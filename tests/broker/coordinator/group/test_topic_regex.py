@@ -8,10 +8,11 @@ import uuid
 
 import pytest
 
+from broker.coordinator.group import GroupCoordinatorConfig
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.topic_regex import regex_error, resolve
 
-from .harness import run
+from .harness import OffsetsLog, run
 from .test_consumer_group import T1, T2, Topics, coordinator
 
 T3 = uuid.UUID(int=3)
@@ -107,4 +108,26 @@ def test_a_second_member_shares_the_groups_resolution() -> None:
         assert set(group.subscription_metadata) == {"orders-eu"}
         left = await c.consumer_group_heartbeat("g", "b", -1)
         assert left.error_code == E.NONE and group.resolved_regexes == {"orders-.*": {"orders-eu"}}
+    run(scenario)
+
+
+def test_a_loaded_group_keeps_its_resolution_until_a_heartbeat_refreshes_it() -> None:
+    topics = Topics({"orders-eu": (T1, 1), "orders-us": (T2, 1)})
+    log = OffsetsLog()
+    config = GroupCoordinatorConfig(offsets_topic_num_partitions=1)
+
+    async def scenario() -> None:
+        c = log.new_coordinator(config)
+        c.topics_image = topics
+        a = await regex_join(c, "a", "orders-.*", describable=lambda names: names - {"orders-us"})
+        c.shutdown()
+
+        again = log.new_coordinator(config)
+        again.topics_image = topics
+        loaded = again.group("g").consumer
+        # Read back from the subscription metadata: what the regex resolved to, not every match.
+        assert loaded.resolved_regexes == {"orders-.*": {"orders-eu"}} and loaded.regexes_resolved_against is None
+        refreshed = await again.consumer_group_heartbeat("g", "a", a.member_epoch, owned=[(T1, [0])])
+        assert refreshed.assignment == {T1: frozenset({0}), T2: frozenset({0})}
+        again.shutdown()
     run(scenario)
