@@ -105,6 +105,26 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
     client = admin(bootstrap)  # keep a reference: the futures die with their client
     futures = client.create_topics([new], operation_timeout=20, request_timeout=30)
     futures[topic].result(60)
+    # The answer means the broker that took the request knows the topic; the others learn it from their next
+    # UpdateMetadata, and until then a Metadata request sent to one of them does not list it (as with Kafka).
+    wait_until(lambda: all(_lists_topic(port, topic) for port in _ports(bootstrap)), 30,
+               f"every live broker's metadata listing {topic}")
+
+
+def _ports(bootstrap: str) -> list[int]:
+    return [int(address.rsplit(":", 1)[1]) for address in bootstrap.split(",")]
+
+
+def _lists_topic(port: int, topic: str) -> bool:
+    """Whether the broker on `port` lists `topic` in its metadata; one that is down or paused (SIGSTOP) and does
+    not answer within a second counts as listing it."""
+    Req = request_class(ApiKey.METADATA)
+    try:
+        response = raw_request(port, Req[9](topics=[Req.MetadataRequestTopic(name=topic)],
+                                            allow_auto_topic_creation=False), timeout=1.0)
+    except OSError:
+        return True
+    return all(t.error_code == ErrorCode.NONE for t in response.topics)
 
 
 def metadata(bootstrap: str, topic: str) -> dict[int, Any]:
