@@ -4,9 +4,11 @@ Per group: state (Empty or Stable), group epoch, assignment epoch, the assignor 
 id, rack, epoch, client id and host, subscribed topic names and assignment (topic ids with their names).
 Per group errors, as Kafka: INVALID_GROUP_ID (an empty id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id).
-With an authorizer: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; authorized operations
-(when asked) are the principal's.
-Gaps: Kafka 4.1 also checks DESCRIBE on the assigned topics (TOPIC_AUTHORIZATION_FAILED); not done here.
+With an authorizer: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it; then, as Kafka 4.1
+(KAFKA-18817), DESCRIBE on every topic named in a member's assignment (not its subscription), else the group
+is answered TOPIC_AUTHORIZATION_FAILED with Kafka's message and nothing else (no members, epochs, state or
+operations); other groups of the request are unaffected. Authorized operations (when asked) are the
+principal's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.apis.consumer_group_describe import hide_if_topics_denied
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -24,7 +27,7 @@ MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND,
-    ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
 )
 
 
@@ -58,6 +61,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         groups.append(Group(error_code=ErrorCode.NONE, group_id=group_id, group_state=group.state,
                             group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                             assignor_name="simple", members=members, authorized_operations=ops))
+    if ctx.server.authorizer is not None:
+        groups = [hide_if_topics_denied(ctx, group, (
+            tp.topic_name for m in group.members for tp in m.assignment.topic_partitions)) for group in groups]
     return response_for(request, throttle_time_ms=0, groups=groups)
 
 

@@ -17,7 +17,17 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewPartitions,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 PARTITIONS = 6
 FAST_HEARTBEATS = {"group.consumer.heartbeat.interval.ms": "300", "group.consumer.min.heartbeat.interval.ms": "300"}
@@ -342,3 +352,36 @@ def test_transactional_offsets_of_a_consumer_protocol_member(broker_factory: Any
         assert committed[0].offset == 2
     finally:
         consumer.close()
+
+
+def test_described_by_the_admin_client_only_while_its_topic_may_be_described(broker_factory: Any) -> None:
+    """With an authorizer (everyone allowed where no ACL), a DENY of DESCRIBE on the group's topic hides the group
+    from confluent-kafka's describe_consumer_groups (TOPIC_AUTHORIZATION_FAILED, as Kafka 4.0); removing the ACL
+    answers the same group in full again."""
+    broker = broker_factory({**FAST_HEARTBEATS, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                             "allow.everyone.if.no.acl.found": "true"})
+    topic = group = f"kip848-authz-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic)
+    members = Members()
+    members.consumers["a"] = new_consumer(broker.bootstrap, group, topic, **{"client.id": "authz-seen"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    acl = (ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", AclOperation.DESCRIBE,
+           AclPermissionType.DENY)
+    deny, undeny = AclBinding(*acl), AclBindingFilter(*acl)
+
+    def described() -> Any:
+        return admin.describe_consumer_groups([group]).get(group).result(10)
+
+    try:
+        members.run_until(lambda: members.assignments()["a"] == set(range(PARTITIONS)), 20, "the assignment")
+        assert [m.client_id for m in described().members] == ["authz-seen"]
+        admin.create_acls([deny]).get(deny).result(10)
+        with pytest.raises(KafkaException) as refused:
+            described()
+        assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, refused.value
+        assert len(admin.delete_acls([undeny]).get(undeny).result(10)) == 1
+        again = described()
+        assert [m.client_id for m in again.members] == ["authz-seen"]
+        assert {tp.partition for tp in again.members[0].assignment.topic_partitions} == set(range(PARTITIONS))
+    finally:
+        members.close_all()

@@ -46,3 +46,22 @@ def acl_filter(Req: Any, **fields: Any) -> dict[str, Any]:
                   operation=AclOperation.ANY, permission_type=PermissionType.ANY)
     values.update(fields)
     return values
+
+
+def deny_topic_describe(b: Brokers, port: int, topic: str) -> None:
+    """A DENY of DESCRIBE on `topic` (literal) for every principal, added after the fact: a group formed on
+    it while it was allowed keeps naming it."""
+    Req = request_class(ApiKey.CREATE_ACLS)
+    response = b.call(Req[3](creations=[Req.AclCreation(
+        resource_type=ResourceType.TOPIC, resource_name=topic, resource_pattern_type=PatternType.LITERAL,
+        principal="User:*", host="*", operation=AclOperation.DESCRIBE, permission_type=PermissionType.DENY)]), port)
+    assert [r.error_code for r in response.results] == [ErrorCode.NONE], response
+
+
+def allow_topic_describe(b: Brokers, port: int, topic: str) -> None:
+    """Removes `deny_topic_describe`'s ACL."""
+    Req = request_class(ApiKey.DELETE_ACLS)
+    response = b.call(Req[3](filters=[Req.DeleteAclsFilter(**acl_filter(
+        Req, resource_type_filter=ResourceType.TOPIC, resource_name_filter=topic,
+        pattern_type_filter=PatternType.LITERAL, operation=AclOperation.DESCRIBE))]), port)
+    assert [len(r.matching_acls) for r in response.filter_results] == [1], response

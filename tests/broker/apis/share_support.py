@@ -1,6 +1,6 @@
 """Helpers for the share-group error paths: topic ids, a topic whose READ is denied on the partial-ACL broker,
-and share-session requests through our codec. A share session ends with the connection that opened it, so the
-requests of one session go on one connection (`connection`)."""
+a member heartbeating until assigned, and share-session requests through our codec. A share session ends with
+the connection that opened it, so the requests of one session go on one connection (`connection`)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from storage import TopicPartition
 from tests.broker.wire import roundtrip
+from tests.e2e.support import wait_until
 
 from .acl_support import partial
+from .group_support import coordinator_ready
 from .support import Brokers
 
 FETCH = request_class(ApiKey.SHARE_FETCH)
 ACK = request_class(ApiKey.SHARE_ACKNOWLEDGE)
 METADATA = request_class(ApiKey.METADATA)
+SG_HEARTBEAT = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
 
 
 def topic_id(b: Brokers, name: str, port: int | None = None) -> uuid.UUID:
@@ -82,6 +85,27 @@ def acknowledge(b: Brokers, group: str, member: str, epoch: int, partitions: lis
 def connection(b: Brokers, port: int | None = None) -> socket.socket:
     """A connection to keep a share session on (closed by the caller)."""
     return socket.create_connection(("127.0.0.1", port or b.single.port), timeout=30)
+
+
+def assigned_member(b: Brokers, group: str, topic: str, member_id: str = "member-1",
+                    port: int | None = None) -> Any:
+    """A share member joined on `topic`, heartbeating until it is assigned (the partitions' share state is
+    initialized after the join, and only then assigned); the last heartbeat response."""
+    coordinator_ready(b, port or b.single.port, group)
+    answers = [b.call(SG_HEARTBEAT[1](group_id=group, member_id=member_id, member_epoch=0, rack_id=None,
+                                      subscribed_topic_names=[topic]), port)]
+
+    def assigned() -> bool:
+        last = answers[-1]
+        assert last.error_code == ErrorCode.NONE, last
+        if last.assignment is not None and last.assignment.topic_partitions:
+            return True
+        answers.append(b.call(SG_HEARTBEAT[1](group_id=group, member_id=member_id, member_epoch=last.member_epoch,
+                                              rack_id=None, subscribed_topic_names=None), port))
+        return False
+
+    wait_until(assigned, 30, f"a share member of {group} to be assigned {topic}", interval=0.1)
+    return answers[-1]
 
 
 def _call(b: Brokers, request: Any, port: int | None, sock: socket.socket | None) -> Any:
