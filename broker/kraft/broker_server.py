@@ -178,7 +178,7 @@ class KRaftBroker:
                 if lifecycle.registration_failed is not None:
                     raise MetadataError(await self._refusal(lifecycle.registration_failed))
                 await self._until(lifecycle.caught_up)
-                self.publisher.set_aside_strays()
+                self.publisher.start_replicas()
                 lifecycle.set_ready_to_unfence()
                 await self._until(lifecycle.unfenced)
                 # The heartbeat can say "unfenced" before our metadata fetch brings the record that says so: until

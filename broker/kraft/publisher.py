@@ -18,10 +18,12 @@ Contract: `MetadataPublisher.publish(delta, image)` is the MetadataLoader's `on_
   unfenced, not in controlled shutdown and fetching with its current broker epoch (Kafka's
   isReplicaIsrEligible, `Partition.replica_eligible`); a cluster change lets the HW move past a follower that
   stopped counting.
-- Once the start-up has caught up with the metadata log, `set_aside_strays` moves aside the logs on disk that
-  no partition of ours in the image accounts for (Kafka's stray replicas): a topic deleted, or deleted and
-  created again, or reassigned away while this broker was down leaves its old log renamed `*-stray`, and a
-  partition of the new topic starts empty instead of serving it.
+- Nothing reaches the ReplicaManager before the start-up has caught up with the metadata log (Kafka publishes
+  only then): an older image from disk could delete a log the quorum's image keeps. `start_replicas` then
+  moves aside the logs on disk that no partition of ours in the image accounts for (Kafka's stray replicas):
+  a topic deleted, or deleted and created again, or reassigned away while this broker was down leaves its
+  old log renamed `*-stray`, and a partition of the new topic starts empty instead of serving it; every
+  partition of ours in the image is then led or followed, and later images apply as deltas.
 """
 
 from __future__ import annotations
@@ -58,13 +60,17 @@ class MetadataPublisher:
         self.image: MetadataImage | None = None
         self.follower_epochs: dict[int, int] = {}  # broker id -> the epoch its last Fetch carried (v15+)
         self.on_local_changes: Callable[[LocalReplicaChanges], None] | None = None
+        # Kafka applies nothing to the replicas before the start-up has caught up with the metadata log: an
+        # image from disk (our own older snapshot, the batches after it) may name topics since deleted or
+        # created again, and acting on it could cut a log the quorum's image keeps. Set by `start_replicas`.
+        self.replicas_started = False
 
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         previous, self.image = self.image, image
         try:
             self._publish_cache(previous, image)
             self._publish_configs(previous, image)
-            if delta.topics_delta is not None:
+            if delta.topics_delta is not None and self.replicas_started:
                 self._apply_local_changes(delta)
             if previous is not None and previous.cluster is not image.cluster:
                 self._on_cluster_change()
@@ -117,14 +123,15 @@ class MetadataPublisher:
             server.apply_stop_replica(-1, -1, sorted(changes.deletes), True)
         self._apply_replica_changes(changes)
 
-    def set_aside_strays(self) -> None:
-        """Kafka's stray replicas (LogManager.isStrayKraftReplica), once the start-up has caught up with the
-        metadata log, so the image is the quorum's and not an older one from disk: a log on disk that no
-        partition of ours accounts for (no topic id; a topic id the image does not have, because the topic was
-        deleted while we were away, perhaps created again under its name; or a partition no longer assigned
-        to us) is moved aside, never served as the partition of that name. Our partitions refused meanwhile
-        for such a log's topic id (INCONSISTENT_TOPIC_ID) are then taken up afresh."""
+    def start_replicas(self) -> None:
+        """Once the start-up has caught up with the metadata log (Kafka's first publication to the
+        ReplicaManager): the logs on disk that no partition of ours in the image accounts for are moved aside
+        as Kafka's stray replicas (LogManager.isStrayKraftReplica: no topic id; a topic id the image does not
+        have, because the topic was deleted while we were away, perhaps created again under its name; or a
+        partition no longer assigned to us), never served as the partition of that name; then every partition
+        of ours in the image becomes a leader or follower, and later images apply as deltas."""
         image = self.image
+        self.replicas_started = True
         if image is None:
             return
         rm = self.server.replica_manager
@@ -149,6 +156,9 @@ class MetadataPublisher:
                     info = PartitionInfo(topic.topic_id, registration)
                     (changes.leaders if registration.leader == self.node_id else changes.followers)[tp] = info
                     changes.topic_ids[topic.name] = topic.topic_id
+                    changes.directory_ids[tp] = registration.directory(self.node_id)
+        if self.on_local_changes is not None:
+            self.on_local_changes(changes)  # before any log is created: the directories assigned (KIP-858)
         self._apply_replica_changes(changes)
 
     def _apply_replica_changes(self, changes: LocalReplicaChanges) -> None:

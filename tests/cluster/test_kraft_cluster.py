@@ -379,6 +379,41 @@ def test_a_topic_deleted_and_created_again_while_the_broker_was_down_starts_empt
     assert b.call(lambda: b.server.replica_manager.partitions[tp].log_end_offset) == 5
 
 
+def test_a_restart_from_an_older_snapshot_keeps_the_topic_created_again_since(
+        controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
+    """The broker's own metadata snapshot predates a topic's deletion and re-creation, which it applied before
+    stopping: at the next start the snapshot says the old topic, the batches after it delete it and bring the
+    new one. The partition's log (the new topic's records) must come through: Kafka applies nothing to its
+    logs before the metadata has caught up, and neither may we (the deletion would cut the new topic's log)."""
+    from protocol.metadata_records import TopicRecord
+
+    first = kraft_broker(1, **{"metadata.log.max.record.bytes.between.snapshots": "1"})
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    admin.create_topics([NewTopic("renewed", num_partitions=1, replication_factor=1)])["renewed"].result(20)
+    produce_and_consume(first.bootstrap, "renewed", 3)
+    first.stop()
+    # The same broker and data, now without snapshots: the one on disk stays the last.
+    b = kraft_broker(1, **{"metadata.log.max.record.bytes.between.snapshots": "1000000000",
+                           "file.delete.delay.ms": "0"})
+    snapshots = sorted(p.name for p in (b.data_dir / "__cluster_metadata-0").glob("*.checkpoint"))
+    new_id = uuid.uuid4()
+    controller.call(lambda c: c.delete_topic("renewed"))
+    controller.call(lambda c: c.append([TopicRecord(name="renewed", topic_id=new_id, version=0),
+                                        *c._partition_records(new_id, {0: [1]})]))
+    tp = TopicPartition("renewed", 0)
+    wait_for(lambda: b.call(lambda: (p := b.server.replica_manager.partitions.get(tp)) is not None
+                            and p.log is not None and p.log.topic_id == new_id and p.is_leader),
+             what="the new topic led here")
+    produce_and_consume(b.bootstrap, "renewed", 4, first=100)
+    b.stop()
+    assert sorted(p.name for p in (b.data_dir / "__cluster_metadata-0").glob("*.checkpoint")) == snapshots
+    b.start()
+    wait_for(lambda: b.call(lambda: (p := b.server.replica_manager.partitions.get(tp)) is not None
+                            and p.log is not None and p.is_leader), what="the partition led again")
+    assert b.call(lambda: (b.server.replica_manager.partitions[tp].log.topic_id,
+                           b.server.replica_manager.partitions[tp].log_end_offset)) == (new_id, 4)
+
+
 def test_a_broker_joining_after_a_snapshot_loads_it(
         controller: ControllerThread, kraft_broker: Callable[..., EmbeddedBroker]) -> None:
     first = kraft_broker(1)
