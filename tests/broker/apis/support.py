@@ -113,9 +113,9 @@ class Brokers:
                 b.stop()
             b.cleanup()
 
-    def call(self, request: Any, port: int | None = None) -> Any:
+    def call(self, request: Any, port: int | None = None, timeout: float = 30) -> Any:
         """One request on a fresh connection, encoded and decoded by our codec; a closed connection fails."""
-        with socket.create_connection(("127.0.0.1", port or self.single.port), timeout=30) as s:
+        with socket.create_connection(("127.0.0.1", port or self.single.port), timeout=timeout) as s:
             return roundtrip(s, request, 7)
 
     def topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None,
@@ -153,8 +153,25 @@ class Brokers:
         wait_until(created, 30, f"the controller to create {name}")
         resp = answers[-1]
         assert resp.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS), resp
+        if port is not None and self._cluster is not None and port in self._cluster.ports:
+            # The controller's answer says it knows the topic; each other broker learns it from its own
+            # LeaderAndIsr and UpdateMetadata, a moment later (a Produce sent there first answered
+            # UNKNOWN_TOPIC_OR_PARTITION).
+            wait_until(lambda: all(self._lists_topic(p, name) for p in self._cluster.ports), 30,
+                       f"every live broker to list {name}")
         self._topics.add(key)
         return name
+
+    def _lists_topic(self, port: int, name: str) -> bool:
+        """Whether the broker on `port` lists topic `name`; a dead one (or one that does not answer within a
+        second) counts as listing it."""
+        Req = request_class(ApiKey.METADATA)
+        try:
+            response = self.call(Req[9](topics=[Req.MetadataRequestTopic(name=name)],
+                                        allow_auto_topic_creation=False), port, timeout=1.0)
+        except OSError:
+            return True
+        return response.topics[0].error_code == ErrorCode.NONE
 
     def port_of(self, broker_id: int, port: int) -> int:
         """The port of cluster broker `broker_id` when `port` is a cluster broker's, else `port` (a lone broker
