@@ -42,9 +42,14 @@ def test_coordinator_broker_killed_at_random_points(tmp_path: Path) -> None:
     try:
         for topic in (INPUT, OUTPUT):
             create_topic(cluster.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
-        inputs = fill_input(cluster.bootstrap, INPUT, n, PARTITIONS)
+        # The input arrives in parts, one before each kill: the worker cannot run out of work during a
+        # recovery (it kept processing meanwhile and, on a fast run, finished before the last kill).
+        part = n // (kills + 1)
+        inputs = fill_input(cluster.bootstrap, INPUT, part, PARTITIONS)
         worker.start()
-        for _ in range(kills):
+        for k in range(kills):
+            worker.in_transaction()  # take in what it printed so far: the kill point comes from new lines
+            fill_input(cluster.bootstrap, INPUT, part if k < kills - 1 else n - part * kills, PARTITIONS, inputs)
             assert kill_mid_transaction(worker, rng), "the worker finished before its coordinator was killed"
             coordinator = txn_coordinator(cluster.ports[0], TXN_ID)
             assert coordinator in (0, 1, 2), coordinator

@@ -38,10 +38,14 @@ INPUT, OUTPUT = "eos-in", "eos-out"
 GROUP, TXN_ID = "eos-group", "eos-worker"
 
 
-def fill_input(bootstrap: str, topic: str, n: int, partitions: int) -> dict[int, list[bytes]]:
-    inputs: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+def fill_input(bootstrap: str, topic: str, n: int, partitions: int,
+               inputs: dict[int, list[bytes]] | None = None) -> dict[int, list[bytes]]:
+    """Produce `n` input records round-robin over the partitions, after those of `inputs` when given (which
+    grows), and return the values per partition."""
+    inputs = inputs if inputs is not None else {p: [] for p in range(partitions)}
+    start = sum(len(values) for values in inputs.values())
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for i in range(n):
+    for i in range(start, start + n):
         p = i % partitions
         value = f"in-{p}-{len(inputs[p])}".encode()
         inputs[p].append(value)
