@@ -167,6 +167,7 @@ class ReplicaManager:
         to_lead: dict[Partition, PartitionState] = {}
         to_follow: dict[Partition, PartitionState] = {}
         for tp, state in states.items():
+            topic_id = (topic_ids or {}).get(tp.topic)
             partition = self.partitions.get(tp)
             if partition is None:
                 partition = Partition(tp, self.broker_id, replica_lag_time_max_ms=self.replica_lag_time_max_ms,
@@ -174,21 +175,20 @@ class ReplicaManager:
                 partition.isr_updater = self.isr_updater
                 partition.on_isr_change = lambda p: self._complete_delayed(p.topic_partition)
                 self.partitions[tp] = partition
-            if not self._consistent_topic_id(tp, (topic_ids or {}).get(tp.topic)):
+            if not self._consistent_topic_id(tp, topic_id):
                 # Kafka checks this before anything else: a log left from an earlier topic of the same name (a
                 # broker away while it was deleted and created again) must not be served as the new topic.
                 log.error("%s: the controller's topic id %s does not match %s of the log; not taking this "
-                          "partition's state (INCONSISTENT_TOPIC_ID)", tp, (topic_ids or {}).get(tp.topic),
+                          "partition's state (INCONSISTENT_TOPIC_ID)", tp, topic_id,
                           self._log_topic_id(tp))
                 errors[tp] = ErrorCode.INCONSISTENT_TOPIC_ID
                 continue
             if state.leader_epoch <= partition.leader_epoch and partition.log is not None:
-                errors[tp] = self._same_or_older_leader_epoch(partition, state, (topic_ids or {}).get(tp.topic))
+                errors[tp] = self._same_or_older_leader_epoch(partition, state, topic_id)
                 continue
             if self.broker_id not in state.replicas:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            topic_id = (topic_ids or {}).get(tp.topic)
             if partition.log is None:
                 try:
                     log_ = self.log_manager.get_or_create_log(
