@@ -85,6 +85,11 @@ class MetadataPublisher:
         cache.controller_id = self.node_id
         cache.controller_epoch = max(cache.controller_epoch, 0)
         old_topics = previous.topics.by_id if previous is not None else {}
+        # Deleted topics leave first: a topic deleted and created again under its name in the same delta must
+        # not lose the new one's entry to the old one's removal.
+        for topic_id, topic in old_topics.items():
+            if topic_id not in image.topics.by_id:
+                cache.remove_topic(topic.name)
         for topic_id, topic in image.topics.by_id.items():
             if old_topics.get(topic_id) is topic:
                 continue
@@ -95,9 +100,6 @@ class MetadataPublisher:
             for pid, p in topic.partitions.items():
                 cache.update_partition(topic.name, topic_id, PartitionMetadata(
                     pid, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), (), p.partition_epoch))
-        for topic_id, topic in old_topics.items():
-            if topic_id not in image.topics.by_id:
-                cache.remove_topic(topic.name)
 
     def _publish_configs(self, previous: MetadataImage | None, image: MetadataImage) -> None:
         if previous is not None and previous.configs is image.configs:
