@@ -55,7 +55,10 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
   incrementalAlterConfigs of topics and brokers (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
   unclean, see `_elect_leaders`).
-- The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; FENCED_LEADER_EPOCH or
+- The raft leader's Fetch (KafkaRaftClient.handleFetchRequest): cluster id check; INVALID_REQUEST for a topic or
+  partition other than `__cluster_metadata-0` (top level) and for a negative max wait, fetch offset or last
+  fetched epoch, or a last fetched epoch above the current leader epoch (the partition's error: what real Kafka
+  3.7-4.4 controllers refused our broker's first fetches with, last fetched epoch -1); FENCED_LEADER_EPOCH or
   UNKNOWN_LEADER_EPOCH against the request's current leader epoch, with CurrentLeader; DivergingEpoch when the
   last fetched epoch does not end at or after the fetch offset in our log; records from the fetch offset to the
   log end, the high watermark beside them; a fetch with nothing to return waits up to max_wait_ms; from Fetch
@@ -412,8 +415,13 @@ class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
         if request.cluster_id not in (None, self.cluster_id):
             return self._response(request, throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_CLUSTER_ID,
                                   session_id=0, responses=[])
-        if topic.topic_id != METADATA_TOPIC_ID or part.partition != 0:
-            return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if len(request.topics) != 1 or len(topic.partitions) != 1 or topic.topic_id != METADATA_TOPIC_ID \
+                or part.partition != 0:
+            return self._response(request, throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, session_id=0,
+                                  responses=[])
+        if request.max_wait_ms < 0 or part.fetch_offset < 0 or part.last_fetched_epoch < 0 \
+                or part.last_fetched_epoch > part.current_leader_epoch:
+            return answer(ErrorCode.INVALID_REQUEST)
         if not self.is_leader:
             return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if part.current_leader_epoch < self.epoch:

@@ -110,6 +110,7 @@ class KRaftBroker:
         config = self.server.config
         cluster_ids, dir_ids = set(), []
         self.dir_ids_by_path: dict[Path, uuid.UUID] = {}
+        self.metadata_dir_id = uuid.UUID(int=0)
         for d in dict.fromkeys([*config.log_dirs, config.metadata_log_dir]):
             props = read_properties(d / "meta.properties")
             if props is None:
@@ -119,6 +120,8 @@ class KRaftBroker:
                 raise MetadataError(f"Stored node id {props.get('node.id')} in {d} doesn't match the configured "
                                     f"node id {self.broker_id}")
             cluster_ids.add(props.get("cluster.id", ""))
+            if props.get("directory.id") and d == config.metadata_log_dir:
+                self.metadata_dir_id = uuid_from_kafka_str(props["directory.id"])
             if props.get("directory.id") and d in config.log_dirs:
                 dir_ids.append(uuid_from_kafka_str(props["directory.id"]))
                 self.dir_ids_by_path[Path(d)] = dir_ids[-1]
@@ -148,7 +151,8 @@ class KRaftBroker:
                                    segment_bytes=config["metadata.log.segment.bytes"],
                                    segment_ms=config["metadata.log.segment.ms"]),
             snapshot_max_bytes=config["metadata.log.max.record.bytes.between.snapshots"],
-            snapshot_interval_ms=config["metadata.log.max.snapshot.interval.ms"])
+            snapshot_interval_ms=config["metadata.log.max.snapshot.interval.ms"],
+            directory_id=self.metadata_dir_id)
         self.loader.on_publish = self._on_publish
         self.follower.on_fetch_error = self._on_fetch_error
         self.channel = ControllerChannel(self.follower.leader_endpoint, f"broker-{self.broker_id}-to-controller",

@@ -12,7 +12,8 @@ Contract:
 - `load()` reads what the directory holds at start-up: the latest snapshot's id (or None) and the batches after
   it, which the follower holds until the quorum's high watermark says they are committed.
 - `write_quorum_state(leader_id, epoch, voters)`: `quorum-state`, QuorumStateData version 0 as Kafka 3.9 writes
-  it with kraft.version 0 (cluster id empty, voted id -1, applied offset 0, the voters), written atomically.
+  it with kraft.version 0 (cluster id empty, voted id -1, applied offset 0, the voters), written atomically;
+  `read_quorum_epoch()` reads its epoch back at start-up.
 """
 
 from __future__ import annotations
@@ -91,6 +92,14 @@ class MetadataLogStore:
         state = {"clusterId": "", "leaderId": leader_id, "leaderEpoch": leader_epoch, "votedId": -1,
                  "appliedOffset": 0, "currentVoters": [{"voterId": v} for v in sorted(voters)], "data_version": 0}
         write_atomically(self.dir / QUORUM_STATE_FILE, json.dumps(state, separators=(",", ":")))
+
+    def read_quorum_epoch(self) -> int:
+        """The leader epoch `quorum-state` recorded (0 when there is none or it cannot be read)."""
+        try:
+            state = json.loads((self.dir / QUORUM_STATE_FILE).read_text())
+            return max(0, int(state.get("leaderEpoch", 0)))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return 0
 
     def close(self) -> None:
         self.log.flush()

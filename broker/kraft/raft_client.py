@@ -3,9 +3,12 @@
 
 Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader feed):
 - Fetch of topic id AAAAAAAAAAAAAAAAAAAAAQ (Uuid(0, 1)) partition 0, with our node id as replica id (Fetch v15+
-  ReplicaState, the field replica_id before), our cluster id, the leader epoch we know as current leader
-  epoch, the next offset and the epoch of the last batch we hold; the leader waits up to 500 ms (Kafka's
-  raft fetch max wait) when there is nothing new.
+  ReplicaState, the field replica_id before) and the metadata log dir's directory id (v17+), our cluster id,
+  the leader epoch we know as current leader epoch, the next offset and the epoch of the last batch we hold,
+  and our high watermark (v18+, KIP-1166); the leader waits up to 500 ms (Kafka's raft fetch max wait) when there
+  is nothing new. A Raft leader refuses a fetch whose last fetched epoch is negative or above the current leader
+  epoch (INVALID_REQUEST): both start at 0 (an empty log's last epoch is 0, a new observer's epoch 0), and a
+  restart starts from the larger of quorum-state's epoch and the log's last.
 - The leader: the voter `controller.quorum.voters` names by the id the quorum reports, or the endpoint a
   Fetch v16+ answer gives for it (NodeEndpoints, KIP-853: how a broker configured with
   `controller.quorum.bootstrap.servers` only finds it); before one is known, the voters (or the bootstrap
@@ -87,8 +90,10 @@ class MetadataLogFollower:
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
                  retry_backoff_ms: int = 20, snapshot_dir: Path | None = None,
                  store: MetadataLogStore | None = None, snapshot_max_bytes: int = 20971520,
-                 snapshot_interval_ms: int = 3600000) -> None:
+                 snapshot_interval_ms: int = 3600000, directory_id: uuid.UUID | None = None) -> None:
         self.node_id = node_id
+        # The metadata log dir's directory.id, our replica key with the node id (Fetch v17+, KIP-853)
+        self.directory_id = directory_id or uuid.UUID(int=0)
         self.cluster_id = cluster_id
         self.snapshot_max_bytes = snapshot_max_bytes
         self.snapshot_interval_ms = snapshot_interval_ms
@@ -103,12 +108,15 @@ class MetadataLogFollower:
         self.request_timeout_s = request_timeout_ms / 1000
         self.retry_backoff_s = max(retry_backoff_ms, 20) / 1000
         self.leader_id = -1
-        self.leader_epoch = -1
+        # Kafka's observer starts unattached at the epoch of its quorum-state (0 when new) and sends it as the
+        # current leader epoch; a Raft leader refuses (INVALID_REQUEST) a fetch whose last fetched epoch is
+        # negative or above that epoch, so both start at 0, as an empty log's last epoch is 0.
+        self.leader_epoch = 0
         self.high_watermark = -1
         self.node_endpoints: dict[int, tuple[str, int]] = {}  # from Fetch v16+ NodeEndpoints (KIP-853)
         self.held: list[HeldBatch] = []  # fetched, not yet applied (above the high watermark)
         self.end_offset = 0  # next offset to fetch
-        self.last_epoch = -1  # epoch of the last batch held or applied
+        self.last_epoch = 0  # epoch of the last batch held or applied (0: none)
         self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
         self._candidate = 0
         self._task: asyncio.Task | None = None
@@ -148,6 +156,8 @@ class MetadataLogFollower:
             if batch.base_offset >= self.end_offset:
                 self.held.append(HeldBatch(batch.base_offset, batch.last_offset + 1, batch.epoch, batch))
                 self.end_offset, self.last_epoch = batch.last_offset + 1, batch.epoch
+        # As Kafka's QuorumState at start-up: never an epoch below the log's own last epoch.
+        self.leader_epoch = max(self.store.read_quorum_epoch(), self.last_epoch)
         if snapshot is not None or self.held:
             log.info("metadata log on disk: snapshot %s, %d batches up to offset %d", snapshot, len(self.held),
                      self.end_offset)
@@ -210,6 +220,12 @@ class MetadataLogFollower:
         part = Req.FetchTopic.FetchPartition(
             partition=0, current_leader_epoch=self.leader_epoch, fetch_offset=self.end_offset,
             last_fetched_epoch=self.last_epoch, log_start_offset=-1, partition_max_bytes=8 * 1024 * 1024)
+        if version >= 17:
+            part.replica_directory_id = self.directory_id
+        if version >= 18 and self.high_watermark >= 0:
+            # KIP-1166: the leader answers at once when its high watermark is past ours, instead of holding the
+            # fetch for max_wait_ms with nothing new to send but the commit of what we already hold.
+            part.high_watermark = self.high_watermark
         fields: dict[str, Any] = dict(
             max_wait_ms=FETCH_MAX_WAIT_MS, min_bytes=0, max_bytes=8 * 1024 * 1024, isolation_level=0,
             session_id=0, session_epoch=-1, topics=[Req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[part])],
@@ -402,5 +418,6 @@ class MetadataLogFollower:
         self.end_offset = self.held[-1].next_offset if self.held else self.applied_offset + 1
         if self.store is not None:
             self.store.truncate_to(self.end_offset)
-        self.last_epoch = self.held[-1].epoch if self.held else self.loader.image.provenance.last_contained_epoch
+        self.last_epoch = (self.held[-1].epoch if self.held
+                           else max(0, self.loader.image.provenance.last_contained_epoch))
         log.info("metadata log truncated to %d (diverging epoch %d ends at %d)", self.end_offset, epoch, end_offset)

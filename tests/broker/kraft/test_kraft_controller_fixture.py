@@ -265,3 +265,47 @@ def test_assign_replicas_to_dirs_rules() -> None:
             conn.close()
             await c.stop()
     run(main())
+
+
+def test_metadata_fetch_validation_as_kafkas_raft_leader() -> None:
+    """What real Kafka 3.7-4.4 controllers answered our broker's first metadata fetches (last fetched epoch -1 on an
+    empty log, issue 29): INVALID_REQUEST for a negative or too new last fetched epoch, a negative fetch offset or
+    max wait; a fetch of another topic INVALID_REQUEST at the top level; epoch 0 from an empty log is accepted."""
+    Req = request_class(ApiKey.FETCH)
+
+    def build(*, offset: int = 0, last_epoch: int = 0, current_epoch: int = 0, max_wait: int = 0,
+              topic_id: uuid.UUID = uuid.UUID(int=1)) -> Any:
+        part = Req.FetchTopic.FetchPartition(partition=0, current_leader_epoch=current_epoch, fetch_offset=offset,
+                                             last_fetched_epoch=last_epoch, log_start_offset=-1,
+                                             partition_max_bytes=1 << 20)
+        return lambda v: Req[v](replica_id=-1, replica_state=Req.ReplicaState(replica_id=5, replica_epoch=-1),
+                                max_wait_ms=max_wait, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                                session_id=0, session_epoch=-1, topics=[Req.FetchTopic(topic_id=topic_id,
+                                                                                       partitions=[part])],
+                                forgotten_topics_data=[], rack_id="", cluster_id=c.cluster_id)
+
+    def partition_error(resp: Any) -> int:
+        return resp.error_code or resp.responses[0].partitions[0].error_code
+
+    async def main() -> None:
+        nonlocal c
+        c, conn = await started()
+        try:
+            epoch = c.epoch
+            for bad in (dict(last_epoch=-1), dict(last_epoch=epoch + 1), dict(offset=-1), dict(max_wait=-1)):
+                assert partition_error(await conn.send(build(current_epoch=epoch, **bad), ApiKey.FETCH)) \
+                    == E.INVALID_REQUEST, bad
+            other = await conn.send(build(topic_id=uuid.uuid4()), ApiKey.FETCH)
+            assert other.error_code == E.INVALID_REQUEST and other.responses == []
+            # An empty log's fetch (offset 0, last epoch 0) at an older current epoch: fenced, with the leader.
+            fenced = (await conn.send(build(current_epoch=0), ApiKey.FETCH)).responses[0].partitions[0]
+            assert epoch == 0 or (fenced.error_code == E.FENCED_LEADER_EPOCH
+                                  and fenced.current_leader.leader_epoch == epoch)
+            ok = await conn.send(build(current_epoch=epoch), ApiKey.FETCH)
+            assert partition_error(ok) == E.NONE and ok.responses[0].partitions[0].high_watermark > 0
+        finally:
+            conn.close()
+            await c.stop()
+
+    c: Any = None
+    run(main())
