@@ -69,6 +69,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # ListOffsets v11 (KIP-1023)
 
 DELETE_RECORDS_HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
 
@@ -485,8 +486,8 @@ class Partition(IsrManagement):
             offset, found_ts = log_.log_start_offset, -1
         elif timestamp == LATEST_TIMESTAMP:
             return last_fetchable, -1, self.leader_epoch  # Kafka answers the current leader epoch here
-        elif timestamp == LATEST_TIERED_TIMESTAMP:
-            return -1, -1, -1  # no tiered storage: nothing is remote (Kafka answers -1 then)
+        elif timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+            return -1, -1, -1  # no tiered storage: nothing is remote or waiting for upload (Kafka answers -1 then)
         elif timestamp == MAX_TIMESTAMP:
             found_ts, offset = log_.max_timestamp_and_offset()
             if offset < 0 or offset >= last_fetchable:

@@ -7,7 +7,7 @@ Contract:
   `bytes` runs interleaved with the `records` values that are not copied: every `RecordsRef`, and any
   `bytes`/`memoryview` records larger than `INLINE_RECORDS_MAX`. Length prefixes before each records
   value are computed from `.length` / `len()`. `total_length` is the sum of all part lengths.
-- Works for FetchResponse v0-v17 with a hand-written encoder (the generic one costs too much per
+- Works for FetchResponse v0-v18 with a hand-written encoder (the generic one costs too much per
   partition); its output is byte-identical to the generic encoder's. For any other response the list
   holds the whole frame as one `bytes` run.
 - Items of the `responses`, `partitions` and `aborted_transactions` arrays must be the message's data

@@ -102,6 +102,7 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _pair_in(_KAFKA + "admin.topics", "ListPartitionReassignments"),
     ApiKey.OFFSET_DELETE: _pair_in(_KAFKA + "consumer.group", "OffsetDelete"),
     ApiKey.DESCRIBE_CLUSTER: _pair_in(_KAFKA + "admin.cluster", "DescribeCluster"),
+    ApiKey.DESCRIBE_QUORUM: _pair_in(_KAFKA + "admin.cluster", "DescribeQuorum"),
     ApiKey.DESCRIBE_ACLS: _pair_in("protocol.acl_messages", "DescribeAcls"),
     ApiKey.CREATE_ACLS: _pair_in("protocol.acl_messages", "CreateAcls"),
     ApiKey.DELETE_ACLS: _pair_in("protocol.acl_messages", "DeleteAcls"),

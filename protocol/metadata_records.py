@@ -1,10 +1,12 @@
 """KRaft metadata records: Kafka's `__cluster_metadata` record types and the frame that carries them.
 
 Contract:
-- One class per record type, built from Kafka's JSON schemas (Kafka 4.1 layouts: 3.9's and ClearElrRecord, in
-  `protocol/schemas/metadata/`) through kafka-python's machinery (`load_json=`), as every other message
-  here: compiled codecs, snake_case attributes, unknown tagged fields kept in `unknown_tags`. Build one
-  with `TopicRecord(name='t', topic_id=uuid)`; `RECORD_CLASSES[api_key]` gives the class of a type.
+- One class per record type, built from Kafka's JSON schemas (Kafka 4.4 layouts: 3.9's, ClearElrRecord (4.0),
+  the cordoned log dirs of RegisterBrokerRecord v4 / BrokerRegistrationChangeRecord v3 (4.3) and
+  UnregisterControllerRecord (4.4), in `protocol/schemas/metadata/`) through kafka-python's machinery
+  (`load_json=`), as every other message here: compiled codecs, snake_case attributes, unknown tagged fields
+  kept in `unknown_tags`. Build one with `TopicRecord(name='t', topic_id=uuid)`; `RECORD_CLASSES[api_key]`
+  gives the class of a type.
 - The metadata record frame (Kafka's `AbstractApiMessageSerde`, the value of every record in a data
   batch of the metadata log): unsigned varint frame version (1), unsigned varint record type (the
   schema's apiKey), unsigned varint record version, then the record at that version.
@@ -240,6 +242,10 @@ class ClearElrRecord(MetadataRecord, load_json=_SCHEMAS):
     of the named topic, or of every topic when the name is empty."""
 
 
+class UnregisterControllerRecord(MetadataRecord, load_json=_SCHEMAS):
+    """Kafka 4.4+ (metadata.version 4.4-IV2): a controller's registration is removed."""
+
+
 # --- the KRaft control messages (clients/src/main/resources/common/message/) ----------------------------
 
 class LeaderChangeMessage(MetadataRecord, load_json=_SCHEMAS):
@@ -291,6 +297,7 @@ class MetadataRecordType(IntEnum):
     REMOVE_DELEGATION_TOKEN_RECORD = 26
     REGISTER_CONTROLLER_RECORD = 27
     CLEAR_ELR_RECORD = 28
+    UNREGISTER_CONTROLLER_RECORD = 29
 
 
 RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
@@ -302,7 +309,7 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
         ProducerIdsRecord, BrokerRegistrationChangeRecord, AccessControlEntryRecord,
         RemoveAccessControlEntryRecord, NoOpRecord, ZkMigrationStateRecord, RemoveUserScramCredentialRecord,
         BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord, RemoveDelegationTokenRecord,
-        RegisterControllerRecord, ClearElrRecord,
+        RegisterControllerRecord, ClearElrRecord, UnregisterControllerRecord,
     )
 }
 

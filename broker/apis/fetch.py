@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 0–17.
+"""Fetch (key 1), versions 0–18.
 
 Consumers (replica_id -1) read from partition leaders up to the high watermark (read_uncommitted) or the
 last stable offset (read_committed, v4+: with the aborted transactions that overlap the records returned,
@@ -10,7 +10,8 @@ nothing is copied or decoded, except for v0–v3 clients whose batches are down-
 partition's max bytes are soft limits: the first batch is always returned whole (v3+), as in Kafka.
 Incremental fetch sessions (KIP-227, v7+), topic ids (v13+, UNKNOWN_TOPIC_ID), diverging epochs for
 followers (v12+), current-leader hints on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the leader's
-endpoint in node_endpoints (v16+, as Kafka: not below, though the field exists from v12).
+endpoint in node_endpoints (v16+, as Kafka: not below, though the field exists from v12). v18 (Kafka 4.1-IV1's
+replica fetcher) is v17 with the fetcher's high watermark in a tagged field, which only KRaft's Raft layer reads.
 Fetch from the closest replica (KIP-392, v11+): a consumer may fetch from a follower, which serves up to its
 own high watermark; on the leader, with `replica.selector.class` set, a consumer's `rack_id` may be answered
 with a `preferred_read_replica` (Kafka's RackAwareReplicaSelector: an in-sync follower in that rack) and no
@@ -49,7 +50,7 @@ from storage import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 0
-MAX_VERSION = 17
+MAX_VERSION = 18
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_OUT_OF_RANGE,

@@ -1,9 +1,11 @@
-"""ListOffsets (key 2), versions 0–9.
+"""ListOffsets (key 2), versions 0–11.
 
 Per partition, on its leader: EARLIEST (-2) the log start offset; LATEST (-1) the high watermark for
 read_uncommitted consumers, the last stable offset for read_committed (isolation_level 1, v2+), the log end
 offset for replicas; MAX_TIMESTAMP (-3, v7+) the offset and timestamp of the record with the largest
-timestamp; EARLIEST_LOCAL (-4, v8+) the log start offset (no tiered storage); a timestamp: the first offset
+timestamp; EARLIEST_LOCAL (-4, v8+) the log start offset (no tiered storage); LATEST_TIERED (-5, v9+) and
+EARLIEST_PENDING_UPLOAD (-6, v11+) no offset (-1), as Kafka answers them without remote storage; v10's timeout
+(KIP-1075, remote lookups) is not needed, every answer being local; a timestamp: the first offset
 whose batch max timestamp is at or after it (time index). MAX_TIMESTAMP and timestamp lookups answer -1 when
 what they find is not below the same bound as LATEST (Kafka's lastFetchableOffset). Each answer carries
 the leader epoch of that offset (v4+). v0 answers with the old list-of-offsets layout.
@@ -27,7 +29,7 @@ from storage import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 0
-MAX_VERSION = 9
+MAX_VERSION = 11
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.INVALID_REQUEST, ErrorCode.TOPIC_AUTHORIZATION_FAILED,

@@ -11,7 +11,9 @@ Contract (Kafka's MetadataDelta and the per-area deltas of org.apache.kafka.imag
   topic's when the name is empty; an unknown name raises), bumping the partition epoch of those that had one.
 - Cluster: RegisterBrokerRecord replaces a registration; Fence/Unfence/BrokerRegistrationChange must name
   the registered broker epoch (else `MetadataReplayError`, Kafka's IllegalStateException);
-  BrokerRegistrationChange's Fenced is 1 fence / -1 unfence / 0 no change, InControlledShutdown 1 / 0.
+  BrokerRegistrationChange's Fenced is 1 fence / -1 unfence / 0 no change, InControlledShutdown 1 / 0,
+  CordonedLogDirs (v3, Kafka 4.3) null for no change. Register/UnregisterControllerRecord (4.4) add and remove a
+  controller registration.
 - Features: FeatureLevelRecord of `metadata.version` sets the image's metadata version level; of another
   feature, its finalized level (0 removes it). Configs: a null value deletes a key; a resource without keys
   disappears. ProducerIds: the record's NextProducerId is the image's.
@@ -328,6 +330,8 @@ class ClusterDelta:
             self.brokers.remove(record.broker_id)
         elif record_type == T.REGISTER_CONTROLLER_RECORD:
             self.controllers.set(record.controller_id, ControllerRegistration.from_record(record))
+        elif record_type == T.UNREGISTER_CONTROLLER_RECORD:
+            self.controllers.remove(record.controller_id)
         elif record_type in (T.FENCE_BROKER_RECORD, T.UNFENCE_BROKER_RECORD):
             fence = record_type == T.FENCE_BROKER_RECORD
             broker = self._broker_or_raise(record.id, record.epoch, 'fence' if fence else 'unfence')
@@ -340,10 +344,12 @@ class ClusterDelta:
                 raise MetadataReplayError(
                     f'unknown value for inControlledShutdown field: {record.in_controlled_shutdown}')
             log_dirs = record.log_dirs
+            cordoned = getattr(record, "cordoned_log_dirs", None)  # v3+; null: no change
             changed = broker.clone_with(
                 fenced=_FENCING_CHANGE[record.fenced],
                 in_controlled_shutdown=_SHUTDOWN_CHANGE[record.in_controlled_shutdown],
                 directories=[d if d is not None else uuid.UUID(int=0) for d in log_dirs] if log_dirs else None,
+                cordoned_directories=cordoned,
             )
             if changed is not broker:
                 self.brokers.set(record.broker_id, changed)
@@ -533,7 +539,8 @@ class MetadataDelta:
         elif rtype == T.CONFIG_RECORD:
             self.configs().replay_config(message)
         elif rtype in (T.REGISTER_BROKER_RECORD, T.UNREGISTER_BROKER_RECORD, T.REGISTER_CONTROLLER_RECORD,
-                       T.FENCE_BROKER_RECORD, T.UNFENCE_BROKER_RECORD, T.BROKER_REGISTRATION_CHANGE_RECORD):
+                       T.UNREGISTER_CONTROLLER_RECORD, T.FENCE_BROKER_RECORD, T.UNFENCE_BROKER_RECORD,
+                       T.BROKER_REGISTRATION_CHANGE_RECORD):
             self.cluster().replay(rtype, message)
         elif rtype in (T.FEATURE_LEVEL_RECORD, T.ZK_MIGRATION_STATE_RECORD):
             self.features().replay(rtype, message)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from broker.config import ConfigError, KafkaConfig
 from broker.kraft.snapshot import write_snapshot
-from broker.metadata_version import MetadataVersion
+from broker.metadata_version import LATEST_KRAFT, MetadataVersion
 from protocol.metadata_records import FeatureLevelRecord
 from storage.checkpoints import read_properties, uuid_from_kafka_str, uuid_to_kafka_str, write_properties
 from storage.snapshot_file import BOOTSTRAP_FILE, SnapshotId
@@ -37,40 +37,25 @@ class FormatterError(Exception):
     pass
 
 
-# Kafka 4.x's metadata.version levels after 3.9-IV0 (21). They are KRaft-only, so they are not in
-# broker/metadata_version.py's list of inter.broker.protocol.version values (a ZooKeeper-mode setting).
-KRAFT_ONLY_LEVELS = {"4.0-IV0": 22, "4.0-IV1": 23, "4.0-IV2": 24, "4.0-IV3": 25, "4.1-IV0": 26, "4.1-IV1": 27}
-_KRAFT_ONLY_RELEASES = {"4.0": 25, "4.1": 27}  # a bare release names its newest production level
-
-
 def feature_level(version: MetadataVersion | str) -> int:
     """metadata.version's feature level of a release (3.0-IV1 = 1, 3.3-IV0 = 4, 3.7-IV4 = 19, 3.9-IV0 = 21,
-    4.0-IV3 = 25, 4.1-IV1 = 27); text is parsed as Kafka's MetadataVersion.fromVersionString does."""
+    4.0-IV3 = 25, 4.1-IV1 = 27, 4.4-IV2 = 33); text is parsed as Kafka's MetadataVersion.fromVersionString does."""
     if isinstance(version, str):
-        segments = version.split(".")
-        key = ".".join(segments[:2]) if len(segments) > 2 else version
-        level = KRAFT_ONLY_LEVELS.get(key) or _KRAFT_ONLY_RELEASES.get(key)
-        if level is not None:
-            return level
         try:
-            version = MetadataVersion.parse(version)
+            version = MetadataVersion.parse(version, kraft=True)
         except ValueError as e:
             raise FormatterError(str(e)) from None
     if version < _LEVEL_1:
         raise FormatterError(f"metadata.version {version} is below the lowest KRaft version 3.0-IV1")
-    return version.ordinal - _LEVEL_1.ordinal + 1
+    return version.feature_level
 
 
 def feature_release(level: int) -> str:
     """The metadata.version of a feature level ("3.7-IV4" for 19, "4.1-IV1" for 27), or the level itself when
     unknown here."""
-    for name, kraft_level in KRAFT_ONLY_LEVELS.items():
-        if kraft_level == level:
-            return name
-    for version in MetadataVersion.all():
-        if version >= _LEVEL_1 and feature_level(version) == level:
-            return str(version)
-    return str(level)
+    if not 1 <= level <= LATEST_KRAFT.feature_level:
+        return str(level)
+    return str(MetadataVersion.from_feature_level(level))
 
 
 def new_directory_id(taken: set[uuid.UUID]) -> uuid.UUID:

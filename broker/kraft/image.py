@@ -248,9 +248,12 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool = False
     directories: tuple[uuid.UUID, ...] = ()  # sorted as Kafka sorts them (Uuid.compareTo)
+    # KIP-1066 (metadata.version 4.3-IV0): directories taking no new replicas; None until the broker sends them
+    cordoned_directories: tuple[uuid.UUID, ...] | None = None
 
     @classmethod
     def from_record(cls, record: Any) -> BrokerRegistration:
+        cordoned = getattr(record, "cordoned_log_dirs", None)
         return cls(
             id=record.broker_id,
             epoch=record.broker_epoch,
@@ -262,17 +265,23 @@ class BrokerRegistration:
             in_controlled_shutdown=bool(record.in_controlled_shutdown),
             is_migrating_zk_broker=bool(record.is_migrating_zk_broker),
             directories=_sorted_dirs(record.log_dirs or ()),
+            cordoned_directories=None if cordoned is None else _sorted_dirs(cordoned),
         )
 
     def clone_with(self, fenced: bool | None = None, in_controlled_shutdown: bool | None = None,
-                   directories: Sequence[uuid.UUID] | None = None) -> BrokerRegistration:
+                   directories: Sequence[uuid.UUID] | None = None,
+                   cordoned_directories: Sequence[uuid.UUID] | None = None) -> BrokerRegistration:
         """Kafka's cloneWith: None leaves a property unchanged; the same object back when nothing changes."""
         new_fenced = self.fenced if fenced is None else fenced
         new_shutdown = self.in_controlled_shutdown if in_controlled_shutdown is None else in_controlled_shutdown
         new_dirs = self.directories if directories is None else _sorted_dirs(directories)
-        if (new_fenced, new_shutdown, new_dirs) == (self.fenced, self.in_controlled_shutdown, self.directories):
+        new_cordoned = (self.cordoned_directories if cordoned_directories is None
+                        else _sorted_dirs(cordoned_directories))
+        if (new_fenced, new_shutdown, new_dirs, new_cordoned) == (
+                self.fenced, self.in_controlled_shutdown, self.directories, self.cordoned_directories):
             return self
-        return replace(self, fenced=new_fenced, in_controlled_shutdown=new_shutdown, directories=new_dirs)
+        return replace(self, fenced=new_fenced, in_controlled_shutdown=new_shutdown, directories=new_dirs,
+                       cordoned_directories=new_cordoned)
 
 
 @dataclass(frozen=True)

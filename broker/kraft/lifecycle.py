@@ -34,10 +34,12 @@ from protocol.errors import ErrorCode, ProtocolError
 log = logging.getLogger("broker.kraft.lifecycle")
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 4.1-IV1 (Kafka 4.1's newest production
+# metadata.version levels we register with: Kafka 4.x's lowest (3.3-IV3) to 4.4-IV2 (Kafka 4.4's newest production
 # level); protocol/metadata_records.py decodes every record a controller writes up to it (ClearElrRecord and the
-# ELR fields of PartitionRecord/PartitionChangeRecord v2 from 4.0-IV1; 4.0-IV2 to 4.1-IV1 add no record).
-METADATA_VERSION_RANGE = (7, 27)
+# ELR fields of PartitionRecord/PartitionChangeRecord v2 from 4.0-IV1; the cordoned log dirs of
+# RegisterBrokerRecord v4 / BrokerRegistrationChangeRecord v3 from 4.3-IV0; UnregisterControllerRecord from
+# 4.4-IV2). 4.4-IV1's CIDR ACL hosts are matched by the authorizer (broker/security/acl.py).
+METADATA_VERSION_RANGE = (7, 33)
 # group.version 1: KIP-848 consumer groups; share.version 1: KIP-932 share groups (broker/apis/api_versions.py
 # advertises the same levels). transaction.version 1 (KIP-890): __transaction_state values at version 1 (flexible,
 # broker/coordinator/transaction/log.py); level 2 (KIP-890 part 2, `kafka-storage.sh format`'s default from Kafka
@@ -45,10 +47,17 @@ METADATA_VERSION_RANGE = (7, 27)
 # through the leader (AddPartitionsToTxn v4+), the coordinator's own aborts follow the cluster's level.
 # kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
 # controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
-# eligible.leader.replicas.version (KIP-966) is left out (level 0 only) until the leader holds the high watermark
-# back below min.insync.replicas (KAFKA-15583), which the ELR guarantees rest on.
-SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 1),
-                      "transaction.version": (0, 2), "kraft.version": (0, 1)}
+# eligible.leader.replicas.version 1 (KIP-966): the leader holds the high watermark back while the ISR is below
+# min.insync.replicas (KAFKA-15583, broker/partition.py), which is what the controller's ELR elections rest on;
+# the ELR fields are read into the image and served by DescribeTopicPartitions.
+# Levels a cluster formatted by Kafka 4.4 finalizes and that ask nothing of a broker that does not use them:
+# share.version 2 enables share-group dead-letter topics (KIP-1191; not served here, a share group never
+# dead-letters a record), streams.version 1 the Streams rebalance protocol (KIP-1071; its APIs are not
+# advertised, so Kafka Streams keeps its classic protocol). A broker that refused them could not join a
+# default-formatted Kafka 4.4 cluster at all.
+SUPPORTED_FEATURES = {"metadata.version": METADATA_VERSION_RANGE, "group.version": (0, 1), "share.version": (0, 2),
+                      "transaction.version": (0, 2), "kraft.version": (0, 1),
+                      "eligible.leader.replicas.version": (0, 1), "streams.version": (0, 1)}
 _FATAL = (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION)
 
 

@@ -7,9 +7,9 @@ Contract:
   controllers), topics (each TopicRecord then its PartitionRecords), configs, client quotas, producer ids,
   ACLs, SCRAM credentials, delegation tokens. Record versions follow the image's metadata.version as
   Kafka's MetadataVersion picks them (PartitionRecord 1 and RegisterBrokerRecord 3 from 3.7-IV2, ELR
-  fields from 4.0-IV1, ...); what a level cannot carry (controller registrations before 3.7-IV0, SCRAM
-  before 3.5-IV2, delegation tokens before 3.6-IV2, ELR before 4.0-IV1) is left out, as Kafka's
-  ImageWriter drops it with a logged loss.
+  fields from 4.0-IV1, RegisterBrokerRecord 4 with the cordoned log dirs from 4.3-IV0, ...); what a level
+  cannot carry (controller registrations before 3.7-IV0, SCRAM before 3.5-IV2, delegation tokens before
+  3.6-IV2, ELR before 4.0-IV1) is left out, as Kafka's ImageWriter drops it with a logged loss.
 - `write_snapshot(log_dir, snapshot_id, records, ...)` writes a `.checkpoint` (SnapshotHeader with the
   last contained log timestamp first, SnapshotFooter last); `read_snapshot_records(path)` returns the
   header and the decoded metadata records of a snapshot or `bootstrap.checkpoint`; `read_snapshot_contents`
@@ -54,9 +54,12 @@ IBP_3_6_IV2 = 14  # delegation tokens in the metadata log
 IBP_3_7_IV0 = 15  # controller registrations
 IBP_3_7_IV2 = 17  # directory assignment: PartitionRecord/PartitionChangeRecord v1, RegisterBrokerRecord v3
 IBP_4_0_IV1 = 23  # ELR (KIP-966, Kafka 4.0; 3.9 had it at 4.0-IV0): PartitionRecord/PartitionChangeRecord v2
+IBP_4_3_IV0 = 30  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4
 
 
 def register_broker_record_version(level: int) -> int:
+    if level >= IBP_4_3_IV0:
+        return 4
     if level >= IBP_3_7_IV2:
         return 3
     if level >= IBP_3_4_IV0:
@@ -86,6 +89,8 @@ def broker_record(broker: BrokerRegistration, version: int) -> RegisterBrokerRec
         values['is_migrating_zk_broker'] = broker.is_migrating_zk_broker
     if version >= 3:
         values['log_dirs'] = list(broker.directories)
+    if version >= 4 and broker.cordoned_directories is not None:
+        values['cordoned_log_dirs'] = list(broker.cordoned_directories)
     return RegisterBrokerRecord(**values, version=version)
 
 

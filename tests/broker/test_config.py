@@ -11,7 +11,8 @@ from broker.config import ConfigError, KafkaConfig, parse_properties
 from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
 from broker.config_support import IMPLEMENTED
 from broker.config_types import ConfigType, java_double, parse_value, to_string
-from broker.metadata_version import LATEST_PRODUCTION, MetadataVersion
+from broker.metadata_version import LATEST_PRODUCTION, MetadataVersion, request_versions
+from protocol import ApiKey
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -211,8 +212,20 @@ def test_inter_broker_request_versions_follow_kafkas_tables() -> None:
 
 def test_kraft_feature_levels_name_metadata_versions() -> None:
     """A KRaft cluster's metadata.version level is its inter-broker version (1 = 3.0-IV1, 7 = 3.3-IV3,
-    19 = 3.7-IV4, 21 = 3.9-IV0); Kafka 4.x's levels keep 3.9-IV0's request versions."""
-    assert [str(MetadataVersion.from_feature_level(level)) for level in (1, 7, 19, 21, 25, 27)] == [
-        "3.0-IV1", "3.3-IV3", "3.7-IV4", "3.9-IV0", "3.9-IV0", "3.9-IV0"]
+    19 = 3.7-IV4, 21 = 3.9-IV0, 25 = 4.0-IV3, 27 = 4.1-IV1, 33 = 4.4-IV2), which sets the replica fetcher's
+    request versions as Kafka's MetadataVersion does (fetchRequestVersion, listOffsetRequestVersion); a level
+    above the newest known keeps the newest's. Kafka 4.x's versions are never an inter.broker.protocol.version."""
+    levels = (1, 7, 19, 21, 25, 27, 29, 33, 40)
+    versions = [MetadataVersion.from_feature_level(level) for level in levels]
+    assert [str(v) for v in versions] == [
+        "3.0-IV1", "3.3-IV3", "3.7-IV4", "3.9-IV0", "4.0-IV3", "4.1-IV1", "4.2-IV1", "4.4-IV2", "4.4-IV2"]
+    assert [v.feature_level for v in versions] == [1, 7, 19, 21, 25, 27, 29, 33, 33]
+    fetch = [request_versions(v)[ApiKey.FETCH] for v in versions]
+    list_offsets = [request_versions(v)[ApiKey.LIST_OFFSETS] for v in versions]
+    assert fetch == [12, 13, 16, 17, 17, 18, 18, 18, 18]
+    assert list_offsets == [7, 7, 8, 9, 10, 10, 11, 11, 11]
+    assert MetadataVersion.parse("4.1", kraft=True) == versions[5]
+    with pytest.raises(ValueError):
+        MetadataVersion.parse("4.1")  # not an inter.broker.protocol.version
     with pytest.raises(ValueError):
         MetadataVersion.from_feature_level(0)

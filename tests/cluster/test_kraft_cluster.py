@@ -106,7 +106,7 @@ def test_one_broker_registers_is_unfenced_and_serves_a_topic_created_through_it(
     b = kraft_broker(1)
     reg = broker_state(controller, 1)
     assert reg is not None and not reg.fenced
-    assert reg.listeners["PLAINTEXT"].port == b.port and reg.supported_features["metadata.version"] == (7, 27)
+    assert reg.listeners["PLAINTEXT"].port == b.port and reg.supported_features["metadata.version"] == (7, 33)
     assert len(reg.directories) == 1
     # The broker published the image: Metadata lists it; ApiVersions leaves out the ZooKeeper-mode APIs.
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -315,8 +315,8 @@ def test_start_refused_on_a_metadata_version_we_do_not_support(tmp_path: Path) -
         with pytest.raises(RuntimeError) as e:
             b.start()
         assert ("the controller refused this broker's registration: UNSUPPORTED_VERSION: the cluster's finalized "
-                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 27 (4.1-IV1): change it with "
-                "`kafka-features.sh upgrade --metadata 4.1-IV1`") in str(e.value)
+                "metadata.version is 6 (3.3-IV2); this broker supports 7 (3.3-IV3) to 33 (4.4-IV2): change it with "
+                "`kafka-features.sh upgrade --metadata 4.4-IV2`") in str(e.value)
     finally:
         old.stop()
 
@@ -631,7 +631,7 @@ def test_a_cluster_with_group_version_1_takes_the_broker_and_it_advertises_that_
                 "group.version": 1, "metadata.version": image.features.metadata_version}
             assert 0 < resp.finalized_features_epoch <= image.offset
             supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
-            assert supported["metadata.version"] == (7, 27) and supported["group.version"] == (0, 1)
+            assert supported["metadata.version"] == (7, 33) and supported["group.version"] == (0, 1)
         finally:
             b.stop()
     finally:

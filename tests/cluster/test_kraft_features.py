@@ -5,8 +5,8 @@ controller.quorum.bootstrap.servers), topics written with PartitionRecord v2, a 
 cluster that finalized transaction.version 2 (Kafka 4.x's default) joined, a TV2 transaction (raw requests) and
 a stock TV1 one committed there, the coordinator writing flexible __transaction_state values, its fences and
 timeouts aborting under TV2's rules; and the one-line
-refusals when the cluster finalized what we do not implement (a transaction.version above 2;
-eligible.leader.replicas.version 1, Kafka 4.1's default; a metadata.version above ours)."""
+refusals when the cluster finalized what we do not implement (a transaction.version above 2, a share.version
+above 2, a metadata.version above Kafka 4.4's)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_a_broker_joins_a_kafka_4_1_cluster_and_applies_clear_elr(tmp_path: Path
         reg = controller.call(lambda c: c.image.cluster.broker(1))
         assert not reg.fenced
         assert {n: reg.supported_features[n] for n in ("metadata.version", "transaction.version", "kraft.version")} \
-            == {"metadata.version": (7, 27), "transaction.version": (0, 2), "kraft.version": (0, 1)}
+            == {"metadata.version": (7, 33), "transaction.version": (0, 2), "kraft.version": (0, 1)}
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic("t4", 1, 1)])["t4"].result(20)
         produce_and_consume(b.bootstrap, "t4", n=5)
@@ -163,16 +163,15 @@ def _partition(b: EmbeddedBroker, topic: str) -> Any:
      "the cluster's finalized transaction.version is 3; this broker supports transaction.version 0 to 2: change it "
      "with `kafka-features.sh downgrade --feature transaction.version=2` (or format a new cluster with "
      "`kafka-storage.sh format --feature transaction.version=2`)"),
-    (26, {"eligible.leader.replicas.version": 1, "transaction.version": 1},
-     "the cluster's finalized eligible.leader.replicas.version is 1; this broker supports "
-     "eligible.leader.replicas.version 0 to 0: change it with `kafka-features.sh downgrade --feature "
-     "eligible.leader.replicas.version=0` (or format a new cluster with `kafka-storage.sh format --feature "
-     "eligible.leader.replicas.version=0`)"),
-    (28, {},
-     "the cluster's finalized metadata.version is 28 (28); this broker supports 7 (3.3-IV3) to 27 (4.1-IV1): change "
-     "it with `kafka-features.sh downgrade --metadata 4.1-IV1` (or format a new cluster with `kafka-storage.sh "
-     "format --release-version 4.1-IV1`)"),
-], ids=["transaction.version-3", "elr-version-1", "metadata.version-28"])
+    (33, {"share.version": 3},
+     "the cluster's finalized share.version is 3; this broker supports share.version 0 to 2: change it with "
+     "`kafka-features.sh downgrade --feature share.version=2` (or format a new cluster with `kafka-storage.sh format "
+     "--feature share.version=2`)"),
+    (34, {},
+     "the cluster's finalized metadata.version is 34 (34); this broker supports 7 (3.3-IV3) to 33 (4.4-IV2): change "
+     "it with `kafka-features.sh downgrade --metadata 4.4-IV2` (or format a new cluster with `kafka-storage.sh "
+     "format --release-version 4.4-IV2`)"),
+], ids=["transaction.version-3", "share.version-3", "metadata.version-34"])
 def test_start_refused_by_a_cluster_finalizing_what_we_do_not_implement(
         tmp_path: Path, level: int, features: dict[str, int], line: str) -> None:
     controller = ControllerThread(metadata_version=level, features=features).start()

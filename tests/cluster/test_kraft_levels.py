@@ -2,8 +2,8 @@
 - ApiVersions as a Kafka broker answers it: the supported ranges it registered, the cluster's finalized levels
   (metadata.version and the quorum's kraft.version included) and the metadata image's offset as the
   finalized-features epoch; v3 leaves out the ranges that start at level 0 (KAFKA-17492).
-- Replica fetchers send the Fetch version the cluster's metadata.version allows (v17 from 3.9-IV0 on), not the
-  one of inter.broker.protocol.version, which Kafka ignores in KRaft mode."""
+- Replica fetchers send the Fetch version the cluster's metadata.version allows (v17 from 3.9-IV0 on, v18 from
+  4.1-IV1), not the one of inter.broker.protocol.version, which Kafka ignores in KRaft mode."""
 
 from __future__ import annotations
 
@@ -58,10 +58,10 @@ def test_replica_fetchers_use_the_fetch_version_of_the_clusters_metadata_version
         leader = controller.call(lambda c: c.image.topics.get_partition("mv27", 0)).leader
         follower = brokers[2 - leader]  # node ids 1 and 2: the other one
         fetcher = follower.call(lambda: follower.server.replica_manager.fetcher_manager.fetchers[leader])
-        assert fetcher.endpoint.conn.version_caps[ApiKey.FETCH] == 17  # inter.broker.protocol.version 3.7: 16
+        assert fetcher.endpoint.conn.version_caps[ApiKey.FETCH] == 18  # inter.broker.protocol.version 3.7: 16
         tp = TopicPartition("mv27", 0)
         wait_for(lambda: follower.call(lambda: follower.server.replica_manager.partitions[tp].log_end_offset) == 20,
-                 what="the follower caught up at Fetch v17")
+                 what="the follower caught up at Fetch v18")
     finally:
         for b in brokers:
             b.stop()
