@@ -66,6 +66,9 @@ class PartitionMetadata:
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
     partition_epoch: int = 0  # the state znode version (UpdateMetadata's ZkVersion)
+    # KIP-966 (KRaft): eligible leader replicas and the last known ELR; empty in ZooKeeper mode
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 @dataclass

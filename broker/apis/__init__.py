@@ -43,7 +43,9 @@ from broker.apis import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_share_group_offsets,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -124,6 +126,8 @@ HANDLER_MODULES: list[ModuleType] = [
     describe_acls,
     create_acls,
     delete_acls,
+    describe_topic_partitions,
+    describe_quorum,
     # --- controller protocol (issue 14) ---
     allocate_producer_ids,
     alter_partition,

@@ -7,7 +7,8 @@ with UNSUPPORTED_VERSION and only ApiVersions' own range (as Kafka does, KIP-511
 at a version we serve.
 v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
 digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
-A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs (broker/kraft/zk_apis.py).
+A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs, any other broker the KRaft-only ones
+(broker/kraft/zk_apis.py).
 v3+ advertises features (KIP-584) as Kafka 3.9's brokers do:
 - Supported: what this broker implements (broker/kraft/lifecycle.py SUPPORTED_FEATURES, the ranges it also
   registers with a KRaft controller): `metadata.version`, `group.version` 1 (KIP-848 consumer groups),
@@ -51,7 +52,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for value in (request.client_software_name, request.client_software_version)):
         return response_for(request, error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
     Resp = response_type(request)
-    hidden = zk_apis.ZK_BROKER_ONLY if ctx.server.config.is_kraft else ()
+    hidden = zk_apis.hidden(ctx.server.config)
     keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(advertised_versions().items()) if k not in hidden]
     if request.API_VERSION < 3:

@@ -99,7 +99,8 @@ class MetadataPublisher:
                     cache.topics[topic.name].partitions.pop(p, None)
             for pid, p in topic.partitions.items():
                 cache.update_partition(topic.name, topic_id, PartitionMetadata(
-                    pid, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), (), p.partition_epoch))
+                    pid, p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr), (), p.partition_epoch,
+                    tuple(p.elr), tuple(p.last_known_elr)))
 
     def _publish_configs(self, previous: MetadataImage | None, image: MetadataImage) -> None:
         if previous is not None and previous.configs is image.configs:

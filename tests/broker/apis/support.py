@@ -54,13 +54,14 @@ class Brokers:
     _topics: set[str] = field(default_factory=set)
     _timed_out_produce: Any = None
     _others: dict[str, EmbeddedBroker] = field(default_factory=dict)
-    _kraft: EmbeddedBroker | None = None
+    _kraft: dict[bool, EmbeddedBroker] = field(default_factory=dict)
 
-    def kraft_without_controller(self) -> int:
-        """The port of a KRaft broker (`process.roles=broker`, an authorizer that allows everyone) whose
-        controller (tests/kraft_controller.py) stopped after it started: what it sends on to the controller
-        cannot be delivered. Started on first use, stopped with the session."""
-        if self._kraft is None:
+    def kraft_without_controller(self, allow_everyone: bool = True) -> int:
+        """The port of a KRaft broker (`process.roles=broker`, an authorizer that allows everyone, or with
+        `allow_everyone=False` refuses everything) whose controller (tests/kraft_controller.py) stopped after it
+        started: what it sends on to the controller cannot be delivered. Started on first use, stopped with the
+        session."""
+        if allow_everyone not in self._kraft:
             from broker.config import KafkaConfig
             from broker.kraft.format import format_dirs
             from tests.kraft_controller import ControllerThread
@@ -71,13 +72,14 @@ class Brokers:
                     "process.roles": "broker", "node.id": "1", "controller.quorum.voters": controller.voters,
                     "controller.listener.names": "CONTROLLER",
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                    "allow.everyone.if.no.acl.found": "true", "controlled.shutdown.enable": "false"})
+                    "allow.everyone.if.no.acl.found": str(allow_everyone).lower(),
+                    "controlled.shutdown.enable": "false"})
                 with open("/dev/null", "w") as out:
                     format_dirs(KafkaConfig(broker.props), controller.call(lambda c: c.cluster_id), out=out)
-                self._kraft = broker.start()
+                self._kraft[allow_everyone] = broker.start()
             finally:
                 controller.stop()
-        return self._kraft.port
+        return self._kraft[allow_everyone].port
 
     @property
     def cluster(self) -> Any:
@@ -108,7 +110,7 @@ class Brokers:
             broker.cleanup()
 
     def stop_others(self) -> None:
-        for b in [*self._others.values(), *([self._kraft] if self._kraft is not None else [])]:
+        for b in [*self._others.values(), *self._kraft.values()]:
             with contextlib.suppress(Exception):  # some had their log dir broken on purpose
                 b.stop()
             b.cleanup()
