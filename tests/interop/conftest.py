@@ -36,7 +36,8 @@ def _report_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
             print(nodes.report())
 
 
-def _nodes(directory: Path) -> Iterator[Nodes]:
+def open_nodes(directory: Path) -> Iterator[Nodes]:
+    """Nodes under `directory`, reported on failure and closed when the generator closes (for fixtures)."""
     nodes = Nodes(directory)
     _ACTIVE.append(nodes)
     try:
@@ -48,9 +49,9 @@ def _nodes(directory: Path) -> Iterator[Nodes]:
 
 @pytest.fixture
 def nodes(tmp_path: Path) -> Iterator[Nodes]:
-    yield from _nodes(tmp_path)
+    yield from open_nodes(tmp_path)
 
 
 @pytest.fixture(scope="module")
 def module_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
-    yield from _nodes(tmp_path_factory.mktemp("interop"))
+    yield from open_nodes(tmp_path_factory.mktemp("interop"))
