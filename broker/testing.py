@@ -170,6 +170,10 @@ class BrokerProcess:
         assert self.proc is not None
         return self.proc.pid
 
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(p) for p in self.props["log.dirs"].split(",")]
+
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "broker"]
         if self.config_file is not None:
