@@ -10,14 +10,15 @@ digits, '-' and '.', starting and ending with a letter or digit) answers INVALID
 A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs, any other broker the KRaft-only ones
 (broker/kraft/zk_apis.py).
 v3+ advertises features (KIP-584) as Kafka 3.9's brokers do:
-- Supported: what this broker implements (broker/kraft/lifecycle.py SUPPORTED_FEATURES, the ranges it also
-  registers with a KRaft controller): `metadata.version`, `group.version` 1 (KIP-848 consumer groups),
-  `share.version` 1 (KIP-932 share groups, with ShareFetch/ShareAcknowledge up to Kafka 4.2's v2),
-  `transaction.version`, `kraft.version`. At request versions below 4 a feature whose lowest level is 0 is left
+- Supported, KRaft broker: the ranges it registers with its controller (broker/kraft/lifecycle.py
+  SUPPORTED_FEATURES, which says why each): `metadata.version`, `group.version` 1 (KIP-848 consumer groups),
+  `share.version` up to 2 (KIP-932 share groups, with ShareFetch/ShareAcknowledge up to Kafka 4.2's v2; level 2's
+  dead-letter topics unused), `transaction.version`, `kraft.version`, `eligible.leader.replicas.version`,
+  `streams.version` (its APIs not served). At request versions below 4 a feature whose lowest level is 0 is left
   out (KAFKA-17492: older clients cannot read a range starting at 0).
 - Finalized, KRaft broker: the cluster's levels from the metadata image, `metadata.version` and the quorum's
   `kraft.version` included, with the image's offset as the finalized-features epoch; level 0 is left out.
-- Finalized, ZooKeeper mode: `group.version` and `share.version` at our level, epoch 0. Kafka 3.x's ZooKeeper
+- ZooKeeper mode and single node: `group.version` and `share.version` supported up to 1 and finalized at 1, epoch 0. Kafka 3.x's ZooKeeper
   brokers finalize no such feature; we do so that clients may use the consumer and share group protocols we
   serve. `metadata.version`, `transaction.version` and `kraft.version` stay out: they are KRaft features, and a
   ZooKeeper cluster may hold Kafka 3.x brokers that serve no transaction.version 2 requests.
@@ -39,7 +40,10 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST)
 
-ZK_MODE_FEATURES = ("group.version", "share.version")
+# What a ZooKeeper-mode or single-node broker finalizes (and says it supports): the group protocols we implement,
+# not the levels a KRaft broker accepts to join a Kafka 4.4 cluster (share.version 2's dead-letter topics are not
+# served).
+ZK_MODE_FEATURES = {"group.version": (0, 1), "share.version": (0, 1)}
 
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -72,8 +76,7 @@ def features(ctx: RequestContext) -> tuple[dict[str, tuple[int, int]], dict[str,
     """(supported ranges, finalized levels, finalized-features epoch) of this broker."""
     loader = getattr(ctx.server.controller, "loader", None)
     if loader is None:
-        zk_mode = {name: SUPPORTED_FEATURES[name] for name in ZK_MODE_FEATURES}
-        return zk_mode, {name: hi for name, (_, hi) in zk_mode.items()}, 0
+        return dict(ZK_MODE_FEATURES), {name: hi for name, (_, hi) in ZK_MODE_FEATURES.items()}, 0
     image = loader.image
     finalized = dict(image.features.finalized_versions)
     if image.features.metadata_version is not None:
