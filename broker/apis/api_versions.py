@@ -18,7 +18,8 @@ v3+ advertises features (KIP-584) as Kafka 3.9's brokers do:
   out (KAFKA-17492: older clients cannot read a range starting at 0).
 - Finalized, KRaft broker: the cluster's levels from the metadata image, `metadata.version` and the quorum's
   `kraft.version` included, with the image's offset as the finalized-features epoch; level 0 is left out.
-- ZooKeeper mode and single node: `group.version` and `share.version` supported up to 1 and finalized at 1, epoch 0. Kafka 3.x's ZooKeeper
+- ZooKeeper mode and single node: `group.version` and `share.version` supported up to 1 and finalized at 1,
+  epoch 0. Kafka 3.x's ZooKeeper
   brokers finalize no such feature; we do so that clients may use the consumer and share group protocols we
   serve. `metadata.version`, `transaction.version` and `kraft.version` stay out: they are KRaft features, and a
   ZooKeeper cluster may hold Kafka 3.x brokers that serve no transaction.version 2 requests.

@@ -12,6 +12,8 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.kraft_controller import KRaftController
 
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+
 E = ErrorCode
 
 
@@ -274,7 +276,7 @@ def test_metadata_fetch_validation_as_kafkas_raft_leader() -> None:
     Req = request_class(ApiKey.FETCH)
 
     def build(*, offset: int = 0, last_epoch: int = 0, current_epoch: int = 0, max_wait: int = 0,
-              topic_id: uuid.UUID = uuid.UUID(int=1)) -> Any:
+              topic_id: uuid.UUID = METADATA_TOPIC_ID) -> Any:
         part = Req.FetchTopic.FetchPartition(partition=0, current_leader_epoch=current_epoch, fetch_offset=offset,
                                              last_fetched_epoch=last_epoch, log_start_offset=-1,
                                              partition_max_bytes=1 << 20)
