@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.testing import BrokerProcess, free_port
-from realkafka.node import KafkaNode, kraft_node, new_cluster_id, zookeeper_broker
+from realkafka.node import KafkaNode, kraft_node, new_cluster_id, terminate, zookeeper_broker
 
 # Our broker, quick to notice what tests do to it (the Kafka side keeps its defaults).
 OURS_FAST = {"broker.heartbeat.interval.ms": "500", "replica.fetch.wait.max.ms": "200",
@@ -100,26 +98,18 @@ class JavaApp:
 
     def kill(self) -> None:
         """kill -9: no shutdown hook, no flush, no goodbye to the broker."""
-        if self.running():
-            assert self.proc is not None
-            os.kill(self.proc.pid, signal.SIGKILL)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
             self.proc.wait()
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def log_tail(self, lines: int = 60) -> str:
+        """The tails of its stdout and stderr, and of the `server.log` of a Kafka logging configuration
+        (`realkafka.node.logging_options`) pointed at its directory."""
         parts = []
-        for path in (self.stdout_path, self.stderr_path):
+        for path in (self.stdout_path, self.stderr_path, self.directory / "server.log"):
             try:
                 text = path.read_text(errors="replace").splitlines()[-lines:]
             except OSError:
