@@ -88,7 +88,7 @@ def run_matrix(target: Target, clients: Sequence[type[ClientAdapter]], scenario_
     setup_cls = default_setup_adapter()
     results: list[Result] = []
     for client_cls in clients:
-        for sid in scenario_ids or list(SCENARIOS):
+        for sid in [s for s in scenario_ids or list(SCENARIOS) if client_cls.runs(s)]:
             r = run_one(target, client_cls, sid, setup_cls=setup_cls, timeout_s=timeout_s, limit_s=limit_s)
             results.append(r)
             if on_result is not None:

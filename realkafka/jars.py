@@ -8,8 +8,9 @@ Contract:
   puts in `libs/`, give or take the tools' extras.
 - The cache is `$REAL_KAFKA_CACHE`, else `~/.cache/kafka-wire-broker/jars`; one folder per bundle, marked
   complete only once every jar is there, so an interrupted resolution is redone and a finished one is reused by
-  every later test, run and process (resolution is serialized with a file lock). Maven's own repository
-  (`~/.m2`) keeps the downloads themselves.
+  every later test, run and process (resolution is serialized with a file lock); a folder whose logging binding
+  lacks a jar it needs (Log4j's API beside its core) is resolved again. Maven's own repository (`~/.m2`) keeps
+  the downloads themselves.
 - `mvn` must be on PATH (Debian's `maven`); a failed resolution raises `JarsUnavailable` with Maven's last
   lines, never a half-built classpath.
 """
@@ -115,8 +116,9 @@ def _binding(bundle: Bundle, lib: Path) -> list[str]:
         core = sorted(lib.glob("log4j-core-*.jar"))
         version = core[-1].name[len("log4j-core-"):-len(".jar")] if core else "2.24.3"
         artifacts = [f"org.apache.logging.log4j:log4j-slf4j-impl:{version}"]
-        if not core:
-            artifacts.append(f"org.apache.logging.log4j:log4j-core:{version}")
+        if not core:  # dependency:copy copies the artifact alone: Log4j's API comes with its core, by name
+            artifacts += [f"org.apache.logging.log4j:log4j-core:{version}",
+                          f"org.apache.logging.log4j:log4j-api:{version}"]
         return artifacts
     if bundle.logging == "simple":
         return [f"org.slf4j:slf4j-simple:{SLF4J_1}"]
@@ -134,13 +136,25 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+# Jars (by name prefix) a logging binding cannot run without: a cached bundle lacking one is resolved again.
+_BINDING_JARS = {"log4j2": ("log4j-api-", "log4j-core-", "log4j-slf4j-impl-"), "simple": ("slf4j-simple-",)}
+
+
+def _complete(bundle: Bundle, target: Path) -> bool:
+    try:
+        names = (target / _STAMP).read_text().split()
+    except OSError:
+        return False
+    return all(any(n.startswith(prefix) for n in names) for prefix in _BINDING_JARS.get(bundle.logging, ()))
+
+
 def resolve(bundle: Bundle) -> Path:
     """The folder of the bundle's jars, resolving them with Maven the first time."""
     target = cache_root() / bundle.name
-    if (target / _STAMP).exists():
+    if _complete(bundle, target):
         return target
     with _locked(cache_root() / f"{bundle.name}.lock"):
-        if (target / _STAMP).exists():
+        if _complete(bundle, target):
             return target
         work = Path(tempfile.mkdtemp(prefix=f"{bundle.name}.", dir=cache_root()))
         try:

@@ -73,9 +73,9 @@ def write_properties(path: Path, properties: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
 
 
-def java_command(version: str, main_class: str, args: list[str], *, logs_dir: Path,
-                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS, extra_classpath: str = "") -> list[str]:
-    """`java` with a Kafka version's jars on the classpath and its logging pointed at `logs_dir`."""
+def logging_options(version: str, logs_dir: Path) -> list[str]:
+    """JVM options sending a Kafka version's log4j output (Log4j 2 from 4.0, reload4j before) to
+    `logs_dir/server.log` at INFO; the configuration file is written there too."""
     logs_dir.mkdir(parents=True, exist_ok=True)
     if jars.major(version) >= 4:
         config = logs_dir / "log4j2.properties"
@@ -85,10 +85,30 @@ def java_command(version: str, main_class: str, args: list[str], *, logs_dir: Pa
         config = logs_dir / "log4j.properties"
         config.write_text(_LOG4J1)
         logging = [f"-Dlog4j.configuration=file:{config}"]
+    return [*logging, f"-Dkafka.logs.dir={logs_dir}"]
+
+
+def java_command(version: str, main_class: str, args: list[str], *, logs_dir: Path,
+                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS, extra_classpath: str = "") -> list[str]:
+    """`java` with a Kafka version's jars on the classpath and its logging pointed at `logs_dir`."""
     classpath = jars.classpath(jars.kafka_server(version))
     if extra_classpath:
         classpath = extra_classpath + os.pathsep + classpath
-    return ["java", *jvm_options, *logging, f"-Dkafka.logs.dir={logs_dir}", "-cp", classpath, main_class, *args]
+    return ["java", *jvm_options, *logging_options(version, logs_dir), "-cp", classpath, main_class, *args]
+
+
+def terminate(proc: subprocess.Popen[bytes] | None, timeout: float) -> int | None:
+    """SIGTERM and wait; kill -9 after `timeout`. The exit code, None for a process never started."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 class KafkaNode:
@@ -213,16 +233,7 @@ class KafkaNode:
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM (a broker moves its leaderships away first) and wait; kill -9 after `timeout`."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

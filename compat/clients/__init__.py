@@ -5,14 +5,14 @@ from __future__ import annotations
 from compat.clients.aiokafka_client import AiokafkaAdapter
 from compat.clients.base import ClientAdapter
 from compat.clients.confluent import ConfluentAdapter
-from compat.clients.java import JavaAdapter, set_classpath
+from compat.clients.java import OLDER_RELEASES, JavaAdapter, set_classpath
 from compat.clients.kafka_python import KafkaPythonAdapter
 from compat.clients.kcat import KcatAdapter
 from compat.clients.spark import SparkAdapter, set_jars
 
 ADAPTERS: dict[str, type[ClientAdapter]] = {
     cls.name: cls for cls in (KafkaPythonAdapter, ConfluentAdapter, AiokafkaAdapter, KcatAdapter, JavaAdapter,
-                              SparkAdapter)
+                              *OLDER_RELEASES, SparkAdapter)
 }
 
 

@@ -105,6 +105,13 @@ class ClientAdapter:
 
     # False for adapters that cannot be given a secured target's settings yet (reported as skip there).
     supports_security = True
+    # The scenarios this client runs (None: every one). An older release of a client whose newest release runs
+    # every scenario runs a core set, to keep the matrix short; the others are not run (not reported at all).
+    scenarios: frozenset[str] | None = None
+
+    @classmethod
+    def runs(cls, scenario_id: str) -> bool:
+        return cls.scenarios is None or scenario_id in cls.scenarios
 
     def __init__(self, bootstrap: str, timeout_s: float = 15.0, security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap

@@ -4,11 +4,17 @@ broker settings started on demand."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
+from compat.clients.java import set_classpath
 from compat.targets import ClusterTarget, EmbeddedTarget, ExternalTarget
+
+# The java clients run from kafka-clients jars resolved from Maven Central (realkafka.jars); KAFKA_CLIENTS_CLASSPATH
+# replaces the newest release's, as `python -m compat --java-classpath` does.
+set_classpath(os.environ.get("KAFKA_CLIENTS_CLASSPATH", ""))
 
 
 @pytest.fixture(scope="session")
