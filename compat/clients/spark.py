@@ -52,7 +52,10 @@ class SparkProducer(ProducerHandle):
         spark = _spark()
         rows = [(r.key, r.value, r.partition, [(k, v) for k, v in r.headers]) for r in records]
         schema = "key BINARY, value BINARY, partition INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
-        df = spark.createDataFrame(rows, schema)
+        # One writing task: the rows of a local list are split over the session's partitions, and Spark's tasks
+        # send through their producers concurrently, so two tasks' records interleave in a partition in no set
+        # order. coalesce(1) keeps the list's order, as the scenarios' single producer expects.
+        df = spark.createDataFrame(rows, schema).coalesce(1)
         if all(r.partition is None for r in records):
             df = df.drop("partition")
         writer = df.write.format("kafka").option("topic", topic)
@@ -64,6 +67,8 @@ class SparkProducer(ProducerHandle):
             text = str(e)
             if "RecordTooLarge" in text or "MESSAGE_TOO_LARGE" in text:
                 raise ProduceFailed("MESSAGE_TOO_LARGE", text.splitlines()[0]) from e
+            if "org.apache.kafka.common.errors.TimeoutException" in text:
+                raise TimeoutError(next(line for line in text.splitlines() if "TimeoutException" in line)) from e
             raise
         return [(r.partition if r.partition is not None else -1, -1) for r in records]
 
@@ -120,10 +125,12 @@ class SparkAdapter(ClientAdapter):
 
     def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
                  max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
+        timeout_ms = int((timeout_s or self.timeout_s) * 1000)
         options = {"kafka.bootstrap.servers": self.bootstrap, "kafka.acks": "all" if acks == -1 else str(acks),
                    "kafka.compression.type": compression, "kafka.enable.idempotence": str(idempotent).lower(),
-                   "kafka.delivery.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000) + 1000),
-                   "kafka.request.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000))}
+                   "kafka.delivery.timeout.ms": str(timeout_ms + 1000), "kafka.request.timeout.ms": str(timeout_ms),
+                   # the wait for a missing topic's metadata (Kafka's default: 60 s)
+                   "kafka.max.block.ms": str(timeout_ms)}
         if max_request_size:
             options["kafka.max.request.size"] = str(max_request_size)
         return SparkProducer(options)
