@@ -62,11 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         produce_events(args.bootstrap, args.topic, events, partitions=args.partitions)
         print(f"produced {len(events)} events to {args.topic}")
         return 0
-    reason = jobs.connector_unavailable_reason()
-    if reason:
-        print(reason, file=sys.stderr)
+    from realkafka.jars import JarsUnavailable
+    try:
+        spark = jobs.build_spark()
+    except JarsUnavailable as e:
+        print(f"Spark's Kafka connector {jobs.connector_coordinates()} could not be resolved from Maven Central "
+              f"(SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES give it instead): {e}", file=sys.stderr)
         return 2
-    spark = jobs.build_spark()
     try:
         if args.cmd == "stream":
             query = jobs.start_streaming_job(spark, args.bootstrap, args.source, args.sink, args.checkpoint,

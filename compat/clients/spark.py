@@ -2,8 +2,10 @@
 assigned partitions with ``spark.read.format("kafka")`` (assign, startingOffsets/endingOffsets,
 includeHeaders), in one local SparkSession shared by the whole run.
 
-Enabled only when Spark's Kafka connector is given (``--spark-jars`` / SPARK_KAFKA_JARS, or
-SPARK_KAFKA_PACKAGES); the streaming pipeline itself is spark_pipeline (tests/spark).
+The connector is the one matching the installed pyspark, resolved from Maven Central by realkafka
+(``spark_pipeline.jobs.connector_jars``); ``--spark-jars`` / SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES
+give other jars instead. A connector that cannot be resolved fails the scenarios with Maven's reason
+(it is not a skip). The streaming pipeline itself is spark_pipeline (tests/spark).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from compat.model import Message, NotSupported, ProduceFailed, Record
 from storage.values import TopicPartition
 
 _session: Any = None
+_failure: Exception | None = None  # why the session could not start (a connector Maven cannot resolve)
 _lock = threading.Lock()
 
 
@@ -34,11 +37,19 @@ def set_jars(jars: str) -> None:
 
 
 def _spark() -> Any:
-    global _session
+    """The run's one SparkSession; a failure to start it is raised again to every later scenario (each fails
+    with the reason instead of running Maven again)."""
+    global _session, _failure
     with _lock:
+        if _failure is not None:
+            raise _failure
         if _session is None:
             from spark_pipeline.jobs import build_spark
-            _session = build_spark("compat-spark-client")
+            try:
+                _session = build_spark("compat-spark-client")
+            except Exception as e:
+                _failure = e
+                raise
         return _session
 
 
@@ -117,11 +128,9 @@ class SparkAdapter(ClientAdapter):
     def unavailable_reason(cls) -> str | None:
         try:
             import pyspark  # noqa: F401
-
-            from spark_pipeline.jobs import connector_unavailable_reason
         except ImportError as e:
-            return f"pyspark / spark_pipeline not importable ({e})"
-        return connector_unavailable_reason()
+            return f"pyspark not importable ({e})"
+        return None
 
     def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
                  max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:

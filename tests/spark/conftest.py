@@ -1,7 +1,9 @@
 """One local SparkSession (local[2], 2 shuffle partitions) for every Spark test in the session.
 
-It carries Spark's Kafka connector when SPARK_KAFKA_JARS / SPARK_KAFKA_PACKAGES is set; the
-connector tests skip with that reason otherwise.
+It carries Spark's Kafka connector matching the installed pyspark, resolved from Maven Central on first use
+(SPARK_KAFKA_JARS / SPARK_KAFKA_PACKAGES give other jars); a connector Maven cannot resolve fails the tests
+with Maven's reason. The compat matrix's spark client shares the session when both run in one pytest run
+(SparkSession.builder.getOrCreate).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from spark_pipeline.events import (
     generate_events,
     window_of,
 )
-from spark_pipeline.jobs import connector_config, connector_coordinates, connector_unavailable_reason
+from spark_pipeline.jobs import connector_coordinates, connector_override
 
 
 def test_event_json_round_trip() -> None:
@@ -82,11 +82,9 @@ def test_batch_totals() -> None:
     assert batch_totals([Event("a", 0, 2), Event("b", 0, 3), Event("a", 5, 4)]) == {"a": (2, 6), "b": (1, 3)}
 
 
-def test_connector_configuration_from_environment() -> None:
-    assert connector_config({}) == {}
-    assert "SPARK_KAFKA_JARS" in (connector_unavailable_reason({}) or "")
-    assert connector_config({"SPARK_KAFKA_JARS": "/a.jar:/b.jar"}) == {"spark.jars": "/a.jar,/b.jar"}
+def test_connector_override_from_environment() -> None:
+    assert connector_override({}) == {}
+    assert connector_override({"SPARK_KAFKA_JARS": "/a.jar:/b.jar"}) == {"spark.jars": "/a.jar,/b.jar"}
     coords = connector_coordinates()
     assert coords.startswith("org.apache.spark:spark-sql-kafka-0-10_2.")
-    assert connector_config({"SPARK_KAFKA_PACKAGES": coords}) == {"spark.jars.packages": coords}
-    assert connector_unavailable_reason({"SPARK_KAFKA_PACKAGES": coords}) is None
+    assert connector_override({"SPARK_KAFKA_PACKAGES": coords}) == {"spark.jars.packages": coords}

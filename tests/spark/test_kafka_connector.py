@@ -1,5 +1,5 @@
-"""The pipeline through Spark's Kafka source and sink against our broker (skipped without the
-connector jars: set SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES)."""
+"""The pipeline through Spark's Kafka source and sink against our broker, with the connector matching the
+installed pyspark from Maven Central (spark_pipeline.jobs.connector_jars)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,6 @@ from spark_pipeline.events import (
     generate_events,
 )
 from spark_pipeline.kafka_io import create_topic, produce_events, read_aggregates
-
-REASON = jobs.connector_unavailable_reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 WINDOW_MS, WATERMARK_MS = 10_000, 5_000
 START_MS = 1_700_000_000_137
