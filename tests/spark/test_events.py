@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spark_pipeline.events import (
     FLUSH_KEY,
     Aggregate,
+    ConflictingRows,
     Event,
     batch_totals,
     compare_aggregates,
     expected_aggregates,
     flush_event,
     generate_events,
+    one_row_per_window,
     window_of,
 )
 from spark_pipeline.jobs import connector_coordinates, connector_override
@@ -76,6 +80,15 @@ def test_compare_finds_loss_duplicates_and_wrong_rows() -> None:
     assert any("duplicate" in p for p in compare_aggregates(rows, rows + rows[:1]))
     assert any("wrong" in p for p in compare_aggregates(rows, [rows[0], Aggregate("b", 0, 10, 2, 2)]))
     assert any("unexpected" in p for p in compare_aggregates(rows[:1], rows))
+
+
+def test_one_row_per_window_drops_replayed_copies_and_refuses_conflicts() -> None:
+    rows = [Aggregate("b", 0, 10, 1, 1), Aggregate("a", 10, 20, 2, 3), Aggregate("a", 0, 10, 2, 3)]
+    replayed = rows + rows[1:]
+    assert compare_aggregates(rows, replayed) != []
+    assert one_row_per_window(replayed) == sorted(rows, key=lambda a: (a.key, a.window_start))
+    with pytest.raises(ConflictingRows):
+        one_row_per_window(rows + [Aggregate("a", 0, 10, 3, 4)])
 
 
 def test_batch_totals() -> None:
