@@ -163,8 +163,13 @@ def offsets_json(topic: str, offsets: Mapping[int, int]) -> str:
 
 
 def kafka_batch(spark: Any, bootstrap: str, topic: str, *, starting_offsets: str = "earliest",
-                ending_offsets: str = "latest") -> Any:
-    return (spark.read.format("kafka")
+                ending_offsets: str = "latest", isolation_level: str | None = None) -> Any:
+    """Records between two offsets; ``isolation_level="read_committed"`` leaves out aborted transactions' records
+    and ends "latest" at the last stable offset (Kafka's consumer default is read_uncommitted)."""
+    reader = spark.read.format("kafka")
+    if isolation_level is not None:
+        reader = reader.option("kafka.isolation.level", isolation_level)
+    return (reader
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic)
             .option("startingOffsets", starting_offsets)

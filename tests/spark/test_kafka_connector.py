@@ -1,7 +1,7 @@
 """The pipeline through Spark's Kafka source and sink against our broker, with the connector matching the
 installed pyspark from Maven Central (spark_pipeline.jobs.connector_jars): structured streaming stopped and
 restarted from its checkpoint, the sink's at-least-once replay and a reader that is exact anyway, batch reads by
-offsets and by timestamps."""
+offsets, by timestamps and read_committed over transactions."""
 
 from __future__ import annotations
 
@@ -125,3 +125,19 @@ def test_batch_offset_and_timestamp_ranges(spark: Any, bootstrap: str) -> None:
     by_time = jobs.kafka_batch_by_timestamp(spark, bootstrap, source, 1, start_ms=start_ms, end_ms=end_ms)
     assert jobs.batch_totals(by_time) == batch_totals([e for e in events if start_ms <= e.event_time < end_ms])
 
+
+def test_batch_read_committed_leaves_out_aborted_transactions(spark: Any, bootstrap: str) -> None:
+    """Input written in transactions (committed, aborted, committed): read_committed totals hold only the
+    committed events; read_uncommitted, Kafka's default, holds all of them."""
+    source = topic("txn")
+    create_topic(bootstrap, source, 2)
+    committed, aborted, later = (generate_events(30, start_ms=START_MS, seed=seed) for seed in (4, 5, 6))
+    txn = f"spark-input-{uuid.uuid4().hex[:8]}"
+    produce_events(bootstrap, source, committed, partitions=2, transactional_id=txn)
+    produce_events(bootstrap, source, aborted, partitions=2, transactional_id=txn, commit=False)
+    produce_events(bootstrap, source, later, partitions=2, transactional_id=txn)
+
+    read_committed = jobs.kafka_batch(spark, bootstrap, source, isolation_level="read_committed")
+    assert jobs.batch_totals(read_committed) == batch_totals(committed + later)
+    everything = jobs.kafka_batch(spark, bootstrap, source)
+    assert jobs.batch_totals(everything) == batch_totals(committed + aborted + later)
