@@ -81,6 +81,13 @@ def connector_config(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return connector_override(env) or {"spark.jars": ",".join(str(p) for p in connector_jars())}
 
 
+# For sessions that outlive the brokers they write to (the tests, the compat harness): Spark keeps an idle Kafka
+# producer for 10 minutes, and one whose broker has stopped reconnects and logs a WARN about every second until
+# then; these let it go after 5 s idle.
+SHORT_LIVED_BROKERS = {"spark.kafka.producer.cache.timeout": "5s",
+                       "spark.kafka.producer.cache.evictorThreadRunInterval": "1s"}
+
+
 def build_spark(app_name: str = "kafka-pipeline", *, master: str = "local[2]", with_connector: bool = True,
                 extra: Mapping[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession

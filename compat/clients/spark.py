@@ -44,9 +44,9 @@ def _spark() -> Any:
         if _failure is not None:
             raise _failure
         if _session is None:
-            from spark_pipeline.jobs import build_spark
+            from spark_pipeline.jobs import SHORT_LIVED_BROKERS, build_spark
             try:
-                _session = build_spark("compat-spark-client")
+                _session = build_spark("compat-spark-client", extra=SHORT_LIVED_BROKERS)
             except Exception as e:
                 _failure = e
                 raise

@@ -19,7 +19,7 @@ import pytest
 def spark() -> Iterator[Any]:
     if shutil.which("java") is None:
         pytest.skip("no Java runtime on PATH (Spark needs Java 17)")
-    from spark_pipeline.jobs import build_spark
-    session = build_spark("spark-pipeline-tests")
+    from spark_pipeline.jobs import SHORT_LIVED_BROKERS, build_spark
+    session = build_spark("spark-pipeline-tests", extra=SHORT_LIVED_BROKERS)
     yield session
     session.stop()
