@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -130,8 +131,10 @@ def _mvn(args: list[str], cwd: Path) -> None:
         raise JarsUnavailable("Maven is not installed (Debian: apt-get install -y maven)")
     done = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise JarsUnavailable(f"mvn {' '.join(args)} failed in {cwd}:\n{tail}")
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr).strip().splitlines()  # colour codes
+        cause = next((line for line in lines if line.startswith("[ERROR]")), "no [ERROR] line")
+        tail = "\n".join(lines[-15:])
+        raise JarsUnavailable(f"mvn {args[0]} failed: {cause}\nmvn {' '.join(args)} in {cwd}:\n{tail}")
 
 
 def _binding(bundle: Bundle, lib: Path) -> list[str]:
