@@ -125,6 +125,12 @@ class SparkAdapter(ClientAdapter):
     reports_produce_offsets = False
 
     @classmethod
+    def prepare(cls) -> None:
+        """Resolve the connector (Maven, the first time) and start the run's SparkSession, outside any
+        scenario's time limit."""
+        _spark()
+
+    @classmethod
     def unavailable_reason(cls) -> str | None:
         try:
             import pyspark  # noqa: F401
