@@ -45,7 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--java-classpath", default=os.environ.get("KAFKA_CLIENTS_CLASSPATH", ""),
                    help="classpath holding a kafka-clients jar (enables the java client)")
     p.add_argument("--spark-jars", default=os.environ.get("SPARK_KAFKA_JARS", ""),
-                   help="comma/colon list of Spark Kafka connector jars (enables the spark client)")
+                   help="comma/colon list of Spark Kafka connector jars (default: the connector matching the "
+                        "installed pyspark, resolved from Maven Central)")
     p.add_argument("--timeout", type=float, default=15.0, help="per-operation timeout in seconds")
     p.add_argument("--limit", type=float, default=90.0, help="hard limit per scenario in seconds")
     p.add_argument("--out", default="compat-report", help="directory for matrix.json and matrix.md")

@@ -28,6 +28,11 @@ def run_one(target: Target, client_cls: type[ClientAdapter], scenario_id: str, *
         reason = f"the {client_cls.name} adapter is not wired for secured targets yet"
     if reason is not None:
         return Result(target.name, client_cls.name, scenario_id, Verdict.SKIP, reason, environmental=True)
+    try:
+        client_cls.prepare()
+    except Exception as e:  # noqa: BLE001 - a client that cannot be set up fails every scenario with the reason
+        return Result(target.name, client_cls.name, scenario_id, Verdict.FAIL,
+                      f"{client_cls.name} could not be set up: {first_line(e)}")
     fn = SCENARIOS[scenario_id].fn
     box: list[Result] = []
     start = time.monotonic()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -73,9 +74,36 @@ def kafka_connect(version: str = CONNECT_KAFKA) -> Bundle:
 
 
 def spark_kafka(spark_version: str) -> Bundle:
-    """Spark's Kafka source and sink for a Spark release; Spark's own jars are `provided` and not copied."""
+    """Spark's Kafka source and sink for a Spark release; Spark's own jars are `provided` and not copied, but
+    the connector's other runtime dependencies are, some of which a Spark installation already ships (see
+    `missing_from`)."""
     return Bundle(f"spark-sql-kafka-{spark_version}",
                   (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version}",), logging="none")
+
+
+def _artifact_names(jar: str) -> set[str]:
+    """The names a jar's artifact id may have: Maven copies `<artifactId>-<version>.jar`, and a version starts
+    with a digit (`spark-sql-kafka-0-10_2.13-4.2.0.jar` may be `spark-sql-kafka`, `spark-sql-kafka-0` or
+    `spark-sql-kafka-0-10_2.13`)."""
+    stem = jar.removesuffix(".jar")
+    return {stem[:i] for i in range(1, len(stem) - 1) if stem[i] == "-" and stem[i + 1].isdigit()}
+
+
+def same_artifact(a: str, b: str) -> bool:
+    """Two jar file names of one artifact in two versions: they differ only after a hyphen followed by a digit
+    on both sides (`slf4j-api-1.7.36.jar` and `slf4j-api-2.0.17.jar`; not `log4j-1.2-api-2.24.3.jar` and
+    `log4j-api-2.24.3.jar`)."""
+    return bool(_artifact_names(a) & _artifact_names(b))
+
+
+def missing_from(bundle: Bundle, installed: Path) -> list[Path]:
+    """The bundle's jars of artifacts that no jar in `installed` (e.g. pyspark's `jars/`) is a version of.
+
+    The installation's own version of an artifact is the one it was built and tested with; a second version
+    beside it on one classpath (slf4j-api 1.7 beside Spark's 2.0, an older scala-library) is a conflict, so the
+    bundle's copy is left out."""
+    present = [p.name for p in installed.glob("*.jar")]
+    return [jar for jar in jars(bundle) if not any(same_artifact(jar.name, other) for other in present)]
 
 
 def cache_root() -> Path:
@@ -104,8 +132,10 @@ def _mvn(args: list[str], cwd: Path) -> None:
         raise JarsUnavailable("Maven is not installed (Debian: apt-get install -y maven)")
     done = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise JarsUnavailable(f"mvn {' '.join(args)} failed in {cwd}:\n{tail}")
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr).strip().splitlines()  # colour codes
+        cause = next((line for line in lines if line.startswith("[ERROR]")), "no [ERROR] line")
+        tail = "\n".join(lines[-15:])
+        raise JarsUnavailable(f"mvn {args[0]} failed: {cause}\nmvn {' '.join(args)} in {cwd}:\n{tail}")
 
 
 def _binding(bundle: Bundle, lib: Path) -> list[str]:

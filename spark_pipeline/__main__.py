@@ -5,7 +5,7 @@
                                       --checkpoint /tmp/ckpt [--continuous] [--window "10 seconds"]
     python -m spark_pipeline batch    --bootstrap H:P --topic events \\
                                       [--starting-offsets '{"events":{"0":0}}' --ending-offsets '{"events":{"0":-1}}']
-                                      [--start-ms T --end-ms T --partitions N]
+                                      [--start-ms T --end-ms T --partitions N] [--isolation-level read_committed]
     python -m spark_pipeline coordinates     # the connector's Maven coordinates for this pyspark
 """
 
@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--start-ms", type=int)
     b.add_argument("--end-ms", type=int)
     b.add_argument("--partitions", type=int, default=1)
+    b.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"], default=None,
+                   help="read_committed leaves out aborted transactions (default: Kafka's read_uncommitted)")
     sub.add_parser("coordinates", help="print the connector's Maven coordinates")
     args = p.parse_args(argv)
 
@@ -62,11 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         produce_events(args.bootstrap, args.topic, events, partitions=args.partitions)
         print(f"produced {len(events)} events to {args.topic}")
         return 0
-    reason = jobs.connector_unavailable_reason()
-    if reason:
-        print(reason, file=sys.stderr)
+    from realkafka.jars import JarsUnavailable
+    try:
+        spark = jobs.build_spark()
+    except JarsUnavailable as e:
+        print(f"Spark's Kafka connector {jobs.connector_coordinates()} could not be resolved from Maven Central "
+              f"(SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES give it instead): {e}", file=sys.stderr)
         return 2
-    spark = jobs.build_spark()
     try:
         if args.cmd == "stream":
             query = jobs.start_streaming_job(spark, args.bootstrap, args.source, args.sink, args.checkpoint,
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 start_ms=args.start_ms, end_ms=args.end_ms)
         else:
             raw = jobs.kafka_batch(spark, args.bootstrap, args.topic, starting_offsets=args.starting_offsets,
-                                   ending_offsets=args.ending_offsets)
+                                   ending_offsets=args.ending_offsets, isolation_level=args.isolation_level)
         print(json.dumps({k: {"count": n, "sum": t} for k, (n, t) in sorted(jobs.batch_totals(raw).items())}))
         return 0
     finally:

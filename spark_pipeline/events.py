@@ -116,6 +116,26 @@ def batch_totals(events: Iterable[Event]) -> dict[str, tuple[int, int]]:
     return out
 
 
+class ConflictingRows(ValueError):
+    """Two output rows for one (key, window) that differ: a replay did not reproduce the row it replaced."""
+
+
+def one_row_per_window(rows: Iterable[Aggregate]) -> list[Aggregate]:
+    """What a reader of the sink keeps: one row per (key, window_start), sorted.
+
+    Spark's Kafka sink is at-least-once: a micro-batch run again after a failure (its rows written, its commit
+    not yet recorded in the checkpoint) writes its rows again. In append mode every (key, window) row is final
+    and a replayed batch recomputes it from the same offsets and state, so its copies are equal; keyed by
+    window, the reader's view is exact. Copies that differ raise ConflictingRows instead of picking one.
+    """
+    kept: dict[tuple[str, int], Aggregate] = {}
+    for row in rows:
+        seen = kept.setdefault((row.key, row.window_start), row)
+        if seen != row:
+            raise ConflictingRows(f"two rows for key {row.key} window {row.window_start}: {seen} and {row}")
+    return [kept[k] for k in sorted(kept)]
+
+
 def compare_aggregates(expected: Sequence[Aggregate], actual: Sequence[Aggregate]) -> list[str]:
     """Human-readable differences; empty when actual holds exactly the expected rows, once each."""
     problems: list[str] = []

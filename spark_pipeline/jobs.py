@@ -44,25 +44,48 @@ def connector_coordinates() -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark}"
 
 
-def connector_config(env: Mapping[str, str] | None = None) -> dict[str, str]:
+def pyspark_jars() -> Path:
+    """The installed pyspark's own jars (Spark, Scala, Hadoop client and their dependencies)."""
+    import pyspark
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def connector_jars() -> list[Path]:
+    """Spark's Kafka connector for the installed pyspark, from Maven Central (resolved once into realkafka's
+    cache): the connector and those of its runtime dependencies pyspark does not ship (kafka-clients,
+    spark-token-provider-kafka, commons-pool2), never a second version of a jar Spark has.
+
+    Raises realkafka.jars.JarsUnavailable with Maven's reason when it cannot be resolved (no `mvn`, no
+    network, no connector of that version on Maven Central)."""
+    from realkafka import jars
+    spark, _scala = spark_versions()
+    return jars.missing_from(jars.spark_kafka(spark), pyspark_jars())
+
+
+def connector_override(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """spark.jars / spark.jars.packages from SPARK_KAFKA_JARS / SPARK_KAFKA_PACKAGES ({} if neither)."""
     env = os.environ if env is None else env
     conf: dict[str, str] = {}
-    jars = [j for j in re.split(r"[,:;]", env.get("SPARK_KAFKA_JARS", "")) if j.strip()]
-    if jars:
-        conf["spark.jars"] = ",".join(jars)
+    jar_list = [j for j in re.split(r"[,:;]", env.get("SPARK_KAFKA_JARS", "")) if j.strip()]
+    if jar_list:
+        conf["spark.jars"] = ",".join(jar_list)
     packages = env.get("SPARK_KAFKA_PACKAGES", "").strip()
     if packages:
         conf["spark.jars.packages"] = packages
     return conf
 
 
-def connector_unavailable_reason(env: Mapping[str, str] | None = None) -> str | None:
-    if connector_config(env):
-        return None
-    return ("Spark's Kafka connector is not available: set SPARK_KAFKA_JARS to the jar paths "
-            f"(spark-sql-kafka-0-10, spark-token-provider-kafka-0-10, kafka-clients, commons-pool2) or "
-            f"SPARK_KAFKA_PACKAGES={connector_coordinates()}")
+def connector_config(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The SparkSession settings that give it Spark's Kafka connector: SPARK_KAFKA_JARS / SPARK_KAFKA_PACKAGES
+    when set, else `spark.jars` of `connector_jars()` (which resolves them with Maven the first time)."""
+    return connector_override(env) or {"spark.jars": ",".join(str(p) for p in connector_jars())}
+
+
+# For sessions that outlive the brokers they write to (the tests, the compat harness): Spark keeps an idle Kafka
+# producer for 10 minutes, and one whose broker has stopped reconnects and logs a WARN about every second until
+# then; these let it go after 5 s idle.
+SHORT_LIVED_BROKERS = {"spark.kafka.producer.cache.timeout": "5s",
+                       "spark.kafka.producer.cache.evictorThreadRunInterval": "1s"}
 
 
 def build_spark(app_name: str = "kafka-pipeline", *, master: str = "local[2]", with_connector: bool = True,
@@ -147,8 +170,13 @@ def offsets_json(topic: str, offsets: Mapping[int, int]) -> str:
 
 
 def kafka_batch(spark: Any, bootstrap: str, topic: str, *, starting_offsets: str = "earliest",
-                ending_offsets: str = "latest") -> Any:
-    return (spark.read.format("kafka")
+                ending_offsets: str = "latest", isolation_level: str | None = None) -> Any:
+    """Records between two offsets; ``isolation_level="read_committed"`` leaves out aborted transactions' records
+    and ends "latest" at the last stable offset (Kafka's consumer default is read_uncommitted)."""
+    reader = spark.read.format("kafka")
+    if isolation_level is not None:
+        reader = reader.option("kafka.isolation.level", isolation_level)
+    return (reader
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic)
             .option("startingOffsets", starting_offsets)

@@ -12,17 +12,27 @@ from spark_pipeline.events import Aggregate, Event
 
 
 def produce_events(bootstrap: str, topic: str, events: Sequence[Event], *, partitions: int = 1,
-                   timeout_s: float = 30.0) -> list[tuple[int, int]]:
-    """Produce events (key-hashed over ``partitions`` by crc, deterministic); returns (partition, offset)."""
+                   timeout_s: float = 30.0, transactional_id: str | None = None,
+                   commit: bool = True) -> list[tuple[int, int]]:
+    """Produce events (key-hashed over ``partitions`` by crc, deterministic); returns (partition, offset).
+
+    With ``transactional_id`` the events are one transaction, committed or (``commit=False``) aborted."""
     import zlib
 
     from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all", linger_ms=5)
+    options: dict[str, object] = {"transactional_id": transactional_id} if transactional_id else {}
+    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all", linger_ms=5, **options)
     try:
+        if transactional_id:
+            producer.init_transactions()
+            producer.begin_transaction()
         futures = [producer.send(topic, key=e.key.encode(), value=e.to_json(), timestamp_ms=e.event_time,
                                  partition=zlib.crc32(e.key.encode()) % partitions) for e in events]
         producer.flush(timeout_s)
-        return [(md.partition, md.offset) for md in (f.get(timeout_s) for f in futures)]
+        placed = [(md.partition, md.offset) for md in (f.get(timeout_s) for f in futures)]
+        if transactional_id:
+            (producer.commit_transaction if commit else producer.abort_transaction)()
+        return placed
     finally:
         producer.close(5)
 

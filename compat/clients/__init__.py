@@ -17,6 +17,7 @@ ADAPTERS: dict[str, type[ClientAdapter]] = {
 
 
 def configure(*, java_classpath: str = "", spark_jars: str = "") -> None:
-    """Hand the optional clients their jars (they report themselves unavailable without)."""
+    """Hand the Java client its classpath (it reports itself unavailable without) and the Spark client
+    connector jars other than its default (the connector for the installed pyspark, from Maven Central)."""
     set_classpath(java_classpath)
     set_jars(spark_jars)

@@ -119,6 +119,11 @@ class ClientAdapter:
         self.security = security  # None: PLAINTEXT
 
     @classmethod
+    def prepare(cls) -> None:
+        """Slow one-time set-up of the client library (a JVM to start, jars to resolve), run before a scenario's
+        time limit starts; raises when the client cannot be set up. Nothing by default."""
+
+    @classmethod
     def unavailable_reason(cls) -> str | None:
         """None when the client can run here, else why not (reported as skip for every scenario)."""
         return None

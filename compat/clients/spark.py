@@ -2,8 +2,10 @@
 assigned partitions with ``spark.read.format("kafka")`` (assign, startingOffsets/endingOffsets,
 includeHeaders), in one local SparkSession shared by the whole run.
 
-Enabled only when Spark's Kafka connector is given (``--spark-jars`` / SPARK_KAFKA_JARS, or
-SPARK_KAFKA_PACKAGES); the streaming pipeline itself is spark_pipeline (tests/spark).
+The connector is the one matching the installed pyspark, resolved from Maven Central by realkafka
+(``spark_pipeline.jobs.connector_jars``); ``--spark-jars`` / SPARK_KAFKA_JARS or SPARK_KAFKA_PACKAGES
+give other jars instead. A connector that cannot be resolved fails the scenarios with Maven's reason
+(it is not a skip). The streaming pipeline itself is spark_pipeline (tests/spark).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from compat.model import Message, NotSupported, ProduceFailed, Record
 from storage.values import TopicPartition
 
 _session: Any = None
+_failure: Exception | None = None  # why the session could not start (a connector Maven cannot resolve)
 _lock = threading.Lock()
 
 
@@ -34,11 +37,19 @@ def set_jars(jars: str) -> None:
 
 
 def _spark() -> Any:
-    global _session
+    """The run's one SparkSession; a failure to start it is raised again to every later scenario (each fails
+    with the reason instead of running Maven again)."""
+    global _session, _failure
     with _lock:
+        if _failure is not None:
+            raise _failure
         if _session is None:
-            from spark_pipeline.jobs import build_spark
-            _session = build_spark("compat-spark-client")
+            from spark_pipeline.jobs import SHORT_LIVED_BROKERS, build_spark
+            try:
+                _session = build_spark("compat-spark-client", extra=SHORT_LIVED_BROKERS)
+            except Exception as e:
+                _failure = e
+                raise
         return _session
 
 
@@ -52,7 +63,10 @@ class SparkProducer(ProducerHandle):
         spark = _spark()
         rows = [(r.key, r.value, r.partition, [(k, v) for k, v in r.headers]) for r in records]
         schema = "key BINARY, value BINARY, partition INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
-        df = spark.createDataFrame(rows, schema)
+        # One writing task: the rows of a local list are split over the session's partitions, and Spark's tasks
+        # send through their producers concurrently, so two tasks' records interleave in a partition in no set
+        # order. coalesce(1) keeps the list's order, as the scenarios' single producer expects.
+        df = spark.createDataFrame(rows, schema).coalesce(1)
         if all(r.partition is None for r in records):
             df = df.drop("partition")
         writer = df.write.format("kafka").option("topic", topic)
@@ -64,6 +78,8 @@ class SparkProducer(ProducerHandle):
             text = str(e)
             if "RecordTooLarge" in text or "MESSAGE_TOO_LARGE" in text:
                 raise ProduceFailed("MESSAGE_TOO_LARGE", text.splitlines()[0]) from e
+            if "org.apache.kafka.common.errors.TimeoutException" in text:
+                raise TimeoutError(next(line for line in text.splitlines() if "TimeoutException" in line)) from e
             raise
         return [(r.partition if r.partition is not None else -1, -1) for r in records]
 
@@ -109,21 +125,27 @@ class SparkAdapter(ClientAdapter):
     reports_produce_offsets = False
 
     @classmethod
+    def prepare(cls) -> None:
+        """Resolve the connector (Maven, the first time) and start the run's SparkSession, outside any
+        scenario's time limit."""
+        _spark()
+
+    @classmethod
     def unavailable_reason(cls) -> str | None:
         try:
             import pyspark  # noqa: F401
-
-            from spark_pipeline.jobs import connector_unavailable_reason
         except ImportError as e:
-            return f"pyspark / spark_pipeline not importable ({e})"
-        return connector_unavailable_reason()
+            return f"pyspark not importable ({e})"
+        return None
 
     def producer(self, *, acks: int = -1, compression: str = "none", idempotent: bool = False,
                  max_request_size: int | None = None, timeout_s: float | None = None) -> ProducerHandle:
+        timeout_ms = int((timeout_s or self.timeout_s) * 1000)
         options = {"kafka.bootstrap.servers": self.bootstrap, "kafka.acks": "all" if acks == -1 else str(acks),
                    "kafka.compression.type": compression, "kafka.enable.idempotence": str(idempotent).lower(),
-                   "kafka.delivery.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000) + 1000),
-                   "kafka.request.timeout.ms": str(int((timeout_s or self.timeout_s) * 1000))}
+                   "kafka.delivery.timeout.ms": str(timeout_ms + 1000), "kafka.request.timeout.ms": str(timeout_ms),
+                   # the wait for a missing topic's metadata (Kafka's default: 60 s)
+                   "kafka.max.block.ms": str(timeout_ms)}
         if max_request_size:
             options["kafka.max.request.size"] = str(max_request_size)
         return SparkProducer(options)

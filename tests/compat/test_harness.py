@@ -63,6 +63,33 @@ def test_runner_verdicts(compat_target: EmbeddedTarget, temp_scenarios: dict[str
     assert time.monotonic() - started < 4
 
 
+def test_runner_prepares_a_client_outside_the_limit_and_fails_when_it_cannot(
+        compat_target: EmbeddedTarget, temp_scenarios: dict[str, Scenario]) -> None:
+    calls: list[str] = []
+
+    def passes(ctx: Context) -> None:
+        calls.append("scenario")
+
+    add(temp_scenarios, "t_prepared", passes)
+
+    class SlowToPrepare(KafkaPythonAdapter):
+        @classmethod
+        def prepare(cls) -> None:
+            time.sleep(1.5)  # longer than the limit: the limit counts the scenario only
+            calls.append("prepare")
+
+    class CannotPrepare(KafkaPythonAdapter):
+        @classmethod
+        def prepare(cls) -> None:
+            raise RuntimeError("Maven is not installed\nmore")
+
+    r = run_one(compat_target, SlowToPrepare, "t_prepared", setup_cls=KafkaPythonAdapter, limit_s=1.0)
+    assert r.verdict is Verdict.PASS and calls == ["prepare", "scenario"]
+    r = run_one(compat_target, CannotPrepare, "t_prepared", setup_cls=KafkaPythonAdapter, limit_s=1.0)
+    assert (r.verdict, r.environmental) == (Verdict.FAIL, False)
+    assert r.detail == "kafka-python could not be set up: RuntimeError: Maven is not installed"
+
+
 RESULTS = [
     Result("ours", "kafka-python", "metadata", Verdict.PASS, "", 0.1),
     Result("ours", "kcat", "metadata", Verdict.FAIL, "CheckFailed: boom | pipe", 0.2),

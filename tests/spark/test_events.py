@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spark_pipeline.events import (
     FLUSH_KEY,
     Aggregate,
+    ConflictingRows,
     Event,
     batch_totals,
     compare_aggregates,
     expected_aggregates,
     flush_event,
     generate_events,
+    one_row_per_window,
     window_of,
 )
-from spark_pipeline.jobs import connector_config, connector_coordinates, connector_unavailable_reason
+from spark_pipeline.jobs import connector_coordinates, connector_override
 
 
 def test_event_json_round_trip() -> None:
@@ -78,15 +82,22 @@ def test_compare_finds_loss_duplicates_and_wrong_rows() -> None:
     assert any("unexpected" in p for p in compare_aggregates(rows[:1], rows))
 
 
+def test_one_row_per_window_drops_replayed_copies_and_refuses_conflicts() -> None:
+    rows = [Aggregate("b", 0, 10, 1, 1), Aggregate("a", 10, 20, 2, 3), Aggregate("a", 0, 10, 2, 3)]
+    replayed = rows + rows[1:]
+    assert compare_aggregates(rows, replayed) != []
+    assert one_row_per_window(replayed) == sorted(rows, key=lambda a: (a.key, a.window_start))
+    with pytest.raises(ConflictingRows):
+        one_row_per_window(rows + [Aggregate("a", 0, 10, 3, 4)])
+
+
 def test_batch_totals() -> None:
     assert batch_totals([Event("a", 0, 2), Event("b", 0, 3), Event("a", 5, 4)]) == {"a": (2, 6), "b": (1, 3)}
 
 
-def test_connector_configuration_from_environment() -> None:
-    assert connector_config({}) == {}
-    assert "SPARK_KAFKA_JARS" in (connector_unavailable_reason({}) or "")
-    assert connector_config({"SPARK_KAFKA_JARS": "/a.jar:/b.jar"}) == {"spark.jars": "/a.jar,/b.jar"}
+def test_connector_override_from_environment() -> None:
+    assert connector_override({}) == {}
+    assert connector_override({"SPARK_KAFKA_JARS": "/a.jar:/b.jar"}) == {"spark.jars": "/a.jar,/b.jar"}
     coords = connector_coordinates()
     assert coords.startswith("org.apache.spark:spark-sql-kafka-0-10_2.")
-    assert connector_config({"SPARK_KAFKA_PACKAGES": coords}) == {"spark.jars.packages": coords}
-    assert connector_unavailable_reason({"SPARK_KAFKA_PACKAGES": coords}) is None
+    assert connector_override({"SPARK_KAFKA_PACKAGES": coords}) == {"spark.jars.packages": coords}
