@@ -11,7 +11,8 @@ Contract:
 - A frame is read whole before it is handled; its size prefix is checked against the connection's
   `max_frame_bytes` (`socket.request.max.bytes`; `sasl.server.max.receive.size` on a SASL connection until it
   is authenticated) before anything is allocated for it. A bad size closes that connection
-  with one log line.
+  with one log line. A large frame's buffer grows as its bytes arrive, so what a connection holds is bounded by
+  what it has sent (at most twice that), never by what its size prefix promises.
 - Requests on one connection are handled one at a time, in arrival order (Kafka mutes a channel while a
   request is in flight), so responses leave in request order; other connections are unaffected. One
   exception, where we do better than Kafka: a handler whose work is done and whose answer only waits (a produce
@@ -46,6 +47,9 @@ log = logging.getLogger("broker.network")
 # One recv_into the server's scratch buffer reads at most this much; a frame larger than this is received
 # straight into its own body buffer.
 _RECV_SIZE = 64 * 1024
+# What a frame larger than _RECV_SIZE starts with; its buffer doubles as its bytes arrive (glibc grows large
+# blocks with mremap: no copy).
+_FIRST_BODY_BYTES = 256 * 1024
 _MAX_QUEUED_FRAMES = 16
 _OUTPUT_HIGH_WATER = 8 * 1024 * 1024
 _SENDMSG_MAX_PARTS = 512
@@ -86,7 +90,7 @@ class FrameHandler(Protocol):
 
 class Connection:
     __slots__ = (
-        "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
+        "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_body_size", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
         "max_frame_bytes", "_throttled", "_throttled_until", "_answers",
     )
@@ -101,6 +105,7 @@ class Connection:
         self._rbuf = bytearray()
         self._body: bytearray | None = None
         self._body_pos = 0
+        self._body_size = 0
         self._frames: deque[bytearray] = deque()
         self._busy = False
         self._answers: deque[Any] = deque()  # in request order: Responses and tasks of Deferred answers
@@ -136,13 +141,16 @@ class Connection:
     def _on_readable(self) -> None:
         try:
             if self._body is not None:
-                n = self.sock.recv_into(memoryview(self._body)[self._body_pos:])
+                body = self._body
+                if self._body_pos == len(body):  # received all it holds so far: grow it toward the declared size
+                    body.extend(bytes(min(len(body), self._body_size - len(body))))
+                n = self.sock.recv_into(memoryview(body)[self._body_pos:])
                 if n == 0:
                     self.close("client closed the connection mid-request")
                     return
                 self._body_pos += n
-                if self._body_pos == len(self._body):
-                    self._frames.append(self._body)
+                if self._body_pos == self._body_size:
+                    self._frames.append(body)
                     self._body = None
             else:
                 scratch = self.server.recv_scratch
@@ -191,10 +199,13 @@ class Connection:
                     pos += 4 + size
                     continue
                 if size > _RECV_SIZE:
-                    body = bytearray(size)
+                    # The buffer grows (doubling) as the bytes arrive: a size prefix alone reserves no more than
+                    # _FIRST_BODY_BYTES, so a peer that promises 100 MB and sends nothing holds a quarter MB.
                     have = end - pos - 4
+                    body = bytearray(min(size, max(_FIRST_BODY_BYTES, 2 * have)))
                     body[:have] = data[pos + 4:end]
                     self._body = body
+                    self._body_size = size
                     self._body_pos = have
                     pos = end
                 break
@@ -229,8 +240,9 @@ class Connection:
             self.requests += 1
             try:
                 result = self.server.handler(self, frame)
-            except Exception:
-                log.exception("%s: unexpected error handling a request; closing the connection", self)
+            except Exception as e:  # the server answers its handlers' failures; this is the last resort
+                log.error("%s: unexpected error handling a request: %r; closing the connection", self, e)
+                log.debug("%s: the request's failure", self, exc_info=e)
                 self.close(None)
                 return
             if result is None:
@@ -268,7 +280,8 @@ class Connection:
             return False
         exc = fut.exception()
         if exc is not None:
-            log.error("%s: unexpected error handling a request; closing the connection", self, exc_info=exc)
+            log.error("%s: unexpected error handling a request: %r; closing the connection", self, exc)
+            log.debug("%s: the request's failure", self, exc_info=exc)
             self.close(None)
             return False
         return fut.result()

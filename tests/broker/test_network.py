@@ -127,3 +127,35 @@ def test_socket_buffer_sizes_follow_kafkas_settings(broker_factory) -> None:
         # Linux doubles what is asked for (bookkeeping overhead); either way it is no longer autotuned.
         assert accepted.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (65536, 2 * 65536)
         assert accepted.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (98304, 2 * 98304)
+
+
+def test_a_size_prefix_alone_reserves_little_and_a_large_frame_still_arrives_whole(broker) -> None:
+    """Twenty connections each promising 90 MiB and sending 100 bytes hold a quarter MiB each, not 1.8 GiB in all
+    (issue 30: such prefixes were allocated in full); a 3 MiB frame, sent in pieces, is received and answered."""
+    liars = [socket.create_connection(("127.0.0.1", broker.port), timeout=10) for _ in range(20)]
+    honest = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    try:
+        for s in liars:
+            s.sendall(struct.pack(">i", 90 * 1024 * 1024) + b"\x00\x12\x00\x03" + b"\x00" * 96)
+        deadline = time.monotonic() + 10
+        held: list[int] = []
+        while time.monotonic() < deadline:
+            held = [len(c._body) for c in list(broker.server.socket_server.connections.values())
+                    if c._body is not None]
+            if len(held) == 20:
+                break
+            time.sleep(0.02)
+        assert len(held) == 20 and max(held) <= 256 * 1024, held
+        request = request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1")
+        request.with_header(correlation_id=9, client_id="raw")
+        from protocol import encode_request
+
+        frame = encode_request(request) + bytes(3 * 1024 * 1024)  # bytes after the body are ignored, as Kafka
+        honest.sendall(struct.pack(">i", len(frame)))
+        for at in range(0, len(frame), 100_000):
+            honest.sendall(frame[at:at + 100_000])
+        answer = _recv(honest, ApiKey.API_VERSIONS, 3)
+        assert (answer.header.correlation_id, answer.error_code) == (9, 0)
+    finally:
+        for s in liars + [honest]:
+            s.close()
