@@ -37,6 +37,7 @@ from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
 from broker.config_types import LIST, ConfigError, to_string
 from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
 from broker.group_configs import GROUP, group_configs
+from broker.metadata import UnknownTopicError
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -178,7 +179,10 @@ async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], v
         exists = topic in server.metadata_cache.topics
         if incremental:
             if exists:
-                await server.refresh_topic_config(topic)
+                try:
+                    await server.refresh_topic_config(topic)
+                except UnknownTopicError:  # deleted while we read its config
+                    exists = False
             props = apply_operations(configs, server.topic_configs.overrides(topic) if exists else {},
                                      topic_list_default)
         else:

@@ -302,7 +302,10 @@ class AdminManager:
             return ErrorCode.INVALID_CONFIG, str(e)
         if validate_only:
             return ErrorCode.NONE, None
-        await self.controller.call(self.store.set_topic_configs, topic, configs)
+        try:
+            await self.controller.call(self.store.set_topic_configs, topic, configs)
+        except UnknownTopicError:  # deleted since the check above
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist"
         self.server.topic_configs.set_overrides(topic, configs)
         self.server.on_topic_config_change(topic)
         return ErrorCode.NONE, None
