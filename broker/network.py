@@ -22,6 +22,10 @@ Contract:
 - The handler returns `None` (no response, e.g. acks=0), a `Response` (size + parts), an awaitable
   of one, or a `Deferred` awaitable of one. Parts are bytes-like objects or `SendfileChunk`s.
 - Reading pauses while a connection has queued frames or a large unsent output (back-pressure).
+- With `queued.max.request.bytes` (> 0, Kafka's request memory pool; default -1: none), the frames a listener's
+  connections hold (received in part or whole, queued, being handled) take their declared size from one pool;
+  while it is used up, a connection about to take on a frame is muted, and it reads on once the frames of others
+  are handled (as Kafka mutes its channels under memory pressure).
 - Idle connections are closed after `connections.max.idle.ms`.
 - Every request still being handled is a task the server keeps (`SocketServer.in_flight`). A client that
   goes away does not cancel its request (its response is dropped, as Kafka drops it); `close()` at
@@ -92,7 +96,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_body_size", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
-        "max_frame_bytes", "_throttled", "_throttled_until", "_answers",
+        "max_frame_bytes", "_throttled", "_throttled_until", "_answers", "_reserved", "_handling", "_memory_wait",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -122,6 +126,11 @@ class Connection:
         self.max_frame_bytes = server.max_request_bytes
         self._throttled = False
         self._throttled_until = 0.0
+        # queued.max.request.bytes (SocketServer.reserve): bytes this connection holds from the server's pool, the
+        # size of the frame being handled, and whether it waits for the pool to have room before it reads on
+        self._reserved = 0
+        self._handling = 0
+        self._memory_wait = False
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -129,7 +138,7 @@ class Connection:
 
     # ---- reading
     def _resume_reading(self) -> None:
-        if not self._reading and not self.closed and not self._throttled:
+        if not self._reading and not self.closed and not self._throttled and not self._memory_wait:
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -184,6 +193,7 @@ class Connection:
             self._rbuf += data
             data = memoryview(self._rbuf)
         limit = self.max_frame_bytes
+        pooled = self.server.queued_max_bytes > 0
         pos = 0
         end = len(data)
         try:
@@ -194,6 +204,13 @@ class Connection:
                         else "sasl.server.max.receive.size"
                     self.close(f"request size {size} is outside 1..{limit} ({key})")
                     return False
+                if pooled and (end - pos - 4 >= size or size > _RECV_SIZE):  # a frame is taken on: from the pool
+                    if not self.server.reserve(size):
+                        self._memory_wait = True  # muted until the pool has room again, as Kafka's channels are
+                        self._pause_reading()
+                        self.server.memory_waiters.append(self)
+                        break
+                    self._reserved += size
                 if end - pos - 4 >= size:
                     self._frames.append(bytearray(data[pos + 4:pos + 4 + size]))
                     pos += 4 + size
@@ -238,6 +255,7 @@ class Connection:
                and len(self._answers) < _MAX_DEFERRED):
             frame = self._frames.popleft()
             self.requests += 1
+            self._handling = len(frame)
             try:
                 result = self.server.handler(self, frame)
             except Exception as e:  # the server answers its handlers' failures; this is the last resort
@@ -246,11 +264,14 @@ class Connection:
                 self.close(None)
                 return
             if result is None:
+                self._handled()
                 continue
             if isinstance(result, Response):
+                self._handled()
                 self._answer(result)
                 continue
             if isinstance(result, Deferred):
+                self._handled()  # what the request does is done: only its answer waits
                 task = self._track(result.awaitable)
                 self._answers.append(task)
                 task.add_done_callback(self._on_deferred)
@@ -286,8 +307,30 @@ class Connection:
             return False
         return fut.result()
 
+    def _handled(self) -> None:
+        """The request being handled is done with its frame: its bytes go back to the pool (Kafka releases a
+        request's buffer once its handler returns)."""
+        if self._reserved and self._handling:
+            self._reserved -= self._handling
+            self.server.release(self._handling)
+        self._handling = 0
+
+    def memory_available(self) -> None:
+        """The pool has room again: take on what was received meanwhile, then read on."""
+        self._memory_wait = False
+        if self.closed:
+            return
+        if self._rbuf and self._body is None and not self._split_frames(memoryview(b"")):
+            return
+        if self._memory_wait:
+            return
+        if len(self._frames) < _MAX_QUEUED_FRAMES:
+            self._resume_reading()
+        self._process()
+
     def _on_result(self, fut: asyncio.Future[Response | None]) -> None:
         self._busy = False
+        self._handled()
         if self.closed:
             return
         response = self._outcome(fut)
@@ -430,6 +473,10 @@ class Connection:
             self._writing = False
         self._out.clear()
         self._frames.clear()
+        self._body = None
+        if self._reserved:
+            reserved, self._reserved = self._reserved, 0
+            self.server.release(reserved)
         try:
             self.sock.close()
         except OSError:
@@ -441,7 +488,7 @@ class SocketServer:
     """Accepts connections on one listening socket and feeds their frames to `handler`."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, handler: FrameHandler, *,
-                 max_request_bytes: int, idle_timeout_ms: int, send_buffer_bytes: int = -1,
+                 max_request_bytes: int, idle_timeout_ms: int, queued_max_bytes: int = -1, send_buffer_bytes: int = -1,
                  receive_buffer_bytes: int = -1, listener_name: str = "PLAINTEXT",
                  ssl_context: ssl.SSLContext | None = None) -> None:
         self.loop = loop
@@ -454,6 +501,10 @@ class SocketServer:
         self.ssl_principal: Callable[[dict[str, Any] | None], str] | None = None
         self.on_connect: Callable[[Connection], None] | None = None
         self.max_request_bytes = max_request_bytes
+        # queued.max.request.bytes: Kafka's request memory pool, shared by this listener's connections (<= 0: none)
+        self.queued_max_bytes = queued_max_bytes
+        self.queued_bytes = 0
+        self.memory_waiters: deque[Connection] = deque()
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self.connections: dict[int, Connection] = {}
         # Requests being handled (their handlers awaited something): kept so shutdown can cancel and await them.
@@ -510,6 +561,19 @@ class SocketServer:
             self.connections[conn.id] = conn
             if self.on_connect is not None:
                 self.on_connect(conn)
+
+    def reserve(self, size: int) -> bool:
+        """Take `size` bytes from the pool for a frame; False while it is used up (Kafka's non-strict
+        SimpleMemoryPool: any room left admits a frame, which may take the pool below zero)."""
+        if self.queued_bytes >= self.queued_max_bytes:
+            return False
+        self.queued_bytes += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.queued_bytes -= size
+        while self.memory_waiters and self.queued_bytes < self.queued_max_bytes:
+            self.memory_waiters.popleft().memory_available()
 
     def _forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)

@@ -193,6 +193,7 @@ class KafkaServer:
             self.loop, ep.host, ep.port, self.handle_frame,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_timeout_ms=self.config["connections.max.idle.ms"],
+            queued_max_bytes=self.config["queued.max.request.bytes"],
             send_buffer_bytes=self.config["socket.send.buffer.bytes"],
             receive_buffer_bytes=self.config["socket.receive.buffer.bytes"],
             listener_name=ep.listener, ssl_context=tls.server_context(self.config, ep.listener) if tls_listener

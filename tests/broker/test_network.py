@@ -159,3 +159,33 @@ def test_a_size_prefix_alone_reserves_little_and_a_large_frame_still_arrives_who
     finally:
         for s in liars + [honest]:
             s.close()
+
+
+def test_queued_max_request_bytes_mutes_new_frames_until_the_pool_has_room(broker_factory) -> None:
+    """Kafka's request memory pool: two connections promising 900 kB and 300 kB take the 1 MiB pool (non-strict:
+    any room left admits a frame); a third connection's ApiVersions waits, unanswered, until the first one goes."""
+    b = broker_factory({"socket.request.max.bytes": str(1 << 20), "queued.max.request.bytes": str(1 << 20)})
+    first, second, third = (socket.create_connection(("127.0.0.1", b.port), timeout=10) for _ in range(3))
+    try:
+        first.sendall(struct.pack(">i", 900_000) + b"\x00\x12\x00\x03" + bytes(96))
+        second.sendall(struct.pack(">i", 300_000) + b"\x00\x12\x00\x03" + bytes(96))
+        pool = b.server.socket_server
+        deadline = time.monotonic() + 10
+        while pool.queued_bytes < 1_200_000 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pool.queued_bytes == 1_200_000
+        _send(third, request_class(ApiKey.API_VERSIONS)[3](client_software_name="t", client_software_version="1"), 3)
+        third.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            third.recv(1)
+        first.close()
+        third.settimeout(10)
+        assert _recv(third, ApiKey.API_VERSIONS, 3).header.correlation_id == 3
+        second.close()
+        deadline = time.monotonic() + 10
+        while pool.queued_bytes and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pool.queued_bytes == 0  # every frame's bytes went back: handled ones and those cut short
+    finally:
+        for s in (first, second, third):
+            s.close()
