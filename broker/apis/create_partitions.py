@@ -60,14 +60,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err, msg = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         elif not request.validate_only and not quota.admits():
             err, msg = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED
-        elif (known := ctx.server.metadata_cache.topics.get(t.name)) is not None \
-                and t.count - len(known.partitions) > budget:
-            err, msg = ErrorCode.UNKNOWN_SERVER_ERROR, None
         else:
+            known = ctx.server.metadata_cache.topics.get(t.name)
             before = len(known.partitions) if known is not None else 0
             assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             err, msg = await controller.admin.create_partitions(t.name, t.count, assignment, request.validate_only,
-                                                                request.timeout_ms)
+                                                                request.timeout_ms, max_new=budget)
             if err in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
                 budget -= max(0, t.count - before)
             if not request.validate_only and err in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.controller.limits import MAX_RECORDS_PER_USER_OP
 from broker.metadata import (
     AdminOperationError,
     BadVersionError,
@@ -237,7 +238,11 @@ class AdminManager:
         return results
 
     async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
-                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+                                validate_only: bool, timeout_ms: int, max_new: int = MAX_RECORDS_PER_USER_OP
+                                ) -> tuple[ErrorCode, str | None]:
+        """`max_new`: the new partitions the request may still add (broker.controller.limits); past it the topic
+        is answered UNKNOWN_SERVER_ERROR without a message, as Kafka's controller answers its overflow, before any
+        placement is computed."""
         if topic in await self.controller.call(self.store.topics_pending_deletion):
             return ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion."
         info = await self.controller.call(self.store.topic, topic)
@@ -248,6 +253,10 @@ class AdminManager:
         if info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         current = len(info.assignment)
+        if count - current > max_new:
+            log.warning("CreatePartitions of topic %s to %d partitions refused: more than %d new partitions in one "
+                        "request", topic, count, max_new)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
         try:
             if count <= current:
                 raise InvalidPartitionsError(
