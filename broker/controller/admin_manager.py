@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from broker.controller.limits import MAX_RECORDS_PER_USER_OP
+from broker.controller.limits import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, too_many_records
 from broker.metadata import (
     AdminOperationError,
     BadVersionError,
@@ -117,6 +117,9 @@ class AdminManager:
                     assignment = {p: list(r) for p, r in t.assignment.items()}
                 else:
                     n = t.num_partitions if t.num_partitions != -1 else cfg["num.partitions"]
+                    if too_many_records(1 + n):  # the handler counts the whole request; this topic alone here
+                        results[t.name] = TopicResult(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH)
+                        continue
                     rf = t.replication_factor if t.replication_factor != -1 else cfg["default.replication.factor"]
                     assignment = assign_replicas_to_brokers(n, rf, self._live_broker_ids(),
                                                             racks=self._live_broker_racks())
