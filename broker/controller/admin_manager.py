@@ -295,6 +295,8 @@ class AdminManager:
             await self.controller.call(self.store.set_assignment, topic, full, expected_version=info.zk_version)
         except BadVersionError:
             return ErrorCode.REASSIGNMENT_IN_PROGRESS, "the topic's assignment changed concurrently"
+        except UnknownTopicError:  # deleted since it was read
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         await self.controller.process_topic_changes([topic])
         ok = await self._wait_for(
             lambda: topic in self.server.metadata_cache.topics
