@@ -43,26 +43,33 @@ class _MmapIndex:
         self._mmap: mmap.mmap | None = None
         self._cols: tuple[array, array] | None = None
         exists = self.path.exists() and self.path.stat().st_size > 0
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = os.open(self.path, flags, 0o644)
-        if exists:
-            length = os.fstat(self._fd).st_size
-            self.entries = length // self.entry_size
-        else:
-            self.entries = 0
-            if writable:
-                os.ftruncate(self._fd, self.max_index_size)
-        self._map(os.fstat(self._fd).st_size)
+        fd = self._open()
+        try:
+            if exists:
+                length = os.fstat(fd).st_size
+                self.entries = length // self.entry_size
+            else:
+                self.entries = 0
+                if writable:
+                    os.ftruncate(fd, self.max_index_size)
+            self._map(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    def _open(self) -> int:
+        """The file, opened only while it is mapped or resized: the mapping keeps its own descriptor (Python's mmap
+        dups it), so an index holds one descriptor, not two (a partition's log, index and time index: three)."""
+        return os.open(self.path, os.O_RDWR | os.O_CREAT if self.writable else os.O_RDONLY, 0o644)
 
     # -- file management -------------------------------------------------------------------------------
-    def _map(self, length: int) -> None:
+    def _map(self, fd: int, length: int) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
         self._length = length
         if length > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._fd, length, access=access)
+            self._mmap = mmap.mmap(fd, length, access=access)
 
     @property
     def max_entries(self) -> int:
@@ -89,8 +96,12 @@ class _MmapIndex:
                 self._mmap.flush()
                 self._mmap.close()
                 self._mmap = None
-            os.ftruncate(self._fd, new_size)
-            self._map(new_size)
+            fd = self._open()
+            try:
+                os.ftruncate(fd, new_size)
+                self._map(fd, new_size)
+            finally:
+                os.close(fd)
 
     def trim_to_valid_size(self) -> None:
         self.resize(self.size_in_bytes)
@@ -127,9 +138,6 @@ class _MmapIndex:
             if self._mmap is not None:
                 self._mmap.close()
                 self._mmap = None
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
 
     def rename_to(self, new_path: Path) -> None:
         os.replace(self.path, new_path)
