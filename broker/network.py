@@ -27,6 +27,8 @@ Contract:
   while it is used up, a connection about to take on a frame is muted, and it reads on once the frames of others
   are handled (as Kafka mutes its channels under memory pressure).
 - Idle connections are closed after `connections.max.idle.ms`.
+- A listener that runs out of file descriptors (EMFILE) stops accepting for 0.1 s instead of spinning on its
+  readable socket, so the connections already open go on being served.
 - Every request still being handled is a task the server keeps (`SocketServer.in_flight`). A client that
   goes away does not cancel its request (its response is dropped, as Kafka drops it); `close()` at
   shutdown closes every connection, then cancels what is still running and awaits it.
@@ -61,6 +63,8 @@ _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere the header goes o
 # Deferred answers one connection may have waiting before it stops taking requests (clients keep at most 5
 # requests in flight by default).
 _MAX_DEFERRED = 8
+# How long a listener stops accepting after running out of file descriptors (EMFILE).
+_ACCEPT_BACKOFF_S = 0.1
 
 
 @dataclass(slots=True)
@@ -526,6 +530,7 @@ class SocketServer:
         self.host = host
         self.port = self.sock.getsockname()[1]
         self._accepting = False
+        self._accept_paused: asyncio.TimerHandle | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         self.on_close: Callable[[Connection], None] | None = None
 
@@ -542,7 +547,15 @@ class SocketServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
-                log.warning("accept failed: %s", e.strerror or e)
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    # Out of descriptors: the pending connection stays in the backlog and the socket stays readable,
+                    # so accepting again at once would spin the loop and starve every connection already open.
+                    # Pause accepting for a moment (one log line each time) and take the backlog on after it.
+                    log.warning("accept failed: %s; accepting again in %.1f s", e.strerror or e, _ACCEPT_BACKOFF_S)
+                    self.loop.remove_reader(self.sock.fileno())
+                    self._accept_paused = self.loop.call_later(_ACCEPT_BACKOFF_S, self._resume_accepting)
+                else:
+                    log.warning("accept failed: %s", e.strerror or e)
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -575,6 +588,11 @@ class SocketServer:
         while self.memory_waiters and self.queued_bytes < self.queued_max_bytes:
             self.memory_waiters.popleft().memory_available()
 
+    def _resume_accepting(self) -> None:
+        self._accept_paused = None
+        if self._accepting:
+            self.loop.add_reader(self.sock.fileno(), self._on_accept)
+
     def _forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)
         if self.on_close is not None:
@@ -594,6 +612,9 @@ class SocketServer:
         self._schedule_idle_check()
 
     def stop_accepting(self) -> None:
+        if self._accept_paused is not None:
+            self._accept_paused.cancel()
+            self._accept_paused = None
         if self._accepting:
             self.loop.remove_reader(self.sock.fileno())
             self._accepting = False

@@ -189,3 +189,55 @@ def test_queued_max_request_bytes_mutes_new_frames_until_the_pool_has_room(broke
     finally:
         for s in (first, second, third):
             s.close()
+
+
+def test_out_of_descriptors_pauses_accepting_instead_of_spinning() -> None:
+    """accept() failing with EMFILE leaves the connection in the backlog and the socket readable: the listener
+    waits 0.1 s before trying again (a handful of tries in 0.3 s of failures, not thousands), then takes the
+    connection."""
+    import asyncio
+    import errno
+
+    from broker.network import Response, SocketServer
+
+    class OutOfDescriptors:
+        def __init__(self, sock: socket.socket, seconds: float) -> None:
+            self.sock, self.until, self.calls = sock, time.monotonic() + seconds, 0
+
+        def fileno(self) -> int:
+            return self.sock.fileno()
+
+        def accept(self) -> tuple[socket.socket, tuple[str, int]]:
+            self.calls += 1
+            if time.monotonic() < self.until:
+                raise OSError(errno.EMFILE, "Too many open files")
+            return self.sock.accept()
+
+        def close(self) -> None:
+            self.sock.close()
+
+    async def main() -> tuple[int, int]:
+        def answer(conn: object, frame: bytearray) -> Response:
+            return Response(4, [bytes(frame[4:8])])
+
+        server = SocketServer(asyncio.get_running_loop(), "127.0.0.1", 0, answer, max_request_bytes=1 << 20,
+                              idle_timeout_ms=-1)
+        fake = OutOfDescriptors(server.sock, seconds=0.3)
+        server.sock = fake  # type: ignore[assignment]
+        server.start()
+        client = socket.create_connection(("127.0.0.1", server.port))
+        client.setblocking(False)
+        await asyncio.sleep(0.35)
+        calls_while_failing = fake.calls
+        client.sendall(struct.pack(">i", 8) + b"\x00\x12\x00\x03" + struct.pack(">i", 77))
+        loop = asyncio.get_running_loop()
+        data = b""
+        while len(data) < 8:
+            data += await asyncio.wait_for(loop.sock_recv(client, 8), 5)
+        client.close()
+        server.stop_accepting()
+        server.close_all()
+        return calls_while_failing, struct.unpack(">ii", data)[1]
+
+    calls, correlation_id = asyncio.run(main())
+    assert 2 <= calls <= 6 and correlation_id == 77
