@@ -48,6 +48,7 @@ class Report:
     peak_rss_mb: float = 0.0
     tracebacks: int = 0
     exceptions: list[str] = field(default_factory=list)
+    error_lines: dict[str, int] = field(default_factory=dict)  # the log's ERROR lines, by what they say
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -71,6 +72,8 @@ class Report:
         head = f"fuzz corpus={self.corpus} seed={self.seed} {self.seconds:.0f} s, {self.connections} connections"
         return "\n".join([head] + [f"  {k.ljust(width)}  {v}" for k, v in rows]
                          + [f"  exception: {e}" for e in self.exceptions]
+                         + [f"  ERROR x{n}: {line}" for line, n in sorted(self.error_lines.items(),
+                                                                       key=lambda kv: -kv[1])[:10]]
                          + [f"  FAILED: {f}" for f in self.failures])
 
 
@@ -238,6 +241,20 @@ def _tracebacks(text: str) -> tuple[int, list[str]]:
     return count, list(seen)[:20]
 
 
+_CONNECTION = re.compile(r"\d+\.\d+\.\d+\.\d+:\d+#\d+")
+
+
+def _error_lines(text: str) -> dict[str, int]:
+    """The log's ERROR lines without their time and connection, counted (handler failures answered
+    UNKNOWN_SERVER_ERROR or closed: bugs to look at, though no invariant breaks)."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if "] ERROR " in line:
+            key = _CONNECTION.sub("<conn>", line.split("] ERROR ", 1)[1])[:200]
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def run(corpus: str = "clients", seconds: float = 60.0, seed: int = 1, connections: int = 32,
         max_rss_mb: float = 1024.0, overrides: dict[str, str] | None = None) -> Report:
     """Start a broker, acknowledge ACKED_RECORDS records, fuzz it for `seconds`, check the invariants."""
@@ -277,6 +294,7 @@ def run(corpus: str = "clients", seconds: float = 60.0, seed: int = 1, connectio
         broker.stop(timeout=20)
         text = broker.log_path.read_text(errors="replace") if broker.log_path.exists() else ""
         report.tracebacks, report.exceptions = _tracebacks(text)
+        report.error_lines = _error_lines(text)
         report.log_path = str(broker.log_path)  # type: ignore[attr-defined]
         broker.kill()
     if not report.alive:
