@@ -14,6 +14,7 @@ the time index). Not thread-safe except ``flush``, which may run in a worker thr
 from __future__ import annotations
 
 import bisect
+import errno
 import mmap
 import os
 import struct
@@ -41,6 +42,7 @@ class _MmapIndex:
         self.writable = writable
         self._lock = threading.Lock()
         self._mmap: mmap.mmap | None = None
+        self._closed = False
         self._cols: tuple[array, array] | None = None
         exists = self.path.exists() and self.path.stat().st_size > 0
         fd = self._open()
@@ -52,13 +54,14 @@ class _MmapIndex:
                 self.entries = 0
                 if writable:
                     os.ftruncate(fd, self.max_index_size)
-            self._map(fd, os.fstat(fd).st_size)
+            self._length = os.fstat(fd).st_size
         finally:
             os.close(fd)
 
     def _open(self) -> int:
-        """The file, opened only while it is mapped or resized: the mapping keeps its own descriptor (Python's mmap
-        dups it), so an index holds one descriptor, not two (a partition's log, index and time index: three)."""
+        """The file, opened only to be mapped or resized. It is mapped on first use (`_buf`), not when opened: an
+        index nobody has read or written yet holds no descriptor (a new partition's empty segment holds only its
+        log's), and a mapped one holds the mapping's own (Python's mmap dups the descriptor it is given)."""
         return os.open(self.path, os.O_RDWR | os.O_CREAT if self.writable else os.O_RDONLY, 0o644)
 
     # -- file management -------------------------------------------------------------------------------
@@ -96,12 +99,14 @@ class _MmapIndex:
                 self._mmap.flush()
                 self._mmap.close()
                 self._mmap = None
+            if self._closed:
+                raise OSError(errno.EBADF, f"index {self.path} is closed")
             fd = self._open()
             try:
                 os.ftruncate(fd, new_size)
-                self._map(fd, new_size)
             finally:
                 os.close(fd)
+            self._length = new_size  # mapped again on its next use
 
     def trim_to_valid_size(self) -> None:
         self.resize(self.size_in_bytes)
@@ -135,6 +140,7 @@ class _MmapIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._mmap is not None:
                 self._mmap.close()
                 self._mmap = None
@@ -154,9 +160,19 @@ class _MmapIndex:
         return rel
 
     def _buf(self) -> mmap.mmap:
-        if self._mmap is None:
-            raise CorruptIndexError(f"index {self.path} is not mapped")
-        return self._mmap
+        buf = self._mmap
+        if buf is None:
+            with self._lock:
+                if self._mmap is None and self._length > 0 and not self._closed:
+                    fd = self._open()
+                    try:
+                        self._map(fd, self._length)
+                    finally:
+                        os.close(fd)
+                buf = self._mmap
+            if buf is None:
+                raise CorruptIndexError(f"index {self.path} is not mapped")
+        return buf
 
 
 class OffsetIndex(_MmapIndex):
