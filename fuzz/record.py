@@ -327,11 +327,16 @@ def aiokafka(bootstrap: str) -> None:
     asyncio.run(session())
 
 
-def kcat(bootstrap: str) -> None:
+def kcat_path() -> str:
+    """kcat's executable (Debian's kcat, or its old name kafkacat)."""
     exe = shutil.which("kcat") or shutil.which("kafkacat")
     if exe is None:
         raise FileNotFoundError("kcat is not installed")
-    base = [exe, "-b", bootstrap, "-X", "client.id=fuzz-kcat"]
+    return exe
+
+
+def kcat(bootstrap: str) -> None:
+    base = [kcat_path(), "-b", bootstrap, "-X", "client.id=fuzz-kcat"]
     subprocess.run(base + ["-P", "-t", "kc-topic", "-K:"], input=b"k1:v1\nk2:v2\n", timeout=20, capture_output=True)
     subprocess.run(base + ["-L"], timeout=20, capture_output=True)
     subprocess.run(base + ["-C", "-t", "kc-topic", "-o", "beginning", "-e"], timeout=20, capture_output=True)
