@@ -29,6 +29,9 @@ ACKED_RECORDS = 1000
 # needs root to raise the hard limit, else as many as the hard limit allows): a mutated CreatePartitions may take a
 # topic to 10,000 partitions, within Kafka's bound.
 OPEN_FILES = 100_000
+# How long the new topic of the checks may take to have a leader: a run may have left the controller creating up
+# to 10,000 partitions (Kafka's bound for one request), a few milliseconds of file work each.
+NEW_TOPIC_TIMEOUT_S = 90.0
 _ANSWER_TIMEOUT_S = 0.2
 _MAX_ANSWER_BYTES = 64 << 20
 
@@ -49,6 +52,7 @@ class Report:
     api_versions: bool = False
     acked_read_back: int = 0
     new_topic_round_trip: bool = False
+    new_topic_ready_s: float = 0.0  # how long the new topic took to have a leader
     peak_rss_mb: float = 0.0
     tracebacks: int = 0
     exceptions: list[str] = field(default_factory=list)
@@ -68,7 +72,8 @@ class Report:
             ("a fresh connection gets ApiVersions", "yes" if self.api_versions else "NO"),
             (f"the {ACKED_RECORDS:,} records produced before read back",
              "yes" if self.acked_read_back == ACKED_RECORDS else f"NO ({self.acked_read_back} read)"),
-            ("a new topic takes a produce and gives it back", "yes" if self.new_topic_round_trip else "NO"),
+            ("a new topic takes a produce and gives it back",
+             f"yes (ready in {self.new_topic_ready_s:.1f} s)" if self.new_topic_round_trip else "NO"),
             ("memory (peak RSS)", f"{self.peak_rss_mb:,.0f} MB"),
             ("unhandled exceptions in the log", f"{self.tracebacks} tracebacks"),
         ]
@@ -177,13 +182,28 @@ def _read_back(bootstrap: str, topic: str, expected: int, timeout_s: float = 20.
         consumer.close()
 
 
-def _create_topic(bootstrap: str, topic: str) -> None:
+def _create_topic(bootstrap: str, topic: str, timeout_s: float = 10.0) -> float:
+    """Create `topic` and wait until it has a leader; the seconds that took. A run may leave the controller busy with
+    a large creation inside Kafka's bounds (a mutated CreatePartitions of 9,999 partitions is tens of seconds of
+    file work here): then CreateTopics answers REQUEST_TIMED_OUT while the topic is still being created, and this
+    waits for it, up to `timeout_s`."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
+    from kafka.errors import RequestTimedOutError, TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    started = time.monotonic()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000))
     try:
-        admin.create_topics([NewTopic(topic, 1, 1)], timeout_ms=10000)
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)], timeout_ms=int(timeout_s * 1000))
+        except (RequestTimedOutError, TopicAlreadyExistsError):
+            pass
+        while time.monotonic() - started < timeout_s:
+            [described] = admin.describe_topics([topic])
+            if described["error_code"] == 0 and all(p["leader_id"] >= 0 for p in described["partitions"]):
+                return time.monotonic() - started
+            time.sleep(0.2)
+        raise TimeoutError(f"topic {topic} had no leader after {timeout_s:.0f} s")
     finally:
         admin.close()
 
@@ -289,7 +309,7 @@ def run(corpus: str = "clients", seconds: float = 60.0, seed: int = 1, connectio
             report.acked_read_back = sum(1 for a, b in zip(got, acked, strict=False) if a == b)
             try:
                 fresh = f"fuzz-fresh-{seed}"
-                _create_topic(broker.bootstrap, fresh)
+                report.new_topic_ready_s = _create_topic(broker.bootstrap, fresh, NEW_TOPIC_TIMEOUT_S)
                 values = _produce_acked(broker.bootstrap, fresh, 10)
                 report.new_topic_round_trip = _read_back(broker.bootstrap, fresh, 10) == values
             except Exception as e:  # noqa: BLE001 - a failed check is a finding, reported
