@@ -1,4 +1,4 @@
-"""`python -m fuzz [--corpus clients|inter-broker|all] [--seconds 60] [--seed N] [--connections 32] [--override k=v]`
+"""`python -m fuzz [--corpus clients|inter-broker|all] [--seconds 60] [--seed N] [--connections 64] [--override k=v]`
 
 Runs `fuzz.harness.run` for each corpus asked for and prints the table of issue 30 for each; exits 1 when an
 invariant failed. The broker's log is kept (its path is printed) when a run fails.
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=[*CORPORA, "all"], default="all")
     parser.add_argument("--seconds", type=float, default=60.0, help="per corpus")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--max-rss-mb", type=float, default=1024.0)
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker config, as `./dev broker --override`")

@@ -279,7 +279,7 @@ def _error_lines(text: str) -> dict[str, int]:
     return counts
 
 
-def run(corpus: str = "clients", seconds: float = 60.0, seed: int = 1, connections: int = 32,
+def run(corpus: str = "clients", seconds: float = 60.0, seed: int = 1, connections: int = 64,
         max_rss_mb: float = 1024.0, overrides: dict[str, str] | None = None) -> Report:
     """Start a broker, acknowledge ACKED_RECORDS records, fuzz it for `seconds`, check the invariants."""
     frames = CORPORA[corpus]()
