@@ -107,8 +107,9 @@ class LocalChannel:
 
 
 # Partitions the controller applies to itself between two turns of the event loop (LocalChannel): creating a
-# partition takes 3-8 ms (its files and their fsyncs), so 16 keep every other client waiting at most ~0.1 s.
-_LOCAL_CHUNK = 16
+# partition takes 3-8 ms (its files and their fsyncs), so 4 keep every other client waiting at most ~30 ms and give
+# them about half the loop while a large creation goes on.
+_LOCAL_CHUNK = 4
 
 
 def _chunks(items: list[Any]) -> list[list[Any]]:
