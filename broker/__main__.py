@@ -5,6 +5,8 @@ Starts one broker. With no arguments: the embedded default (one node, PLAINTEXT:
 data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration value exits 1 with
 one line naming the key and the value. Keys Kafka defines but this broker does not act on, and keys that
 are not Kafka's at all, are logged in (at most) two warning lines and the broker starts.
+The soft limit on open files is raised to the hard one first, as the JVM does for Kafka (MaxFDLimit): each
+partition holds descriptors for its segment files, each connection one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -28,6 +31,16 @@ def setup_logging(level: str = "INFO") -> None:
         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
         stream=sys.stderr,
     )
+
+
+def raise_open_files_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit (Linux's default soft limit, 1024, is a few hundred partitions)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return format_main(argv[1:])
     args = parse_args(argv)
     setup_logging(args.log_level)
+    raise_open_files_limit()
     try:
         config = KafkaConfig.load(args.config, args.override)
     except ConfigError as e:

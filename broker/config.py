@@ -21,7 +21,9 @@ Contract:
 from __future__ import annotations
 
 import difflib
+import functools
 import re
+import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,14 +206,10 @@ class KafkaConfig:
     def is_default(self, key: str) -> bool:
         return not any(key in layer for layer in (self.originals, self.dynamic_default, self.dynamic_broker))
 
-    def static_defaults(self) -> dict[str, str]:
-        """Every key's default as text, where it has one (Kafka's DEFAULT_CONFIG synonyms)."""
-        out = {}
-        for name, key in (BROKER_KEYS | OUR_KEYS).items():
-            text = to_string(key.effective_default, key.type)
-            if text is not None:
-                out[name] = text
-        return out
+    def static_defaults(self) -> Mapping[str, str]:
+        """Every key's default as text, where it has one (Kafka's DEFAULT_CONFIG synonyms); the same for every
+        broker of the process, made once (DescribeConfigs asks for it once per key it describes)."""
+        return _static_defaults()
 
     # ---- start-up report
     def unknown_keys(self) -> list[str]:
@@ -569,3 +567,13 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                 "listener.security.protocol.map  (an explicit security mapping for each controller listener is "
                 "required if listener.security.protocol.map is non-empty, or if there are security protocols "
                 "other than PLAINTEXT in use)")
+
+
+@functools.cache
+def _static_defaults() -> Mapping[str, str]:
+    out = {}
+    for name, key in (BROKER_KEYS | OUR_KEYS).items():
+        text = to_string(key.effective_default, key.type)
+        if text is not None:
+            out[name] = text
+    return types.MappingProxyType(out)

@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
 from broker.config_types import LIST, ConfigError, to_string
+from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
 from broker.group_configs import GROUP, group_configs
+from broker.metadata import UnknownTopicError
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -85,7 +87,11 @@ async def alter_resources(server: KafkaServer, resources: Sequence[Any], validat
                           incremental: bool, authorize: Authorize) -> list[tuple[Any, Result]]:
     """AlterConfigs and IncrementalAlterConfigs: each resource with its (error, message), in request order; a
     resource named twice is refused every time, as Kafka does, one the principal may not ALTER_CONFIGS is
-    refused (`config_refusal`), and the others are altered one by one."""
+    refused (`config_refusal`), and the others are altered one by one. More than 10,000 configs in all (a record
+    each in Kafka's controller, `broker.controller.limits`) refuse every resource POLICY_VIOLATION."""
+    if too_many_records(sum(len(r.configs or ()) for r in resources)):
+        # a record per config in Kafka's controller, which refuses the whole request past its bound
+        return [(res, (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH)) for res in resources]
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     out: list[tuple[Any, Result]] = []
     for res in resources:
@@ -178,7 +184,10 @@ async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], v
         exists = topic in server.metadata_cache.topics
         if incremental:
             if exists:
-                await server.refresh_topic_config(topic)
+                try:
+                    await server.refresh_topic_config(topic)
+                except UnknownTopicError:  # deleted while we read its config
+                    exists = False
             props = apply_operations(configs, server.topic_configs.overrides(topic) if exists else {},
                                      topic_list_default)
         else:

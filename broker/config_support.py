@@ -40,7 +40,7 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "log.preallocate", "message.max.bytes",
     # network
     "socket.request.max.bytes", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-    "connections.max.idle.ms",
+    "connections.max.idle.ms", "queued.max.request.bytes",
     # groups and offsets
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offsets.commit.timeout.ms",
@@ -184,6 +184,7 @@ _DOCS: dict[str, str] = {
     "log.cleanup.policy": "delete and/or compact (topic default cleanup.policy).",
     "message.max.bytes": "The largest record batch accepted (topic default max.message.bytes).",
     "socket.request.max.bytes": "The largest request frame accepted.",
+    "queued.max.request.bytes": "The request bytes a listener's connections may hold at once (-1: no bound).",
     "connections.max.idle.ms": "Close connections idle for this long.",
     "offsets.topic.num.partitions": "Partitions of __consumer_offsets.",
     "replica.lag.time.max.ms": "A follower that has not caught up for this long leaves the ISR.",

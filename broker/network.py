@@ -11,7 +11,8 @@ Contract:
 - A frame is read whole before it is handled; its size prefix is checked against the connection's
   `max_frame_bytes` (`socket.request.max.bytes`; `sasl.server.max.receive.size` on a SASL connection until it
   is authenticated) before anything is allocated for it. A bad size closes that connection
-  with one log line.
+  with one log line. A large frame's buffer grows as its bytes arrive, so what a connection holds is bounded by
+  what it has sent (at most twice that), never by what its size prefix promises.
 - Requests on one connection are handled one at a time, in arrival order (Kafka mutes a channel while a
   request is in flight), so responses leave in request order; other connections are unaffected. One
   exception, where we do better than Kafka: a handler whose work is done and whose answer only waits (a produce
@@ -21,7 +22,13 @@ Contract:
 - The handler returns `None` (no response, e.g. acks=0), a `Response` (size + parts), an awaitable
   of one, or a `Deferred` awaitable of one. Parts are bytes-like objects or `SendfileChunk`s.
 - Reading pauses while a connection has queued frames or a large unsent output (back-pressure).
+- With `queued.max.request.bytes` (> 0, Kafka's request memory pool; default -1: none), the frames a listener's
+  connections hold (received in part or whole, queued, being handled) take their declared size from one pool;
+  while it is used up, a connection about to take on a frame is muted, and it reads on once the frames of others
+  are handled (as Kafka mutes its channels under memory pressure).
 - Idle connections are closed after `connections.max.idle.ms`.
+- A listener that runs out of file descriptors (EMFILE) stops accepting for 0.1 s instead of spinning on its
+  readable socket, so the connections already open go on being served.
 - Every request still being handled is a task the server keeps (`SocketServer.in_flight`). A client that
   goes away does not cancel its request (its response is dropped, as Kafka drops it); `close()` at
   shutdown closes every connection, then cancels what is still running and awaits it.
@@ -46,6 +53,9 @@ log = logging.getLogger("broker.network")
 # One recv_into the server's scratch buffer reads at most this much; a frame larger than this is received
 # straight into its own body buffer.
 _RECV_SIZE = 64 * 1024
+# What a frame larger than _RECV_SIZE starts with; its buffer doubles as its bytes arrive (glibc grows large
+# blocks with mremap: no copy).
+_FIRST_BODY_BYTES = 256 * 1024
 _MAX_QUEUED_FRAMES = 16
 _OUTPUT_HIGH_WATER = 8 * 1024 * 1024
 _SENDMSG_MAX_PARTS = 512
@@ -53,6 +63,8 @@ _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere the header goes o
 # Deferred answers one connection may have waiting before it stops taking requests (clients keep at most 5
 # requests in flight by default).
 _MAX_DEFERRED = 8
+# How long a listener stops accepting after running out of file descriptors (EMFILE).
+_ACCEPT_BACKOFF_S = 0.1
 
 
 @dataclass(slots=True)
@@ -86,9 +98,9 @@ class FrameHandler(Protocol):
 
 class Connection:
     __slots__ = (
-        "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_frames", "_busy",
+        "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_body_size", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
-        "max_frame_bytes", "_throttled", "_throttled_until", "_answers",
+        "max_frame_bytes", "_throttled", "_throttled_until", "_answers", "_reserved", "_handling", "_memory_wait",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -101,6 +113,7 @@ class Connection:
         self._rbuf = bytearray()
         self._body: bytearray | None = None
         self._body_pos = 0
+        self._body_size = 0
         self._frames: deque[bytearray] = deque()
         self._busy = False
         self._answers: deque[Any] = deque()  # in request order: Responses and tasks of Deferred answers
@@ -117,6 +130,11 @@ class Connection:
         self.max_frame_bytes = server.max_request_bytes
         self._throttled = False
         self._throttled_until = 0.0
+        # queued.max.request.bytes (SocketServer.reserve): bytes this connection holds from the server's pool, the
+        # size of the frame being handled, and whether it waits for the pool to have room before it reads on
+        self._reserved = 0
+        self._handling = 0
+        self._memory_wait = False
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -124,7 +142,7 @@ class Connection:
 
     # ---- reading
     def _resume_reading(self) -> None:
-        if not self._reading and not self.closed and not self._throttled:
+        if not self._reading and not self.closed and not self._throttled and not self._memory_wait:
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -136,13 +154,16 @@ class Connection:
     def _on_readable(self) -> None:
         try:
             if self._body is not None:
-                n = self.sock.recv_into(memoryview(self._body)[self._body_pos:])
+                body = self._body
+                if self._body_pos == len(body):  # received all it holds so far: grow it toward the declared size
+                    body.extend(bytes(min(len(body), self._body_size - len(body))))
+                n = self.sock.recv_into(memoryview(body)[self._body_pos:])
                 if n == 0:
                     self.close("client closed the connection mid-request")
                     return
                 self._body_pos += n
-                if self._body_pos == len(self._body):
-                    self._frames.append(self._body)
+                if self._body_pos == self._body_size:
+                    self._frames.append(body)
                     self._body = None
             else:
                 scratch = self.server.recv_scratch
@@ -176,6 +197,7 @@ class Connection:
             self._rbuf += data
             data = memoryview(self._rbuf)
         limit = self.max_frame_bytes
+        pooled = self.server.queued_max_bytes > 0
         pos = 0
         end = len(data)
         try:
@@ -186,15 +208,25 @@ class Connection:
                         else "sasl.server.max.receive.size"
                     self.close(f"request size {size} is outside 1..{limit} ({key})")
                     return False
+                if pooled and (end - pos - 4 >= size or size > _RECV_SIZE):  # a frame is taken on: from the pool
+                    if not self.server.reserve(size):
+                        self._memory_wait = True  # muted until the pool has room again, as Kafka's channels are
+                        self._pause_reading()
+                        self.server.memory_waiters.append(self)
+                        break
+                    self._reserved += size
                 if end - pos - 4 >= size:
                     self._frames.append(bytearray(data[pos + 4:pos + 4 + size]))
                     pos += 4 + size
                     continue
                 if size > _RECV_SIZE:
-                    body = bytearray(size)
+                    # The buffer grows (doubling) as the bytes arrive: a size prefix alone reserves no more than
+                    # _FIRST_BODY_BYTES, so a peer that promises 100 MB and sends nothing holds a quarter MB.
                     have = end - pos - 4
+                    body = bytearray(min(size, max(_FIRST_BODY_BYTES, 2 * have)))
                     body[:have] = data[pos + 4:end]
                     self._body = body
+                    self._body_size = size
                     self._body_pos = have
                     pos = end
                 break
@@ -227,18 +259,23 @@ class Connection:
                and len(self._answers) < _MAX_DEFERRED):
             frame = self._frames.popleft()
             self.requests += 1
+            self._handling = len(frame)
             try:
                 result = self.server.handler(self, frame)
-            except Exception:
-                log.exception("%s: unexpected error handling a request; closing the connection", self)
+            except Exception as e:  # the server answers its handlers' failures; this is the last resort
+                log.error("%s: unexpected error handling a request: %r; closing the connection", self, e)
+                log.debug("%s: the request's failure", self, exc_info=e)
                 self.close(None)
                 return
             if result is None:
+                self._handled()
                 continue
             if isinstance(result, Response):
+                self._handled()
                 self._answer(result)
                 continue
             if isinstance(result, Deferred):
+                self._handled()  # what the request does is done: only its answer waits
                 task = self._track(result.awaitable)
                 self._answers.append(task)
                 task.add_done_callback(self._on_deferred)
@@ -268,13 +305,36 @@ class Connection:
             return False
         exc = fut.exception()
         if exc is not None:
-            log.error("%s: unexpected error handling a request; closing the connection", self, exc_info=exc)
+            log.error("%s: unexpected error handling a request: %r; closing the connection", self, exc)
+            log.debug("%s: the request's failure", self, exc_info=exc)
             self.close(None)
             return False
         return fut.result()
 
+    def _handled(self) -> None:
+        """The request being handled is done with its frame: its bytes go back to the pool (Kafka releases a
+        request's buffer once its handler returns)."""
+        if self._reserved and self._handling:
+            self._reserved -= self._handling
+            self.server.release(self._handling)
+        self._handling = 0
+
+    def memory_available(self) -> None:
+        """The pool has room again: take on what was received meanwhile, then read on."""
+        self._memory_wait = False
+        if self.closed:
+            return
+        if self._rbuf and self._body is None and not self._split_frames(memoryview(b"")):
+            return
+        if self._memory_wait:
+            return
+        if len(self._frames) < _MAX_QUEUED_FRAMES:
+            self._resume_reading()
+        self._process()
+
     def _on_result(self, fut: asyncio.Future[Response | None]) -> None:
         self._busy = False
+        self._handled()
         if self.closed:
             return
         response = self._outcome(fut)
@@ -417,6 +477,10 @@ class Connection:
             self._writing = False
         self._out.clear()
         self._frames.clear()
+        self._body = None
+        if self._reserved:
+            reserved, self._reserved = self._reserved, 0
+            self.server.release(reserved)
         try:
             self.sock.close()
         except OSError:
@@ -428,7 +492,7 @@ class SocketServer:
     """Accepts connections on one listening socket and feeds their frames to `handler`."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, handler: FrameHandler, *,
-                 max_request_bytes: int, idle_timeout_ms: int, send_buffer_bytes: int = -1,
+                 max_request_bytes: int, idle_timeout_ms: int, queued_max_bytes: int = -1, send_buffer_bytes: int = -1,
                  receive_buffer_bytes: int = -1, listener_name: str = "PLAINTEXT",
                  ssl_context: ssl.SSLContext | None = None) -> None:
         self.loop = loop
@@ -441,6 +505,10 @@ class SocketServer:
         self.ssl_principal: Callable[[dict[str, Any] | None], str] | None = None
         self.on_connect: Callable[[Connection], None] | None = None
         self.max_request_bytes = max_request_bytes
+        # queued.max.request.bytes: Kafka's request memory pool, shared by this listener's connections (<= 0: none)
+        self.queued_max_bytes = queued_max_bytes
+        self.queued_bytes = 0
+        self.memory_waiters: deque[Connection] = deque()
         self.idle_timeout_s = idle_timeout_ms / 1000 if idle_timeout_ms >= 0 else None
         self.connections: dict[int, Connection] = {}
         # Requests being handled (their handlers awaited something): kept so shutdown can cancel and await them.
@@ -462,6 +530,7 @@ class SocketServer:
         self.host = host
         self.port = self.sock.getsockname()[1]
         self._accepting = False
+        self._accept_paused: asyncio.TimerHandle | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         self.on_close: Callable[[Connection], None] | None = None
 
@@ -478,7 +547,15 @@ class SocketServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
-                log.warning("accept failed: %s", e.strerror or e)
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    # Out of descriptors: the pending connection stays in the backlog and the socket stays readable,
+                    # so accepting again at once would spin the loop and starve every connection already open.
+                    # Pause accepting for a moment (one log line each time) and take the backlog on after it.
+                    log.warning("accept failed: %s; accepting again in %.1f s", e.strerror or e, _ACCEPT_BACKOFF_S)
+                    self.loop.remove_reader(self.sock.fileno())
+                    self._accept_paused = self.loop.call_later(_ACCEPT_BACKOFF_S, self._resume_accepting)
+                else:
+                    log.warning("accept failed: %s", e.strerror or e)
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -497,6 +574,24 @@ class SocketServer:
             self.connections[conn.id] = conn
             if self.on_connect is not None:
                 self.on_connect(conn)
+
+    def reserve(self, size: int) -> bool:
+        """Take `size` bytes from the pool for a frame; False while it is used up (Kafka's non-strict
+        SimpleMemoryPool: any room left admits a frame, which may take the pool below zero)."""
+        if self.queued_bytes >= self.queued_max_bytes:
+            return False
+        self.queued_bytes += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.queued_bytes -= size
+        while self.memory_waiters and self.queued_bytes < self.queued_max_bytes:
+            self.memory_waiters.popleft().memory_available()
+
+    def _resume_accepting(self) -> None:
+        self._accept_paused = None
+        if self._accepting:
+            self.loop.add_reader(self.sock.fileno(), self._on_accept)
 
     def _forget(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)
@@ -517,6 +612,9 @@ class SocketServer:
         self._schedule_idle_check()
 
     def stop_accepting(self) -> None:
+        if self._accept_paused is not None:
+            self._accept_paused.cancel()
+            self._accept_paused = None
         if self._accepting:
             self.loop.remove_reader(self.sock.fileno())
             self._accepting = False

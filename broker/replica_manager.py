@@ -283,6 +283,7 @@ class ReplicaManager:
         tps = list(tps)
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetchers(tps)
+        deleted = False
         for tp in tps:
             # Without delete (controlled shutdown, Kafka's OfflineReplica) the replica only stops: no fetching,
             # no leadership, but the partition stays so its high watermark is still checkpointed.
@@ -294,12 +295,16 @@ class ReplicaManager:
                 self._complete_delayed(tp)
             if delete:
                 try:
-                    self.log_manager.delete_log(tp)
+                    self.log_manager.delete_log(tp, checkpoint=False)
+                    deleted = True
                 except KafkaStorageError as e:
                     log.error("%s: cannot delete log: %s", tp, e)
                     result[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
             result[tp] = ErrorCode.NONE
+        if deleted:  # once for all of them: a topic of 10,000 partitions rewrote both checkpoints 10,000 times
+            self.log_manager.checkpoint_recovery_points()
+            self.log_manager.checkpoint_log_start_offsets()
         return result
 
     def _complete_delayed(self, tp: TopicPartition) -> None:

@@ -11,8 +11,12 @@ Request dispatch lives here too (`handle_frame`): decode with the protocol codec
 module of the API (`broker.apis.HANDLERS`), encode the response, and hand the parts — bytes and file
 slices for sendfile — to the connection. A request for an API key or version no handler serves is
 refused before it is decoded, as Kafka does: ApiVersions gets Kafka's v0 fallback answer (UNSUPPORTED_VERSION
-and our ApiVersions range), anything else closes that one connection; malformed frames close it too; one log
-line each, naming the client's address. With client quotas, the loop time of each request is measured too.
+and our ApiVersions range), anything else closes that one connection; malformed frames close it too (Kafka's
+InvalidRequestException), one log line each naming the client's address, client id, API and the field at fault.
+A handler that raises (sync or async) costs that request only: it is answered UNKNOWN_SERVER_ERROR when its
+response has a top-level error code at that version, else its connection is closed, with one log line naming the
+client, the API and the exception (the traceback only at DEBUG). With client quotas, the loop time of each request
+is measured too.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from struct import unpack_from
 from typing import Any, NamedTuple
 
 from broker import apis
-from broker.apis.base import RequestContext, timed_steps
+from broker.apis.base import RequestContext, response_for, timed_steps
 from broker.config import Endpoint, KafkaConfig
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
@@ -189,6 +193,7 @@ class KafkaServer:
             self.loop, ep.host, ep.port, self.handle_frame,
             max_request_bytes=self.config["socket.request.max.bytes"],
             idle_timeout_ms=self.config["connections.max.idle.ms"],
+            queued_max_bytes=self.config["queued.max.request.bytes"],
             send_buffer_bytes=self.config["socket.send.buffer.bytes"],
             receive_buffer_bytes=self.config["socket.receive.buffer.bytes"],
             listener_name=ep.listener, ssl_context=tls.server_context(self.config, ep.listener) if tls_listener
@@ -480,23 +485,48 @@ class KafkaServer:
         try:
             request = decode_request(frame)
         except ProtocolError as e:
+            # As Kafka's SocketServer: a request that does not parse closes its connection (InvalidRequestException).
             log.debug("malformed frame from %s: %s", conn, bytes(frame[:256]).hex())
-            conn.close(f"malformed request: {e}")
+            header = getattr(e, "header", None)
+            client = f" from client_id {header.client_id!r}" if header is not None and header.client_id else ""
+            conn.close(f"malformed request{client}: {e}")
             return None
         header = request.header
         api_key = header.request_api_key
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
-        result = apis.HANDLERS[api_key].handle(ctx, request)
+        try:
+            result = apis.HANDLERS[api_key].handle(ctx, request)
+        except Exception as e:  # noqa: BLE001 - one request's failure is answered, the broker goes on
+            return self._failed(ctx, request, e)
         if api_key in kraft_admin.FORWARDED_APIS and self.config.is_kraft and asyncio.iscoroutine(result):
             result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             return None
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):  # with quotas, its loop time counts
-            later = self._finish_later(ctx, timed_steps(result, ctx) if self.quotas.quotas else result)
+            later = self._finish_later(ctx, request, timed_steps(result, ctx) if self.quotas.quotas else result)
             return Deferred(later) if ctx.deferred else later
         return self._encode(ctx, result)
+
+    def _failed(self, ctx: RequestContext, request: Any, error: Exception) -> Response | None:
+        """A handler raised: as Kafka's KafkaApis, answer that request UNKNOWN_SERVER_ERROR where its response has a
+        top-level error code (with no message, as Kafka's ApiError keeps an unknown error's text to itself), else
+        close that connection; one log line names the client, the API and the exception (the traceback at DEBUG)."""
+        name = f"{api_name(ctx.api_key)} v{ctx.api_version}"
+        log.debug("%s failed", name, exc_info=error)
+        response = response_for(request)
+        field = type(response)._struct.fields.get("error_code")
+        if field is None or not field.for_version_q(ctx.api_version) or ctx.connection is None:
+            log.error("%s: %s from client_id %r failed: %r; closing the connection", ctx.connection, name,
+                      ctx.client_id, error)
+            if ctx.connection is not None:
+                ctx.connection.close(None)
+            return None
+        log.error("%s: %s from client_id %r failed: %r; answering UNKNOWN_SERVER_ERROR", ctx.connection, name,
+                  ctx.client_id, error)
+        response.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return self._encode(ctx, response)
 
     async def _after_metadata(self, conn: Connection, frame: bytearray) -> Response | None:
         await self.metadata_ready.wait()
@@ -520,8 +550,11 @@ class KafkaServer:
         conn.close(f"{name} v{version} is not served by this broker")
         return None
 
-    async def _finish_later(self, ctx: RequestContext, awaitable: Any) -> Response | None:
-        response = await awaitable
+    async def _finish_later(self, ctx: RequestContext, request: Any, awaitable: Any) -> Response | None:
+        try:
+            response = await awaitable
+        except Exception as e:  # noqa: BLE001 - see _failed
+            return self._failed(ctx, request, e)
         if response is None:
             return None
         return self._encode(ctx, response)

@@ -149,11 +149,13 @@ class BrokerProcess:
 
     def __init__(self, overrides: dict[str, str] | None = None, *, data_dir: Path | None = None,
                  port: int | None = None, config_file: Path | None = None,
-                 file_size_limit: int | None = None) -> None:
+                 file_size_limit: int | None = None, open_files_limit: int | None = None) -> None:
         self._own_dir = data_dir is None
         # RLIMIT_FSIZE for the broker process: a write past it fails with EFBIG, as on a full disk (Python
         # ignores SIGXFSZ, so the process lives on)
         self.file_size_limit = file_size_limit
+        # RLIMIT_NOFILE for the broker process (hard and soft; raising the hard limit needs root)
+        self.open_files_limit = open_files_limit
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="broker-"))
         self.port = port or free_port()
         self.props = _overrides(overrides, self.data_dir / "logs", self.port)
@@ -186,10 +188,9 @@ class BrokerProcess:
         logf = open(self.log_path, "ab")
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        limit = self.file_size_limit
         self.proc = subprocess.Popen(
             cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=str(Path(__file__).resolve().parent.parent),
-            preexec_fn=None if limit is None else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+            preexec_fn=self._limits if self.file_size_limit is not None or self.open_files_limit is not None else None)
         logf.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -203,6 +204,16 @@ class BrokerProcess:
             time.sleep(0.05)
         self.kill()
         raise TimeoutError(f"broker did not start in {timeout}s:\n{self.log_tail()}")
+
+    def _limits(self) -> None:
+        if self.file_size_limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size_limit, self.file_size_limit))
+        if self.open_files_limit is not None:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
+            except (ValueError, OSError):  # not root: as high as the hard limit allows
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (min(self.open_files_limit, hard), hard))
 
     def _answers(self) -> bool:
         try:

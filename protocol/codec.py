@@ -5,9 +5,13 @@ Contract:
   `socket.request.max.bytes` before anything is allocated for the frame.
 - `decode_request(frame)` parses the request header (v0 for ControlledShutdown v0, v1, or v2 for
   flexible versions) and the body; the result carries `.header`, `.API_KEY` and `.API_VERSION`.
-  Malformed input of any kind (truncation, bad lengths or varints, non-UTF-8 strings) raises
-  `MalformedMessage`; bytes left after a request body are ignored, as Kafka's broker ignores them
-  (librdkafka 2.x sends some); bytes left after a response body are malformed. An API key we do not
+  Malformed input of any kind (truncation, bad lengths or varints, non-UTF-8 strings, a null in a string,
+  bytes or array field the schema does not make nullable at that version, a bad tagged-field section) raises
+  `MalformedMessage`, its message naming the API, the version and, where our checks catch it, the field (Kafka's
+  "non-nullable field topics was serialized as null"), with the request header when it could be read, so the
+  broker can log the client. Handlers therefore never see None where Kafka's schema promises a value.
+  Bytes left after a request body are ignored, as Kafka's broker ignores them (librdkafka 2.x sends some);
+  bytes left after a response body are malformed. An API key we do not
   implement raises `UnknownApiKey`; a version outside `SUPPORTED_VERSIONS` raises `UnsupportedVersion`.
   Both carry the parsed header when it could be read.
   No other exception escapes, and nothing is allocated beyond a constant factor of the frame's size.
@@ -194,6 +198,17 @@ def _minimal_header(mv: memoryview) -> RequestHeader | None:
     return header
 
 
+def _reason(error: Exception) -> str:
+    """What was wrong, in one short line: our checks name the field; Python's own errors are cut short (a
+    UnicodeDecodeError's repr holds the whole frame)."""
+    if isinstance(error, ProtocolError):
+        return str(error)
+    if isinstance(error, UnicodeDecodeError):
+        return 'a string is not valid UTF-8'
+    text = f'{type(error).__name__}: {error}'
+    return text if len(text) <= 160 else text[:157] + '...'
+
+
 def decode_request(frame: Frame) -> ApiMessage:
     mv = frame if isinstance(frame, memoryview) else memoryview(frame)
     if mv.ndim != 1 or mv.itemsize != 1:
@@ -209,14 +224,13 @@ def decode_request(frame: Frame) -> ApiMessage:
         except ProtocolError:
             header = _minimal_header(mv)
         _check_version(api_key, api_version, header)
+    header = None
     try:
         header, pos = _parse_request_header(mv, request_header_version(api_key, api_version))
         request, pos = _request_decoder(api_key, api_version)(mv, pos)
-    except ProtocolError:
-        raise
     except Exception as e:  # noqa: BLE001 - any failure inside the generated decoder is malformed input
-        raise MalformedMessage(f'malformed {ApiKey(api_key).name} v{api_version} request: {e!r}',
-                               _minimal_header(mv)) from None
+        raise MalformedMessage(f'malformed {ApiKey(api_key).name} v{api_version} request: {_reason(e)}',
+                               header or _minimal_header(mv)) from None
     if pos > n:
         raise MalformedMessage(f'{ApiKey(api_key).name} v{api_version} request overruns the frame', header)
     # Bytes left after the body are ignored, as Kafka's broker ignores them: librdkafka 2.x sends a

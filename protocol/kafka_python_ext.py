@@ -10,8 +10,11 @@ Contract:
   must fill its size exactly) and encoded with unknown tags merged in ascending tag order, so a frame
   decodes and re-encodes to the same bytes.
 - Compiled decoders reject array lengths below -1 or above the bytes left (when elements cannot be
-  empty), classic string/bytes lengths below -1, and unsigned varints longer than 5 bytes, instead of
-  reading them as empty, null or a wrapped value.
+  empty), string/bytes lengths below -1 or past the end of the frame, and unsigned varints longer than 5 bytes,
+  instead of reading them as empty, null, short or a wrapped value. A null (length -1) in a string, bytes or
+  array field the schema does not make nullable at that version is refused at decode, as Kafka's generated
+  readers refuse it: "non-nullable field <camelCaseName> was serialized as null" (tagged fields too). So no
+  handler ever sees None where Kafka's schema promises a value. The check sits in the null branch only.
 - Every failure here raises `MalformedMessage`; the codec wraps anything else.
 
 - Speed: an unset field's default is served from a per-class cache, and an empty tagged section of a
@@ -29,7 +32,7 @@ from typing import Any
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.schemas.fields.array import ArrayField
 from kafka.protocol.schemas.fields.codecs.tagged_fields import TaggedFields
-from kafka.protocol.schemas.fields.codecs.types import Bytes, UnsignedVarInt32
+from kafka.protocol.schemas.fields.codecs.types import UUID, Bytes, UnsignedVarInt32
 from kafka.protocol.schemas.fields.simple import SimpleField
 from kafka.protocol.schemas.fields.struct import StructField
 from kafka.protocol.schemas.fields.struct_array import StructArrayField
@@ -119,6 +122,8 @@ def decode_tagged_fields(tagged: TaggedFields, obj: Any, data: Any, pos: int, ve
         else:
             reader = _BoundedReader(data, pos, end)
             value = field.decode(reader, version=version, compact=True, tagged=None)
+            if value is None and not field.nullable_for_version_q(version) and _nullable_type(field):
+                raise MalformedMessage(f'non-nullable field {wire_name(field)} was serialized as null')
             if reader.pos != end:
                 raise MalformedMessage('tagged field value shorter than its declared size')
             if obj.tags is None:
@@ -127,6 +132,12 @@ def decode_tagged_fields(tagged: TaggedFields, obj: Any, data: Any, pos: int, ve
             setattr(obj, field.name, value)
         pos = end
     return pos
+
+
+def _nullable_type(field: Any) -> bool:
+    """Whether None is the null of the field's type (strings, bytes, arrays, structs) rather than a value (a zero
+    UUID decodes as None too)."""
+    return not isinstance(field, SimpleField) or field._type is not UUID
 
 
 def _tag_entries(tagged: TaggedFields, item: Any, version: int | None) -> list[tuple[int, bytes]]:
@@ -314,8 +325,29 @@ def _min_element_size_is_positive(element: Any, version: int, tagged: bool) -> b
     return bool(tagged) or any(not f.tagged_field_q(version) for f in element.untagged_fields(version))
 
 
+def wire_name(field: Any) -> str:
+    """A field's name as Kafka's generated code writes it in errors (camelCase: `topicData`)."""
+    name = field._name
+    return name[:1].lower() + name[1:]
+
+
+def _null_branch(ctx: Any, start: int, test: re.Pattern[str], field: Any, version: Any) -> None:
+    """After the emitted null test (`if _n == -1:` / `if _ln < 0:`) of a field not nullable at `version`, raise
+    where kafka-python would decode None: Kafka's readers refuse such a request ("non-nullable field ... was
+    serialized as null"). The branch runs only for a null, so valid frames pay nothing."""
+    if version is None or field.nullable_for_version_q(version):
+        return
+    message = f'non-nullable field {wire_name(field)} was serialized as null'
+    for i in range(start, len(ctx.lines)):
+        if test.match(ctx.lines[i]) and ctx.lines[i + 1].rstrip().endswith(' = None'):
+            indent = ctx.lines[i + 1][:len(ctx.lines[i + 1]) - len(ctx.lines[i + 1].lstrip())]
+            ctx.lines[i + 1] = f'{indent}raise _MalformedMessage({message!r})'
+            return
+
+
 def _guard_array_decode(original: Any) -> Any:
-    """Wrap an array decoder emitter: reject lengths below -1, and counts larger than the bytes left.
+    """Wrap an array decoder emitter: reject lengths below -1, counts larger than the bytes left, and a null
+    array where the schema does not allow one.
 
     kafka-python loops `range(n)` over the declared count; a count of -5 silently became an empty array
     and a huge count only failed once the data ran out. Kafka rejects both.
@@ -333,14 +365,17 @@ def _guard_array_decode(original: Any) -> Any:
                 n = match.group(1)
                 bound = f' or {n} > len(data) - pos' if _min_element_size_is_positive(
                     self.array_of, version, tagged) else ''
-                ctx.lines.insert(i, f'{indent}if {n} < -1{bound}: raise _MalformedMessage("bad array length")')
+                ctx.lines.insert(i, f'{indent}if {n} < -1{bound}: raise _MalformedMessage('
+                                    f'"bad array length of {wire_name(self)}")')
                 break
+        _null_branch(ctx, start, pattern, self, version)
 
     return emit
 
 
 def _guard_length_decode(original: Any) -> Any:
-    """Wrap a string/bytes decoder emitter: a classic length below -1 is malformed, not null."""
+    """Wrap a string/bytes decoder emitter: a classic length below -1 is malformed, not null; so are a length past
+    the end of the frame and a null where the schema does not allow one."""
 
     def emit(self: Any, ctx: Any, var_name: str, indent: str, version: Any = None, compact: bool = False,
              tagged: Any = False) -> None:
@@ -352,8 +387,12 @@ def _guard_length_decode(original: Any) -> Any:
             match = pattern.match(ctx.lines[i])
             if match:
                 ln = match.group(1)
-                ctx.lines.insert(i, f'{indent}if {ln} < -1: raise _MalformedMessage("negative length")')
+                # records_view checks its length against the frame itself: one comparison less per partition
+                past = '' if self._type is RecordsView else f' or pos + {ln} > len(data)'
+                ctx.lines.insert(i, f'{indent}if {ln} < -1{past}: raise _MalformedMessage('
+                                    f'"length of {wire_name(self)} is negative or past the end of the frame")')
                 break
+        _null_branch(ctx, start, pattern, self, version)
 
     return emit
 

@@ -14,6 +14,7 @@ the time index). Not thread-safe except ``flush``, which may run in a worker thr
 from __future__ import annotations
 
 import bisect
+import errno
 import mmap
 import os
 import struct
@@ -41,28 +42,37 @@ class _MmapIndex:
         self.writable = writable
         self._lock = threading.Lock()
         self._mmap: mmap.mmap | None = None
+        self._closed = False
         self._cols: tuple[array, array] | None = None
         exists = self.path.exists() and self.path.stat().st_size > 0
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = os.open(self.path, flags, 0o644)
-        if exists:
-            length = os.fstat(self._fd).st_size
-            self.entries = length // self.entry_size
-        else:
-            self.entries = 0
-            if writable:
-                os.ftruncate(self._fd, self.max_index_size)
-        self._map(os.fstat(self._fd).st_size)
+        fd = self._open()
+        try:
+            if exists:
+                length = os.fstat(fd).st_size
+                self.entries = length // self.entry_size
+            else:
+                self.entries = 0
+                if writable:
+                    os.ftruncate(fd, self.max_index_size)
+            self._length = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
+    def _open(self) -> int:
+        """The file, opened only to be mapped or resized. It is mapped on first use (`_buf`), not when opened: an
+        index nobody has read or written yet holds no descriptor (a new partition's empty segment holds only its
+        log's), and a mapped one holds the mapping's own (Python's mmap dups the descriptor it is given)."""
+        return os.open(self.path, os.O_RDWR | os.O_CREAT if self.writable else os.O_RDONLY, 0o644)
 
     # -- file management -------------------------------------------------------------------------------
-    def _map(self, length: int) -> None:
+    def _map(self, fd: int, length: int) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
         self._length = length
         if length > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._fd, length, access=access)
+            self._mmap = mmap.mmap(fd, length, access=access)
 
     @property
     def max_entries(self) -> int:
@@ -89,8 +99,14 @@ class _MmapIndex:
                 self._mmap.flush()
                 self._mmap.close()
                 self._mmap = None
-            os.ftruncate(self._fd, new_size)
-            self._map(new_size)
+            if self._closed:
+                raise OSError(errno.EBADF, f"index {self.path} is closed")
+            fd = self._open()
+            try:
+                os.ftruncate(fd, new_size)
+            finally:
+                os.close(fd)
+            self._length = new_size  # mapped again on its next use
 
     def trim_to_valid_size(self) -> None:
         self.resize(self.size_in_bytes)
@@ -124,12 +140,10 @@ class _MmapIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._mmap is not None:
                 self._mmap.close()
                 self._mmap = None
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
 
     def rename_to(self, new_path: Path) -> None:
         os.replace(self.path, new_path)
@@ -146,9 +160,19 @@ class _MmapIndex:
         return rel
 
     def _buf(self) -> mmap.mmap:
-        if self._mmap is None:
-            raise CorruptIndexError(f"index {self.path} is not mapped")
-        return self._mmap
+        buf = self._mmap
+        if buf is None:
+            with self._lock:
+                if self._mmap is None and self._length > 0 and not self._closed:
+                    fd = self._open()
+                    try:
+                        self._map(fd, self._length)
+                    finally:
+                        os.close(fd)
+                buf = self._mmap
+            if buf is None:
+                raise CorruptIndexError(f"index {self.path} is not mapped")
+        return buf
 
 
 class OffsetIndex(_MmapIndex):

@@ -257,9 +257,10 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         return target
 
-    def delete_log(self, tp: TopicPartition, now_ms: int | None = None) -> None:
+    def delete_log(self, tp: TopicPartition, now_ms: int | None = None, *, checkpoint: bool = True) -> None:
         """Close the log and rename its directory to *-delete; `remove_deleted_logs` removes it once the log's
-        file.delete.delay.ms has passed (Kafka's LogManager.asyncDelete)."""
+        file.delete.delay.ms has passed (Kafka's LogManager.asyncDelete). `checkpoint=False`: the caller deletes
+        several and rewrites the checkpoints once after them (each rewrite lists every log)."""
         lg = self._logs.pop(tp, None)
         self._dir_of.pop(tp, None)
         if lg is None:
@@ -271,8 +272,9 @@ class LogManager:
             raise KafkaStorageError(f"cannot delete the log of {tp}: {e}") from e
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         self._deleted_logs.append((lg, now_ms + lg.config.file_delete_delay_ms))
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
+        if checkpoint:
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
 
     def take_deleted_logs_due(self, now_ms: int | None = None) -> list[Log]:
         """The deleted logs whose directories are due for removal (all of them when `now_ms` is None), forgotten

@@ -12,6 +12,8 @@ notification). Any broker serves it in ZooKeeper mode, as Kafka's.
 - KRaft mode (`process.roles=broker`): once authorized here, the request goes on to the controller as it came
   and its answer is returned (broker/kraft/admin.py `forward`); the ClientQuotaRecords come back to every
   broker through the metadata log. A controller that cannot be reached: REQUEST_TIMED_OUT for every entity.
+- More than 10,000 ops in one request (a record each in Kafka's controller, `broker.controller.limits`): every
+  entity POLICY_VIOLATION "Unable to perform excessively large batch operation.", nothing stored.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.security.acl import AclOperation
 from broker.security.quotas import (
     CLIENT_ID,
@@ -36,7 +39,7 @@ API_KEY = 49
 MIN_VERSION = 0
 MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.INVALID_REQUEST, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                 ErrorCode.REQUEST_TIMED_OUT)
+                                 ErrorCode.REQUEST_TIMED_OUT, ErrorCode.POLICY_VIOLATION)
 
 _WHOLE = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
 
@@ -85,10 +88,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if forwarded is not None:
             return forwarded
     store = QuotaStore(controller.store)
+    # Kafka's controller writes a record per op and refuses the whole request past its bound
+    excessive = allowed and not kraft and too_many_records(sum(len(entry.ops) for entry in request.entries))
     out = []
     for entry in request.entries:
         code, message = ErrorCode.NONE, None
-        if kraft:
+        if excessive:
+            code, message = ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH
+        elif kraft:
             code, message = ErrorCode.REQUEST_TIMED_OUT, "The controller could not be reached."
         elif not allowed:
             code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."

@@ -10,6 +10,8 @@ KRaft mode (`process.roles=broker`): topic and broker configs are set on the con
 broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT when it cannot be reached.
 With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
+More than 10,000 configs in one request (a record each in Kafka's controller, `broker.controller.limits`):
+every resource POLICY_VIOLATION "Unable to perform excessively large batch operation.", nothing changed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ MAX_VERSION = 2
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.POLICY_VIOLATION,
 )
 
 

@@ -9,6 +9,9 @@ KRaft mode (`process.roles=broker`): after the checks up to the UNKNOWN elements
 controller as it came (broker/kraft/admin.py `forward`), which validates and writes AccessControlEntryRecords;
 every broker's authorizer takes them from the metadata log. An unreachable controller: REQUEST_TIMED_OUT for
 every creation.
+More than 10,000 new ACLs in one request (distinct, valid, not stored yet: the records Kafka's controller would
+write, `broker.controller.limits`) are refused whole, every creation POLICY_VIOLATION "Unable to perform
+excessively large batch operation.", as Kafka's controller refuses them; nothing is stored.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from broker.apis import acl_common
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -34,7 +38,7 @@ API_KEY = 30
 MIN_VERSION = 0
 MAX_VERSION = 3
 ERRORS: tuple[ErrorCode, ...] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.SECURITY_DISABLED,
-                                 ErrorCode.INVALID_REQUEST, ErrorCode.REQUEST_TIMED_OUT)
+                                 ErrorCode.INVALID_REQUEST, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.POLICY_VIOLATION)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -65,6 +69,10 @@ async def _create(ctx: RequestContext, request: Any, bindings: list[AclBinding],
         return response_for(request, throttle_time_ms=0, results=[
             Result(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="The controller could not be reached.")
             for _ in bindings])
+    assert ctx.server.authorizer is not None
+    if too_many_records(ctx.server.authorizer.count_new(bindings)):  # Kafka's controller refuses the whole request
+        return response_for(request, throttle_time_ms=0, results=[
+            Result(error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH) for _ in bindings])
     results: list[Any] = [None] * len(bindings)
     valid: list[int] = []
     for i, binding in enumerate(bindings):
@@ -76,7 +84,6 @@ async def _create(ctx: RequestContext, request: Any, bindings: list[AclBinding],
             results[i] = Result(error_code=ErrorCode.INVALID_REQUEST, error_message="Invalid empty resource name")
         else:
             valid.append(i)
-    assert ctx.server.authorizer is not None
     errors = await ctx.server.authorizer.create_acls([bindings[i] for i in valid])
     for i, error in zip(valid, errors, strict=True):
         if error is None:

@@ -13,6 +13,10 @@ takes to delete it, so no test holds it there: INVALID_TOPIC_EXCEPTION is not in
 A client's `controller_mutation_rate` (KIP-599) is taken per new partition: from v3 a topic met with the quota
 used up is refused THROTTLING_QUOTA_EXCEEDED, below v3 it grows and the answer is only throttled.
 With an authorizer (Kafka): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
+The new partitions of one request count against Kafka's controller bound of 10,000 records per operation
+(`broker.controller.limits`), topic after topic: the topic that would pass it is answered UNKNOWN_SERVER_ERROR with
+no message, as Kafka's controller answers its BoundedListTooLongException, before any placement is computed (Kafka
+also keeps the records it added for that topic before the overflow; we add none).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.apis.create_topics import THROTTLED
+from broker.controller.limits import MAX_RECORDS_PER_USER_OP
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -33,7 +38,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.REASSIGNMENT_IN_PROGRESS,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.REQUEST_TIMED_OUT,
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_SERVER_ERROR,
 )
 
 
@@ -43,6 +48,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     quota = ctx.mutation_quota(strict_since=3)  # KIP-599: each new partition is a mutation
     out = []
+    budget = MAX_RECORDS_PER_USER_OP  # new partitions the request may still add (Kafka's controller bound)
     for t in request.topics:
         if counts[t.name] > 1 and any(r.name == t.name for r in out):
             continue  # Kafka answers per topic name: a duplicate once
@@ -59,7 +65,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             before = len(known.partitions) if known is not None else 0
             assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
             err, msg = await controller.admin.create_partitions(t.name, t.count, assignment, request.validate_only,
-                                                                request.timeout_ms)
+                                                                request.timeout_ms, max_new=budget)
+            if err in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
+                budget -= max(0, t.count - before)
             if not request.validate_only and err in (ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT):
                 quota.record(max(0, t.count - before))
         out.append(Resp.CreatePartitionsTopicResult(name=t.name, error_code=err, error_message=msg))

@@ -10,6 +10,9 @@ sensitivity DescribeConfigs reports); v7 the topic id.
 Duplicate names in one request: INVALID_REQUEST for that name, as Kafka; a config with a null value:
 INVALID_CONFIG "Null value not supported for topic configs: a,b". `timeout_ms` <= 0: the topics are created
 and the answer, at once, is REQUEST_TIMED_OUT (Kafka's ZkAdminManager).
+A request whose new topics would write more than 10,000 metadata records in Kafka's controller (a record per
+topic, per partition and per config; `broker.controller.limits`) is refused whole before anything is computed:
+every topic POLICY_VIOLATION "Unable to perform excessively large batch operation.", as Kafka's controller.
 As Kafka's ZooKeeper mode, only the active controller creates topics: any other broker answers NOT_CONTROLLER for
 every topic (admin clients send to Metadata's controller_id and retry there); auto-creation from Metadata is
 not this request and works on every broker.
@@ -29,6 +32,7 @@ from typing import Any
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config_describe import describe_topic
 from broker.controller import NewTopic, TopicResult
+from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -40,10 +44,21 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_TOPIC_EXCEPTION,
     ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR,
     ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.POLICY_VIOLATION,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
 THROTTLED = "The throttling quota has been exceeded."  # Kafka's THROTTLING_QUOTA_EXCEEDED text
+
+
+def _records(server: Any, spec: NewTopic) -> int:
+    """The metadata records creating `spec` writes in Kafka's controller: the topic, its partitions, its configs
+    (nothing for a topic that exists: it is refused TOPIC_ALREADY_EXISTS)."""
+    if spec.name in server.metadata_cache.topics:
+        return 0
+    partitions = len(spec.assignment) if spec.assignment else (
+        spec.num_partitions if spec.num_partitions != -1 else server.config["num.partitions"])
+    return 1 + max(partitions, 0) + len(spec.configs)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -75,6 +90,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             t.name, t.num_partitions, t.replication_factor,
             {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])},
             {c.name: c.value for c in (t.configs or [])}))
+    if too_many_records(sum(_records(server, spec) for spec in specs)):
+        # Kafka's controller refuses the whole operation, every topic of the request alike
+        return response_for(request, throttle_time_ms=0, topics=[
+            Resp.CreatableTopicResult(name=name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH)
+            for name in dict.fromkeys(t.name for t in request.topics)])
     validate_only = bool(getattr(request, "validate_only", False)) if request.API_VERSION >= 1 else False
     quota = ctx.mutation_quota(strict_since=6)
     admin = server.controller.admin

@@ -11,6 +11,8 @@ broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT w
 Gaps: BROKER_LOGGER resources (log levels) answer INVALID_REQUEST.
 With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
+More than 10,000 configs in one request (a record each in Kafka's controller, `broker.controller.limits`):
+every resource POLICY_VIOLATION "Unable to perform excessively large batch operation.", nothing changed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_CONFIG, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.POLICY_VIOLATION,
 )
 
 

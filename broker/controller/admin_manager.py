@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.controller.limits import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, too_many_records
 from broker.metadata import (
     AdminOperationError,
     BadVersionError,
@@ -116,6 +117,9 @@ class AdminManager:
                     assignment = {p: list(r) for p, r in t.assignment.items()}
                 else:
                     n = t.num_partitions if t.num_partitions != -1 else cfg["num.partitions"]
+                    if too_many_records(1 + n):  # the handler counts the whole request; this topic alone here
+                        results[t.name] = TopicResult(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH)
+                        continue
                     rf = t.replication_factor if t.replication_factor != -1 else cfg["default.replication.factor"]
                     assignment = assign_replicas_to_brokers(n, rf, self._live_broker_ids(),
                                                             racks=self._live_broker_racks())
@@ -237,7 +241,11 @@ class AdminManager:
         return results
 
     async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
-                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
+                                validate_only: bool, timeout_ms: int, max_new: int = MAX_RECORDS_PER_USER_OP
+                                ) -> tuple[ErrorCode, str | None]:
+        """`max_new`: the new partitions the request may still add (broker.controller.limits); past it the topic
+        is answered UNKNOWN_SERVER_ERROR without a message, as Kafka's controller answers its overflow, before any
+        placement is computed."""
         if topic in await self.controller.call(self.store.topics_pending_deletion):
             return ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion."
         info = await self.controller.call(self.store.topic, topic)
@@ -248,6 +256,10 @@ class AdminManager:
         if info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         current = len(info.assignment)
+        if count - current > max_new:
+            log.warning("CreatePartitions of topic %s to %d partitions refused: more than %d new partitions in one "
+                        "request", topic, count, max_new)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
         try:
             if count <= current:
                 raise InvalidPartitionsError(
@@ -283,6 +295,8 @@ class AdminManager:
             await self.controller.call(self.store.set_assignment, topic, full, expected_version=info.zk_version)
         except BadVersionError:
             return ErrorCode.REASSIGNMENT_IN_PROGRESS, "the topic's assignment changed concurrently"
+        except UnknownTopicError:  # deleted since it was read
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         await self.controller.process_topic_changes([topic])
         ok = await self._wait_for(
             lambda: topic in self.server.metadata_cache.topics
@@ -302,7 +316,10 @@ class AdminManager:
             return ErrorCode.INVALID_CONFIG, str(e)
         if validate_only:
             return ErrorCode.NONE, None
-        await self.controller.call(self.store.set_topic_configs, topic, configs)
+        try:
+            await self.controller.call(self.store.set_topic_configs, topic, configs)
+        except UnknownTopicError:  # deleted since the check above
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist"
         self.server.topic_configs.set_overrides(topic, configs)
         self.server.on_topic_config_change(topic)
         return ErrorCode.NONE, None

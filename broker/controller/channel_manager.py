@@ -78,7 +78,15 @@ class LocalChannel:
     async def leader_and_isr(self, controller_id: int, controller_epoch: int,
                              states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
                              leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]:
-        return self.server.apply_leader_and_isr(controller_id, controller_epoch, states, topic_ids, leaders)
+        # Applied in chunks with the loop's other work in between: a topic of 10,000 new partitions takes tens
+        # of seconds of log creation, which would otherwise silence every client meanwhile.
+        results: dict[TopicPartition, ErrorCode] = {}
+        for chunk in _chunks(list(states.items())):
+            results.update(self.server.apply_leader_and_isr(controller_id, controller_epoch, dict(chunk), topic_ids,
+                                                            leaders))
+            if len(chunk) == _LOCAL_CHUNK:
+                await asyncio.sleep(0)
+        return results
 
     async def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
                               partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> None:
@@ -86,13 +94,26 @@ class LocalChannel:
 
     async def stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> None:
-        self.server.apply_stop_replica(controller_id, controller_epoch, partitions, delete)
+        for chunk in _chunks(partitions):  # as leader_and_isr
+            self.server.apply_stop_replica(controller_id, controller_epoch, chunk, delete)
+            if len(chunk) == _LOCAL_CHUNK:
+                await asyncio.sleep(0)
 
     async def drain(self, timeout: float) -> bool:
         return True  # applied synchronously
 
     async def close(self) -> None:
         pass
+
+
+# Partitions the controller applies to itself between two turns of the event loop (LocalChannel): creating a
+# partition takes 3-8 ms (its files and their fsyncs), so 4 keep every other client waiting at most ~30 ms and give
+# them about half the loop while a large creation goes on.
+_LOCAL_CHUNK = 4
+
+
+def _chunks(items: list[Any]) -> list[list[Any]]:
+    return [items[i:i + _LOCAL_CHUNK] for i in range(0, len(items), _LOCAL_CHUNK)] or [[]]
 
 
 class RemoteChannel:

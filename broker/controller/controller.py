@@ -66,11 +66,16 @@ def broker_listeners(info: Any) -> tuple[ListenerEndpoint, ...]:
                                     info.listener_security_protocol_map.get(name, "PLAINTEXT")))
     return tuple(out)
 
-class StaleBrokerEpoch(Exception):
+class RefusedRequest(Exception):
+    """A request to the controller refused for what it says: the handler that asked answers it with an error code,
+    so the controller's event loop does not log it as a failure of its own."""
+
+
+class StaleBrokerEpoch(RefusedRequest):
     """A broker's request to the controller from an earlier registration (STALE_BROKER_EPOCH)."""
 
 
-class UnknownBroker(Exception):
+class UnknownBroker(RefusedRequest):
     """A request to the controller from a broker that is not registered (BROKER_ID_NOT_REGISTERED)."""
 
 
@@ -141,7 +146,7 @@ class Controller:
                 fut.cancel()
                 raise
             except Exception as e:
-                if not isinstance(e, MetadataError):
+                if not isinstance(e, MetadataError | RefusedRequest):
                     log.exception("controller event failed")
                 if not fut.done():
                     fut.set_exception(e)

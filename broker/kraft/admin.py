@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from broker.controller.admin_manager import NewTopic, TopicResult
+from broker.controller.limits import MAX_RECORDS_PER_USER_OP
 from broker.kraft.lifecycle import ControllerChannel, ControllerUnavailable
 from protocol import ApiKey, request_class, response_class
 from protocol.envelope import address_bytes, serialize_principal
@@ -226,8 +227,14 @@ class KRaftAdmin:
         return results
 
     async def create_partitions(self, topic: str, count: int, assignment: list[list[int]] | None,
-                                validate_only: bool, timeout_ms: int) -> tuple[ErrorCode, str | None]:
-        """CreatePartitions to the controller; answered once the new partitions have leaders here."""
+                                validate_only: bool, timeout_ms: int, max_new: int = MAX_RECORDS_PER_USER_OP
+                                ) -> tuple[ErrorCode, str | None]:
+        """CreatePartitions to the controller; answered once the new partitions have leaders here. The request's
+        bound on new partitions (`max_new`, broker.controller.limits) is checked here too, against the partitions
+        this broker's metadata shows, since each topic goes on to the controller in a request of its own."""
+        known = self.kraft.server.metadata_cache.topics.get(topic)
+        if known is not None and count - len(known.partitions) > max_new:
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
         Req = request_class(ApiKey.CREATE_PARTITIONS)
         T = Req.CreatePartitionsTopic
 

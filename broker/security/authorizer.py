@@ -210,6 +210,11 @@ class AclAuthorizer:
                 out.extend(AclBinding(pattern, e) for e in sorted(self._acls[pattern]) if flt.matches_entry(e))
         return out
 
+    def count_new(self, bindings: Iterable[AclBinding]) -> int:
+        """How many distinct valid ACLs of `bindings` are not stored yet: the records Kafka's controller would write
+        for them (broker.controller.limits)."""
+        return len({b for b in bindings if _invalid_binding(b) is None and b.entry not in self.current(b.pattern)})
+
     async def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclError | None]:
         """Store each binding. Per binding: None, or why it was refused."""
         results, changed = await asyncio.to_thread(self._create, bindings)

@@ -11,7 +11,6 @@ and Fetch (empty) using our own encoder, and records each request frame as it ar
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import socketserver
 import struct
@@ -21,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+from fuzz.record import kcat_path
 from protocol import (
     ApiKey,
     ProtocolError,
@@ -204,10 +204,7 @@ def run_confluent_kafka_consumer(bootstrap: str) -> None:
 
 
 def run_kcat_consumer(bootstrap: str) -> None:
-    kcat = shutil.which('kcat') or shutil.which('kafkacat')
-    if kcat is None:
-        raise FileNotFoundError('kcat is not installed')
-    subprocess.run([kcat, '-b', bootstrap, '-C', '-t', TOPIC, '-p', '0', '-o', 'beginning', '-e',
+    subprocess.run([kcat_path(), '-b', bootstrap, '-C', '-t', TOPIC, '-p', '0', '-o', 'beginning', '-e',
                     '-X', 'client.id=golden-kcat-consumer'], check=True, timeout=20, capture_output=True)
 
 
@@ -237,10 +234,7 @@ def run_aiokafka(bootstrap: str) -> None:
 
 
 def run_kcat(bootstrap: str) -> None:
-    kcat = shutil.which('kcat') or shutil.which('kafkacat')
-    if kcat is None:
-        raise FileNotFoundError('kcat is not installed')
-    subprocess.run([kcat, '-b', bootstrap, '-P', '-t', TOPIC, '-X', 'client.id=golden-kcat'],
+    subprocess.run([kcat_path(), '-b', bootstrap, '-P', '-t', TOPIC, '-X', 'client.id=golden-kcat'],
                    input=b'kcat golden\n', check=True, timeout=20, capture_output=True)
 
 

@@ -195,6 +195,52 @@ def test_declared_lengths_past_the_frame_are_rejected() -> None:
             decode_request(bytes(frame))
 
 
+def test_a_null_where_the_schema_forbids_one_is_refused_at_decode_naming_the_field() -> None:
+    """As Kafka's generated readers: Produce v3's topic_data (-1), a topic name (-1), and Fetch v12's topics (compact
+    0) are not nullable; the message names API, version and field, and the header (client id) is kept."""
+    frame = bytearray(_produce(version=3, records=b'r' * 10))
+    topics_count_at = 18 + 2 + 2 + 4
+    null_topics = frame[:topics_count_at] + struct.pack('>i', -1)
+    with pytest.raises(MalformedMessage, match='PRODUCE v3 request: non-nullable field topicData was serialized as '
+                                               'null') as e:
+        decode_request(null_topics)
+    assert e.value.header.client_id == 'client-1'
+    null_name = bytearray(frame)
+    struct.pack_into('>h', null_name, topics_count_at + 4, -1)
+    with pytest.raises(MalformedMessage, match='non-nullable field name was serialized as null'):
+        decode_request(bytes(null_name))
+    fetch = request_class(ApiKey.FETCH)[12](
+        replica_id=-1, max_wait_ms=1, min_bytes=1, max_bytes=1, isolation_level=0, session_id=0, session_epoch=-1,
+        topics=[], forgotten_topics_data=[], rack_id='')
+    fetch.with_header(correlation_id=1, client_id='c')
+    body = bytearray(encode_request(fetch))
+    topics_at = 8 + 2 + 1 + 1 + 4 * 4 + 1 + 4 + 4  # header v2, then replica..session_epoch
+    assert body[topics_at] == 1  # compact empty array
+    body[topics_at] = 0  # compact null
+    with pytest.raises(MalformedMessage, match='FETCH v12 request: non-nullable field topics was serialized as null'):
+        decode_request(bytes(body))
+
+
+def test_a_null_where_the_schema_allows_one_still_decodes_as_none() -> None:
+    metadata = request_class(ApiKey.METADATA)
+    for version in (1, 9):
+        request = metadata[version](topics=None, allow_auto_topic_creation=True)
+        request.with_header(correlation_id=1, client_id='c')
+        assert decode_request(encode_request(request)).topics is None
+    v0 = metadata[0](topics=[])
+    v0.with_header(correlation_id=1, client_id='c')
+    frame = encode_request(v0)[:-4] + struct.pack('>i', -1)  # v0 has no null topics ("all topics" is v1+)
+    with pytest.raises(MalformedMessage, match='non-nullable field topics'):
+        decode_request(frame)
+
+
+def test_a_string_past_the_frame_is_refused_naming_the_field() -> None:
+    frame = bytearray(_produce(version=3, records=b'r' * 10))
+    struct.pack_into('>h', frame, 18 + 2 + 2 + 4 + 4, 300)  # the topic name's length
+    with pytest.raises(MalformedMessage, match='length of name is negative or past the end of the frame'):
+        decode_request(bytes(frame))
+
+
 def test_overlong_varint_is_rejected() -> None:
     header = struct.pack('>hhih', ApiKey.API_VERSIONS, 3, 1, 1) + b'c' + b'\x00'
     # ClientSoftwareName compact string whose length varint never ends within 5 bytes.

@@ -31,6 +31,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     # A KRaft broker sends it on to the controller, which has gone.
     ErrorCode.REQUEST_TIMED_OUT: lambda b: alter(b, [("user", "x")], [("producer_byte_rate", 1, False)],
                                                  port=b.kraft_without_controller()),
+    # 10,001 ops: a record each in Kafka's controller, over its 10,000 per operation; nothing is stored
+    ErrorCode.POLICY_VIOLATION: lambda b: alter(b, [("user", "quota-bound")],
+                                                [("producer_byte_rate", 1, False)] * 10_001),
 }
 
 test_errors = error_path_test(alter_client_quotas, PRODUCERS)
@@ -58,3 +61,10 @@ def test_validate_only_stores_nothing_and_remove_removes(brokers: Brokers) -> No
     assert alter(brokers, user, [("producer_byte_rate", 0, True)]).entries[0].error_code == 0
     [entry] = describe(brokers, ("user", 0, "alter-quota-user"), strict=True).entries
     assert {v.key: v.value for v in entry.values} == {"request_percentage": 25.0}
+
+
+def test_more_than_ten_thousand_ops_store_nothing(brokers: Brokers) -> None:
+    [entry] = alter(brokers, [("user", "quota-bound")], [("producer_byte_rate", 1, False)] * 10_001).entries
+    assert (entry.error_code, entry.error_message) == (ErrorCode.POLICY_VIOLATION,
+                                                       "Unable to perform excessively large batch operation.")
+    assert describe(brokers, ("user", 0, "quota-bound"), strict=True).entries == []

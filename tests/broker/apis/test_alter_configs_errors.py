@@ -26,6 +26,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REQUEST: lambda b: send(b, (b.topic("alter-plain"), {}), ("alter-plain", {})),
     ErrorCode.INVALID_CONFIG: lambda b: send(b, (b.topic("alter-plain"), {"retention.ms": "soon"})),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, ("alter-missing", {"retention.ms": "1000"})),
+    # 10,001 configs over two resources: a record each in Kafka's controller, over its 10,000 per operation
+    ErrorCode.POLICY_VIOLATION: lambda b: send(b, (b.topic("alter-plain"), {f"k{i}": "1" for i in range(5_000)}),
+                                               ("alter-missing", {f"k{i}": "1" for i in range(5_001)})),
 }
 
 def alter_raw(b: Brokers, resource_type: int, name: str) -> Any:

@@ -56,6 +56,8 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REPLICATION_FACTOR: lambda b: send(b, topic(THREE_REPLICAS, 2), port=b.controller_port()),
     ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, topic(b.topic("create-partitions-no-wait"), 2), timeout_ms=0,
                                                 validate_only=False),
+    # 10,001 new partitions: over Kafka's controller bound of 10,000 records per operation
+    ErrorCode.UNKNOWN_SERVER_ERROR: lambda b: send(b, topic(b.topic(TOPIC), 10_002)),
 }
 
 PRODUCERS.update({
@@ -69,3 +71,13 @@ test_errors = error_path_test(create_partitions, PRODUCERS)
 def test_a_topic_named_twice_is_answered_once(brokers: Brokers) -> None:
     response = send(brokers, topic(brokers.topic(TOPIC), 2), topic(TOPIC, 3))
     assert [(r.name, r.error_code) for r in response.results] == [(TOPIC, ErrorCode.INVALID_REQUEST)]
+
+
+def test_new_partitions_count_against_one_bound_per_request(brokers: Brokers) -> None:
+    """Kafka's controller counts the request's new partitions topic after topic: the topic that passes 10,000 is
+    refused (UNKNOWN_SERVER_ERROR, no message), and so is a later one that would pass what is left."""
+    a, b = brokers.topic("bound-a"), brokers.topic("bound-b")
+    response = send(brokers, topic(a, 6_001), topic(b, 2**31 - 1), topic(brokers.topic("bound-c"), 4_002))
+    assert [(r.name, r.error_code, r.error_message) for r in response.results] == [
+        (a, ErrorCode.NONE, None), (b, ErrorCode.UNKNOWN_SERVER_ERROR, None),
+        ("bound-c", ErrorCode.UNKNOWN_SERVER_ERROR, None)]

@@ -40,6 +40,9 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REPLICATION_FACTOR: lambda b: send(b, topic("create-rf-3", replication_factor=3)),
     ErrorCode.INVALID_REPLICA_ASSIGNMENT: lambda b: send(b, topic("create-both", assignment=[0])),
     ErrorCode.REQUEST_TIMED_OUT: lambda b: send(b, topic("create-no-wait"), timeout_ms=0),
+    # 1 + 9,999 records, and one more for the config: over Kafka's 10,000 per operation
+    ErrorCode.POLICY_VIOLATION: lambda b: send(b, topic("create-huge", partitions=9_999,
+                                                        configs={"retention.ms": "1000"})),  # nothing created
 }
 
 PRODUCERS.update({
@@ -48,3 +51,15 @@ PRODUCERS.update({
 })
 
 test_errors = error_path_test(create_topics, PRODUCERS)
+
+
+def test_too_many_records_refuse_the_whole_request_before_any_placement(brokers: Brokers) -> None:
+    """Two billion partitions cost nothing: every topic of the request, the harmless one and the duplicate too,
+    is refused with the message of Kafka's controller, and none is created."""
+    response = send(brokers, topic("huge-small"), topic("huge-big", partitions=2**31 - 1), topic("huge-small"))
+    assert [(t.name, t.error_code, t.error_message) for t in response.topics] == [
+        ("huge-small", ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation."),
+        ("huge-big", ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")]
+    exactly = brokers.call(Req[7](topics=[topic("huge-exact", partitions=9_999)], timeout_ms=30000,
+                                  validate_only=True))  # 10,000 records: allowed
+    assert exactly.topics[0].error_code == ErrorCode.NONE

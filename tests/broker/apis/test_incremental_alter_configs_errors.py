@@ -27,6 +27,11 @@ PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.INVALID_REQUEST: lambda b: send(b, b.topic("incremental-plain"), "retention.ms", "1", op=9),
     ErrorCode.INVALID_CONFIG: lambda b: send(b, b.topic("incremental-plain"), "retention.ms", "1", op=APPEND),
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: send(b, "incremental-missing", "retention.ms", "1000"),
+    # 10,001 configs: a record each in Kafka's controller, over its 10,000 per operation
+    ErrorCode.POLICY_VIOLATION: lambda b: b.call(Req[1](resources=[R(
+        resource_type=TOPIC, resource_name=b.topic("incremental-plain"), configs=[
+            R.AlterableConfig(name=f"retention.ms.{i}", config_operation=SET, value="1") for i in range(10_001)])],
+        validate_only=False)),
 }
 
 def alter_raw(b: Brokers, resource_type: int, name: str) -> Any:
