@@ -1,5 +1,7 @@
-"""`python -m broker [--config server.properties] [--override key=value ...]`
-(`python -m broker format --cluster-id ID ...` formats a KRaft broker's log dirs: broker/kraft/format.py)
+"""`kafka-wire-broker [--config server.properties] [--override key=value ...]` (the same as `python -m broker`)
+`kafka-wire-broker format --cluster-id ID ...` formats a KRaft broker's log dirs (broker/kraft/format.py);
+`kafka-wire-broker dump-log [--print-data-log] PATH ...` prints segment, index and checkpoint files as Kafka's
+kafka-dump-log.sh does (storage/dump_log.py).
 
 Starts one broker. With no arguments: the embedded default (one node, PLAINTEXT://127.0.0.1:9092,
 data in ./data). SIGTERM or SIGINT shuts it down cleanly (exit 0); a bad configuration value exits 1 with
@@ -17,6 +19,7 @@ import logging
 import resource
 import signal
 import sys
+from pathlib import Path
 
 from broker import lazy_packages
 
@@ -44,7 +47,7 @@ def raise_open_files_limit() -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m broker", description=__doc__,
+    parser = argparse.ArgumentParser(prog=_prog(), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", "-c", help="a Kafka server.properties file")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -74,12 +77,21 @@ async def serve(config: KafkaConfig) -> int:
     return 0
 
 
+def _prog() -> str:
+    name = Path(sys.argv[0]).name
+    return name if name and not name.endswith(".py") else "python -m broker"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["format"]:
         from broker.kraft.format import main as format_main
 
         return format_main(argv[1:])
+    if argv[:1] == ["dump-log"]:
+        from storage.dump_log import main as dump_log_main
+
+        return dump_log_main(argv[1:])
     args = parse_args(argv)
     setup_logging(args.log_level)
     raise_open_files_limit()

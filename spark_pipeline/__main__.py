@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("coordinates", help="print the connector's Maven coordinates")
     args = p.parse_args(argv)
 
+    if args.cmd != "generate" and importlib.util.find_spec("pyspark") is None:
+        print("the Spark pipeline needs the 'pyspark' package: pip install 'kafka-wire-broker[spark]'", file=sys.stderr)
+        return 2
     if args.cmd == "coordinates":
         print(jobs.connector_coordinates())
         return 0

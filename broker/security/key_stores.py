@@ -10,6 +10,9 @@ Contract:
   as Java does; PKCS12 needs the password its MAC was made with.
 - Any failure (wrong password, tampered file, a key entry that is not one) raises `KeyStoreError` with one
   sentence saying what, never the password.
+- `cryptography` (the `tls` extra: `pip install 'kafka-wire-broker[tls]'`) is imported only when a PKCS12 or JKS
+  store is read; without it that read raises `KeyStoreError` naming the package, and the broker refuses to start
+  with that one line. PEM stores need nothing beyond Python's `ssl`.
 - JKS is read here rather than with a library: the one there is (pyjks) has not been released since 2020,
   and the format is small — a header, entries (alias, date, Sun's KeyProtector-encrypted PKCS#8 key with its
   certificate chain, or a trusted certificate) and a SHA-1 of the password and the content.
@@ -20,10 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
+from typing import Any
 
 _JKS_MAGIC = 0xFEEDFEED
 _JKS_WHITENER = b"Mighty Aphrodite"  # fixed text Java's JKS mixes into the integrity digest
@@ -35,9 +35,24 @@ class KeyStoreError(Exception):
     pass
 
 
+def _crypto() -> tuple[Any, Any, Any]:
+    """cryptography's x509, serialization and pkcs12 modules, imported on first use (an optional dependency)."""
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.serialization import pkcs12
+    except ImportError:
+        raise KeyStoreError("PKCS12 and JKS stores need the 'cryptography' package: "
+                            "pip install 'kafka-wire-broker[tls]' (or use ssl.keystore.type=PEM)") from None
+    return x509, serialization, pkcs12
+
+
 def read_key_store(store_type: str, path: str, store_password: str | None,
                    key_password: str | None) -> tuple[bytes, bytes]:
     data = _read(path)
+    if store_type not in ("PKCS12", "JKS"):
+        raise KeyStoreError(f"key store type {store_type} is not supported (PEM, PKCS12 or JKS)")
+    _, serialization, pkcs12 = _crypto()
     if store_type == "PKCS12":
         try:
             key, cert, extra = pkcs12.load_key_and_certificates(data, _secret(key_password or store_password))
@@ -49,22 +64,23 @@ def read_key_store(store_type: str, path: str, store_password: str | None,
         key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
         return key_pem, b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain)
-    if store_type == "JKS":
-        entries = _read_jks(data, path, store_password)
-        keys = [e for e in entries if e[0] == _PRIVATE_KEY_ENTRY]
-        if not keys:
-            raise KeyStoreError(f"the JKS key store {path} holds no private key entry")
-        _, protected, chain = keys[0]
-        plain = _unprotect(protected, key_password or store_password or "", path)
-        key = serialization.load_der_private_key(plain, None)
-        key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption())
-        return key_pem, b"".join(_pem(der) for der in chain)
-    raise KeyStoreError(f"key store type {store_type} is not supported (PEM, PKCS12 or JKS)")
+    entries = _read_jks(data, path, store_password)
+    keys = [e for e in entries if e[0] == _PRIVATE_KEY_ENTRY]
+    if not keys:
+        raise KeyStoreError(f"the JKS key store {path} holds no private key entry")
+    _, protected, chain = keys[0]
+    plain = _unprotect(protected, key_password or store_password or "", path)
+    key = serialization.load_der_private_key(plain, None)
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    return key_pem, b"".join(_pem(der) for der in chain)
 
 
 def read_trust_store(store_type: str, path: str, password: str | None) -> str:
     data = _read(path)
+    if store_type not in ("PKCS12", "JKS"):
+        raise KeyStoreError(f"trust store type {store_type} is not supported (PEM, PKCS12 or JKS)")
+    _, serialization, pkcs12 = _crypto()
     if store_type == "PKCS12":
         try:
             certs = pkcs12.load_pkcs12(data, _secret(password))
@@ -74,11 +90,9 @@ def read_trust_store(store_type: str, path: str, password: str | None) -> str:
         ders = [c.certificate.public_bytes(serialization.Encoding.DER) for c in certs.additional_certs]
         if certs.cert is not None:
             ders.append(certs.cert.certificate.public_bytes(serialization.Encoding.DER))
-    elif store_type == "JKS":
+    else:
         entries = _read_jks(data, path, password)
         ders = [e[1] for e in entries if e[0] == _TRUSTED_CERT_ENTRY]
-    else:
-        raise KeyStoreError(f"trust store type {store_type} is not supported (PEM, PKCS12 or JKS)")
     if not ders:
         raise KeyStoreError(f"the trust store {path} holds no certificate")
     return b"".join(_pem(der) for der in ders).decode()
@@ -97,6 +111,7 @@ def _secret(password: str | None) -> bytes | None:
 
 
 def _pem(der: bytes) -> bytes:
+    x509, serialization, _ = _crypto()
     return x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM)
 
 
