@@ -14,7 +14,15 @@ Contract:
 from __future__ import annotations
 
 from broker.config_keys import BROKER_KEYS, BrokerKey, listener_base_name
-from broker.config_types import STRING
+from broker.config_types import STRING, InvalidValue
+
+
+def prometheus_listener(name: str, value: str) -> None:
+    """`http://host:port` or empty."""
+    from broker.metrics.prometheus import parse_listener
+
+    if value and parse_listener(value) is None:
+        raise InvalidValue(name, value, "expected http://host:port or empty")
 
 IMPLEMENTED: frozenset[str] = frozenset({
     # identity, listeners, storage location
@@ -80,11 +88,15 @@ IMPLEMENTED: frozenset[str] = frozenset({
     "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol",
     "connection.failed.authentication.delay.ms", "sasl.server.max.receive.size", "connections.max.reauth.ms",
     "quota.window.num", "quota.window.size.seconds",
+    # KIP-714 client telemetry (broker/metrics/client_metrics.py)
+    "telemetry.max.bytes",
 })
 
 # This broker's own keys (Kafka has no such key).
 OUR_KEYS: dict[str, BrokerKey] = {
     "cluster.id": BrokerKey("cluster.id", STRING, None),
+    # Kafka's metrics for Prometheus on an HTTP listener, e.g. http://127.0.0.1:9404 (empty: none); broker/metrics/
+    "metrics.prometheus.listener": BrokerKey("metrics.prometheus.listener", STRING, "", prometheus_listener),
 }
 
 # Keys read by Kafka's plugins rather than KafkaConfig (the authorizer, config providers).
@@ -105,7 +117,7 @@ _KRAFT = "ZooKeeper mode and the embedded single node only: no KRaft"
 _REMOTE = "no tiered storage"
 _GROUPS = "no share groups, no migration between classic and KIP-848 consumer groups"
 _TXN = "the transaction coordinator reads __transaction_state in its own chunks while loading"
-_METRICS = "no metrics reporters"
+_METRICS = "no metrics reporters: Kafka's metrics are served for Prometheus (metrics.prometheus.listener)"
 
 # (prefixes or exact names, note), first match wins.
 _NOTES: list[tuple[tuple[str, ...], str]] = [
@@ -130,8 +142,7 @@ _NOTES: list[tuple[tuple[str, ...], str]] = [
       "client.quota.callback.class", "leader.replication.throttled", "follower.replication.throttled",
       "replica.alter.log.dirs.io.max.bytes.per.second", "max.connection", "replica.socket.receive.buffer.bytes"),
      _QUOTAS),
-    (("metric.reporters", "metrics.", "kafka.metrics.", "auto.include.jmx.reporter", "telemetry.max.bytes"),
-     _METRICS),
+    (("metric.reporters", "metrics.", "kafka.metrics.", "auto.include.jmx.reporter"), _METRICS),
     (("remote.", "log.local.retention.", "rsm.config.", "rlmm.config."), _REMOTE),
     (("group.consumer.", "group.coordinator.", "group.share."), _GROUPS),
     (("transaction.state.log.load.buffer.size",), _TXN),
@@ -197,6 +208,8 @@ def broker_doc(name: str, key: BrokerKey | None = None) -> str:
     doc = _DOCS.get(name)
     if doc is not None:
         return doc
+    if name == "metrics.prometheus.listener":
+        return "Serve Kafka's broker metrics and pushed client metrics for Prometheus at http://host:port/metrics."
     if name in OUR_KEYS:
         return "This broker's cluster id check: start-up fails if the metadata store holds another id."
     key = key or BROKER_KEYS.get(name)

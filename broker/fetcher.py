@@ -399,6 +399,8 @@ class ReplicaFetcher:
                 log.error("%s: cannot append fetched data at %d: %s", tp, partition.log_end_offset, e)
                 s.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
                 return
+            if self.server.metrics is not None:  # Kafka's ReplicationBytesInPerSec
+                self.server.metrics.replication_bytes_in += len(records)
             writes = self.server.replica_manager.log_writes
             pending = writes.unwritten(partition.log, info.last_offset + 1) if writes and info.records_count else None
             if pending is not None:

@@ -90,6 +90,9 @@ class Deferred:
 class Response:
     size: int  # the frame size (without the 4-byte prefix)
     parts: list[Part]
+    # Called with (perf_counter ns when the connection took the answer, ns when its last byte was written), for
+    # the request metrics (broker/metrics); None: nobody asks.
+    on_sent: Callable[[int, int], None] | None = None
 
 
 class FrameHandler(Protocol):
@@ -101,6 +104,7 @@ class Connection:
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_body_size", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
         "max_frame_bytes", "_throttled", "_throttled_until", "_answers", "_reserved", "_handling", "_memory_wait",
+        "_arrived", "frame_arrived_ns", "_written", "_send_hooks",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -135,6 +139,12 @@ class Connection:
         self._reserved = 0
         self._handling = 0
         self._memory_wait = False
+        # With request metrics (SocketServer.track_arrival): when each queued frame was received whole, the one being
+        # handled's in frame_arrived_ns; bytes written so far, and (byte mark, callback, ns) of answers being sent.
+        self._arrived: deque[int] | None = deque() if server.track_arrival else None
+        self.frame_arrived_ns = 0
+        self._written = 0
+        self._send_hooks: deque[tuple[int, Callable[[int, int], None], int]] = deque()
         self._resume_reading()
 
     def __repr__(self) -> str:
@@ -164,6 +174,8 @@ class Connection:
                 self._body_pos += n
                 if self._body_pos == self._body_size:
                     self._frames.append(body)
+                    if self._arrived is not None:
+                        self._arrived.append(time.perf_counter_ns())
                     self._body = None
             else:
                 scratch = self.server.recv_scratch
@@ -217,6 +229,8 @@ class Connection:
                     self._reserved += size
                 if end - pos - 4 >= size:
                     self._frames.append(bytearray(data[pos + 4:pos + 4 + size]))
+                    if self._arrived is not None:
+                        self._arrived.append(time.perf_counter_ns())
                     pos += 4 + size
                     continue
                 if size > _RECV_SIZE:
@@ -258,6 +272,8 @@ class Connection:
         while (self._frames and not self._busy and not self.closed and not self._throttled
                and len(self._answers) < _MAX_DEFERRED):
             frame = self._frames.popleft()
+            if self._arrived is not None:
+                self.frame_arrived_ns = self._arrived.popleft()
             self.requests += 1
             self._handling = len(frame)
             try:
@@ -370,6 +386,8 @@ class Connection:
         self._out.append(response.size.to_bytes(4, "big"))
         self._out.extend(response.parts)
         self._out_bytes += 4 + response.size
+        if response.on_sent is not None:
+            self._send_hooks.append((self._written + self._out_bytes, response.on_sent, time.perf_counter_ns()))
         if not self._writing:
             self._flush()
         if self._out_bytes >= _OUTPUT_HIGH_WATER:
@@ -389,6 +407,7 @@ class Connection:
                         self.close(f"segment file shrank while sending fetch data (fd {head.fileno})")
                         return
                     self._out_bytes -= n
+                    self._written += n
                     if n < head.length:
                         head.offset += n
                         head.length -= n
@@ -406,6 +425,7 @@ class Connection:
                 flags = _MSG_MORE if len(bufs) < len(out) and isinstance(out[len(bufs)], SendfileChunk) else 0
                 n = sock.sendmsg(bufs, (), flags) if len(bufs) > 1 else sock.send(bufs[0], flags)
                 self._out_bytes -= n
+                self._written += n
                 while n:
                     item = out[0]
                     ln = len(item)
@@ -429,6 +449,9 @@ class Connection:
 
     def _after_flush(self) -> None:
         """Wait for writability while output is left; once it is all written, read again if reading paused."""
+        while self._send_hooks and self._send_hooks[0][0] <= self._written:
+            _, on_sent, handed = self._send_hooks.popleft()
+            on_sent(handed, time.perf_counter_ns())
         if self._out:
             if not self._writing:
                 self.loop.add_writer(self.fd, self._on_writable)
@@ -451,6 +474,8 @@ class Connection:
         Kafka sends a failed authentication's response); bounded by `give_up_s`."""
         self._pause_reading()
         self._frames.clear()
+        if self._arrived is not None:
+            self._arrived.clear()
         deadline = time.monotonic() + give_up_s
 
         def check() -> None:
@@ -477,6 +502,9 @@ class Connection:
             self._writing = False
         self._out.clear()
         self._frames.clear()
+        if self._arrived is not None:
+            self._arrived.clear()
+        self._send_hooks.clear()
         self._body = None
         if self._reserved:
             reserved, self._reserved = self._reserved, 0
@@ -504,6 +532,7 @@ class SocketServer:
         # The principal of a TLS client's certificate (peercert -> name), ssl.principal.mapping.rules applied.
         self.ssl_principal: Callable[[dict[str, Any] | None], str] | None = None
         self.on_connect: Callable[[Connection], None] | None = None
+        self.track_arrival = False  # note when each frame arrives (request metrics: RequestQueueTimeMs)
         self.max_request_bytes = max_request_bytes
         # queued.max.request.bytes: Kafka's request memory pool, shared by this listener's connections (<= 0: none)
         self.queued_max_bytes = queued_max_bytes

@@ -145,6 +145,7 @@ class TlsConnection(Connection):
                     head = self._tls_chunk = chunk
                 n = sock.send(head)
                 self._out_bytes -= n
+                self._written += n
                 if n < len(head):
                     out[0] = self._tls_chunk = head[n:]
                 else:

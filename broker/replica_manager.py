@@ -53,6 +53,7 @@ from broker.delayed_produce import DelayedProduce, ProducePartitionResult
 from broker.errors import KafkaApiError
 from broker.log_writes import LogWrites
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
+from broker.metrics.broker_metrics import BrokerMetrics
 from broker.partition import (
     FETCH_LOG_END,
     Partition,
@@ -107,6 +108,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.fetcher_manager = None  # set in cluster mode (replica fetchers)
         self.isr_updater = None  # set in cluster mode
+        self.metrics: BrokerMetrics | None = None  # broker/metrics: set while metrics.prometheus.listener is
         self.on_leadership_change: list[Callable[[list[Partition], list[Partition]], None]] = []
         self.on_flush_needed: Callable[[Partition], None] | None = None
         self.high_watermarks: dict[TopicPartition, int] = {}
@@ -458,6 +460,8 @@ class ReplicaManager:
             appended = partition.append_records_to_leader(records, required_acks, now, origin=origin,
                                                           verification_guard=verification_guard)
         except KafkaApiError as e:
+            if self.metrics is not None:
+                self.metrics.record_produce(tp.topic, 0, len(records), e.code)
             if e.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                 log.warning("produce to %s rejected: %s: %s", tp, e.code.name, e)
             if e.record_errors:  # Kafka answers a per-record rejection with the log start offset too
@@ -467,6 +471,9 @@ class ReplicaManager:
             # rest is in the log line above.
             return ProducePartitionResult(e.code)
         info = appended.info
+        if self.metrics is not None:  # Kafka's BrokerTopicMetrics (a duplicate is not appended again)
+            self.metrics.record_produce(tp.topic, 0 if info.duplicate else info.records_count,
+                                        0 if info.duplicate else info.valid_bytes, 0)
         if not info.duplicate and partition.log.writer is None:  # type: ignore[union-attr]
             # Written in place (with a writer thread, its completion does this: _on_log_end_offset_moved).
             # Followers' delayed fetches wait on the LEO, consumers' and acks=all produces on the HW.

@@ -42,6 +42,9 @@ from broker.fetcher import ReplicaFetcherManager
 from broker.kraft import admin as kraft_admin
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
+from broker.metrics.broker_metrics import BrokerMetrics
+from broker.metrics.broker_state import metric_families
+from broker.metrics.prometheus import PrometheusEndpoint
 from broker.network import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
@@ -125,6 +128,10 @@ class KafkaServer:
             self._transaction_state_partition_for,
             request_timeout_ms=config["request.timeout.ms"], security=self.inter_broker_security)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        # Kafka's metrics, kept while metrics.prometheus.listener is set (broker/metrics), and KIP-714 telemetry
+        self.metrics = BrokerMetrics() if config["metrics.prometheus.listener"] else None
+        self.replica_manager.metrics = self.metrics
+        self.metrics_endpoint: PrometheusEndpoint | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
         self.group_coordinator: Any = None
@@ -175,6 +182,9 @@ class KafkaServer:
         self.metadata_cache.cluster_id = self.controller.cluster_id
         for socket_server in self.socket_servers.values():
             socket_server.start()
+        if self.metrics is not None:
+            self.metrics_endpoint = PrometheusEndpoint.start(self.config["metrics.prometheus.listener"], self.loop,
+                                                             functools.partial(metric_families, self))
         await self._wait_for_metadata()
         self._schedule_housekeeping()
         log.info("broker %d started in %.0f ms, listening on %s (advertised %s), log dirs %s",
@@ -199,6 +209,7 @@ class KafkaServer:
             listener_name=ep.listener, ssl_context=tls.server_context(self.config, ep.listener) if tls_listener
             else None)
         server.ssl_principal = tls.principal_builder(self.config, ep.listener) if tls_listener else None
+        server.track_arrival = self.metrics is not None
         if protocol.startswith("SASL_"):
             mechanisms = sasl.listener_mechanisms(self.config, ep.listener, self._scram_credential)
             delay_ms = self.config["connection.failed.authentication.delay.ms"]
@@ -283,6 +294,8 @@ class KafkaServer:
         log.info("broker %d shutting down", self.broker_id)
         for t in self._timers:
             t.cancel()
+        if self.metrics_endpoint is not None:
+            self.metrics_endpoint.stop()
         if self.controller is not None:
             try:
                 await self.controller.controlled_shutdown()
@@ -495,6 +508,8 @@ class KafkaServer:
         api_key = header.request_api_key
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
+        if self.metrics is not None:
+            ctx.timer = self.metrics.timer(api_key, ctx.api_version, conn.frame_arrived_ns, start)
         try:
             result = apis.HANDLERS[api_key].handle(ctx, request)
         except Exception as e:  # noqa: BLE001 - one request's failure is answered, the broker goes on
@@ -503,9 +518,11 @@ class KafkaServer:
             result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
+            self._no_answer(ctx)
             return None
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):  # with quotas, its loop time counts
-            later = self._finish_later(ctx, request, timed_steps(result, ctx) if self.quotas.quotas else result)
+            timed = self.quotas.quotas or self.metrics is not None
+            later = self._finish_later(ctx, request, timed_steps(result, ctx) if timed else result)
             return Deferred(later) if ctx.deferred else later
         return self._encode(ctx, result)
 
@@ -556,8 +573,15 @@ class KafkaServer:
         except Exception as e:  # noqa: BLE001 - see _failed
             return self._failed(ctx, request, e)
         if response is None:
+            self._no_answer(ctx)
             return None
         return self._encode(ctx, response)
+
+    @staticmethod
+    def _no_answer(ctx: RequestContext) -> None:
+        if ctx.timer is not None:
+            ctx.timer.complete(ctx.handler_ns, 0, ctx.quota_exempt)
+            ctx.timer.sent(0, 0)
 
     def _encode(self, ctx: RequestContext, response: Any) -> Response:
         ctx.record_request_time(response)
@@ -570,7 +594,10 @@ class KafkaServer:
                 out.append(SendfileChunk(fs.fileno, fs.position, fs.length))
             else:
                 out.append(part)
-        return Response(size, out)
+        if ctx.timer is None:
+            return Response(size, out)
+        ctx.timer.complete(ctx.handler_ns, getattr(response, "throttle_time_ms", 0), ctx.quota_exempt)
+        return Response(size, out, ctx.timer.sent)
 
     # ------------------------------------------------------------------ what the controller tells this broker
     @property
@@ -632,7 +659,10 @@ class KafkaServer:
         """The leader records an ISR change in the metadata store, conditional on the partition epoch
         (Kafka's zkVersion), then notifies the controller (ISR change notification)."""
         assert self.controller is not None
-        return await self.controller.record_isr_change(partition, new_isr, partition_epoch)
+        result = await self.controller.record_isr_change(partition, new_isr, partition_epoch)
+        if self.metrics is not None:  # Kafka's IsrShrinksPerSec, IsrExpandsPerSec, FailedIsrUpdatesPerSec
+            self.metrics.record_isr_update(len(partition.isr), len(new_isr), result is not None)
+        return result
 
     async def refresh_topic_config(self, topic: str) -> None:
         """Read a topic's overrides from the metadata store (the source of truth, as ZooKeeper is for

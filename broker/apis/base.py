@@ -77,6 +77,7 @@ class RequestContext:
     # The handler's work is done and what it returned only waits for the answer (broker.network.Deferred):
     # the connection may go on with its next request.
     deferred: bool = False
+    timer: Any = None  # broker.metrics.broker_metrics.RequestTimer while metrics are kept
 
     @property
     def listener(self) -> str | None:

@@ -157,6 +157,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     ctx.quota_exempt = replica_id >= 0
 
     def build(results: list[tuple[TopicPartition, FetchPartitionData]]) -> Any:
+        if server.metrics is not None:  # Kafka's BrokerTopicMetrics
+            server.metrics.record_fetch(results, replica_id >= 0)
         if replica_id < 0 and (throttle_ms := ctx.record_quota(
                 CONSUMER_BYTE_RATE, sum(d.size for _, d in results), unrecord_if_throttled=True)):
             # Over its quota: Kafka answers a consumer with no data (the session untouched) and mutes it.
