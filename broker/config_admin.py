@@ -22,6 +22,8 @@ and messages):
   `alter_broker_configs`).
 - GROUP: the share-group configs of broker/group_configs.py (INVALID_CONFIG for unknown keys or values out of
   the broker's bounds).
+- CLIENT_METRICS: KIP-714 subscriptions (broker/apis/client_metrics_support.py; Kafka's ClientMetricsConfigs
+  validation: INVALID_REQUEST or INVALID_CONFIG with its messages).
 - Other resource types: INVALID_REQUEST.
 - APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
 """
@@ -243,11 +245,12 @@ async def alter_resource(server: KafkaServer, res: Any, validate_only: bool, inc
         return await alter_broker(server, res.resource_name, res.configs, validate_only, incremental)
     if res.resource_type == GROUP:
         return await group_configs(server).alter(res.resource_name, res.configs, validate_only, incremental)
+    if res.resource_type == 16:  # KIP-714 client-metrics subscriptions
+        from broker.apis import client_metrics_support
+
+        return await client_metrics_support.alter(server, res.resource_name, res.configs, validate_only, incremental)
     try:
         check_entries(res.configs, incremental)
     except AdminError as e:
         return e.result
-    if res.resource_type == 16:
-        return (ErrorCode.INVALID_REQUEST,
-                "AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
     return ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}"

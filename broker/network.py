@@ -104,7 +104,7 @@ class Connection:
         "server", "sock", "fd", "loop", "peer", "id", "_rbuf", "_body", "_body_pos", "_body_size", "_frames", "_busy",
         "_out", "_out_bytes", "_writing", "_reading", "closed", "last_active", "requests", "principal", "auth",
         "max_frame_bytes", "_throttled", "_throttled_until", "_answers", "_reserved", "_handling", "_memory_wait",
-        "_arrived", "frame_arrived_ns", "_written", "_send_hooks",
+        "_arrived", "frame_arrived_ns", "_written", "_send_hooks", "client_software",
     )
 
     def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple[str, int], conn_id: int) -> None:
@@ -131,6 +131,7 @@ class Connection:
         # Who the client is: User:ANONYMOUS until TLS (client certificate) or SASL says otherwise.
         self.principal = "User:ANONYMOUS"
         self.auth: Any = None  # a SASL listener's authenticator, until the client is authenticated
+        self.client_software: tuple[str, str] | None = None  # ApiVersions v3+: (name, version)
         self.max_frame_bytes = server.max_request_bytes
         self._throttled = False
         self._throttled_until = 0.0

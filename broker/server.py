@@ -335,6 +335,8 @@ class KafkaServer:
         self.quotas.shutdown()
         if getattr(self, "group_configs", None) is not None:  # made on first use (broker/group_configs.py)
             self.group_configs.close()
+        if getattr(self, "client_metrics_subscriptions", None) is not None:  # made on first use (KIP-714)
+            self.client_metrics_subscriptions.close()
         if self.authorizer is not None:
             self.authorizer.shutdown()
         if self.controller is not None:

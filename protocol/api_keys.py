@@ -203,6 +203,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONTROLLER_REGISTRATION: (0, 0),
     ApiKey.UNREGISTER_BROKER: (0, 0),
     ApiKey.UNREGISTER_CONTROLLER: (0, 0),
+    # --- KIP-714 client telemetry (issue 33): Kafka 3.7's versions; key 74 is ListConfigResources v1 since 4.1 ---
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0),
+    ApiKey.PUSH_TELEMETRY: (0, 0),
+    ApiKey.LIST_CLIENT_METRICS_RESOURCES: (0, 1),
 }
 
 

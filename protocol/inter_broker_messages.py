@@ -7,7 +7,8 @@ AlterShareGroupOffsets, DeleteShareGroupOffsets), BrokerRegistration, BrokerHear
 (KIP-590), AssignReplicasToDirs (KIP-858), the share-group state RPCs (Initialize/Read/Write/Delete
 ShareGroupState, ReadShareGroupStateSummary), the KRaft quorum's RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch,
 AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) and ControllerRegistration, UnregisterBroker, UnregisterController,
-loaded through kafka-python's machinery (`load_json=`) so they
+KIP-714's client telemetry (GetTelemetrySubscriptions, PushTelemetry, ListConfigResources: Kafka 3.7's
+ListClientMetricsResources, renamed in 4.1), loaded through kafka-python's machinery (`load_json=`) so they
 behave like every other message. Reach them through `protocol.messages` (`request_class(key)`), which imports
 this module on first use.
 """
@@ -294,4 +295,29 @@ class UnregisterControllerRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class UnregisterControllerResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+# --- KIP-714 client telemetry (issue 33) ---------------------------------------------------------------
+class GetTelemetrySubscriptionsRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class GetTelemetrySubscriptionsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class PushTelemetryRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class PushTelemetryResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ListConfigResourcesRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ListConfigResourcesResponse(ApiMessage, load_json=_SCHEMAS):
     pass

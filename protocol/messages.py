@@ -152,6 +152,10 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.CONTROLLER_REGISTRATION: _pair_in(_OURS, "ControllerRegistration"),
     ApiKey.UNREGISTER_BROKER: _pair_in(_OURS, "UnregisterBroker"),
     ApiKey.UNREGISTER_CONTROLLER: _pair_in(_OURS, "UnregisterController"),
+    # --- KIP-714 client telemetry (issue 33) ---
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: _pair_in(_OURS, "GetTelemetrySubscriptions"),
+    ApiKey.PUSH_TELEMETRY: _pair_in(_OURS, "PushTelemetry"),
+    ApiKey.LIST_CLIENT_METRICS_RESOURCES: _pair_in(_OURS, "ListConfigResources"),
 }
 
 _LOADED: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {}

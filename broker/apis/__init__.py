@@ -52,6 +52,7 @@ from broker.apis import (
     end_txn,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
@@ -59,6 +60,7 @@ from broker.apis import (
     join_group,
     leader_and_isr,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,
@@ -69,6 +71,7 @@ from broker.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    push_telemetry,
     read_share_group_state,
     read_share_group_state_summary,
     sasl_authenticate,
@@ -162,6 +165,10 @@ HANDLER_MODULES: list[ModuleType] = [
     describe_share_group_offsets,
     alter_share_group_offsets,
     delete_share_group_offsets,
+    # --- KIP-714 client telemetry (issue 33) ---
+    get_telemetry_subscriptions,
+    push_telemetry,
+    list_config_resources,
 ]
 
 

@@ -46,6 +46,8 @@ ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALI
 # served).
 ZK_MODE_FEATURES = {"group.version": (0, 1), "share.version": (0, 1)}
 
+TELEMETRY_APIS = frozenset({71, 72})  # GetTelemetrySubscriptions, PushTelemetry
+
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -56,8 +58,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             SOFTWARE_NAME_OR_VERSION.fullmatch(value or "")
             for value in (request.client_software_name, request.client_software_version)):
         return response_for(request, error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
+    if request.API_VERSION >= 3 and ctx.connection is not None:  # what client-metrics subscriptions match on
+        ctx.connection.client_software = (request.client_software_name, request.client_software_version)
     Resp = response_type(request)
     hidden = zk_apis.hidden(ctx.server.config)
+    if ctx.server.metrics is None:  # no telemetry receiver: Kafka leaves KIP-714's push APIs out
+        hidden = hidden | TELEMETRY_APIS
     keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(advertised_versions().items()) if k not in hidden]
     if request.API_VERSION < 3:

@@ -14,7 +14,9 @@ synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `in
 v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
 GROUP resources (type 32): the share-group configs of broker/group_configs.py, each with its value (the
 group's override, source GROUP_CONFIG, else the default); an empty group id is INVALID_REQUEST.
-Gaps: BROKER_LOGGER (8) and CLIENT_METRICS (16) resources answer INVALID_REQUEST.
+CLIENT_METRICS resources (type 16, KIP-714): the keys a subscription sets, source CLIENT_METRICS_CONFIG (as Kafka
+3.7); an empty name is INVALID_REQUEST (broker/apis/client_metrics_support.py).
+Gaps: BROKER_LOGGER (8) resources answer INVALID_REQUEST.
 With an authorizer (Kafka): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.apis import client_metrics_support
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config_admin import config_refusal
 from broker.config_describe import DescribedConfig, describe_broker, describe_topic
@@ -41,6 +44,7 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 TOPIC = 2
 BROKER = 4
+CLIENT_METRICS = 16
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -87,6 +91,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 configs = await group_configs(server).describe(res.resource_name)
             else:
                 error, message = ErrorCode.INVALID_REQUEST, "Group id must not be empty."
+        elif res.resource_type == CLIENT_METRICS:
+            (error, message), configs = await client_metrics_support.describe(server, res.resource_name)
         else:
             error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {res.resource_type}"
         results.append(Result(error_code=error, error_message=message, resource_type=res.resource_type,

@@ -377,8 +377,14 @@ class KRaftAdmin:
         what goes; answered once our metadata has it."""
         from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
 
+        return await self.alter_resource_configs(CONFIG_RESOURCE_BROKER, entity, props, validate_only)
+
+    async def alter_resource_configs(self, resource_type: int, entity: str, props: Mapping[str, str],
+                                     validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """A config resource's set becomes `props` on the controller (ConfigRecords): the BROKER resource above,
+        CLIENT_METRICS subscriptions (broker/apis/client_metrics_support.py)."""
         configs = self.kraft.loader.image.configs
-        current = dict(configs.config(CONFIG_RESOURCE_BROKER, entity))
+        current = dict(configs.config(resource_type, entity))
         Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
         R = Req.AlterConfigsResource
         ops = [R.AlterableConfig(name=k, config_operation=0, value=v) for k, v in props.items()
@@ -386,14 +392,14 @@ class KRaftAdmin:
         ops += [R.AlterableConfig(name=k, config_operation=1, value=None) for k in current if k not in props]
 
         def build(v: int) -> Any:
-            return Req[v](resources=[R(resource_type=CONFIG_RESOURCE_BROKER, resource_name=entity, configs=ops)],
+            return Req[v](resources=[R(resource_type=resource_type, resource_name=entity, configs=ops)],
                           validate_only=validate_only)
 
         early = await self._send_one(build, ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda resp: resp.responses[0],
                                      validate_only)
         if early is not None:
             return early
-        await self._wait(lambda: dict(self.kraft.loader.image.configs.config(CONFIG_RESOURCE_BROKER, entity))
+        await self._wait(lambda: dict(self.kraft.loader.image.configs.config(resource_type, entity))
                          == dict(props), 30000)
         return ErrorCode.NONE, None
 
