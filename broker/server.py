@@ -185,6 +185,8 @@ class KafkaServer:
         if self.metrics is not None:
             self.metrics_endpoint = PrometheusEndpoint.start(self.config["metrics.prometheus.listener"], self.loop,
                                                              functools.partial(metric_families, self))
+            log.info("metrics for Prometheus at http://%s:%d/metrics", self.metrics_endpoint.host,
+                     self.metrics_endpoint.port)
         await self._wait_for_metadata()
         self._schedule_housekeeping()
         log.info("broker %d started in %.0f ms, listening on %s (advertised %s), log dirs %s",

@@ -134,8 +134,8 @@ class ClientInstance:
     version: int  # the subscriptions' version it was made from
     metrics: list[str]
     interval_ms: int
-    last_get_ms: float = 0.0
-    last_push_ms: float = 0.0
+    last_get_ms: float = float("-inf")  # never: the first request is never throttled
+    last_push_ms: float = float("-inf")
     terminating: bool = False
     last_error: ErrorCode = ErrorCode.NONE
     last_seen_ms: float = 0.0
@@ -276,6 +276,9 @@ class ClientMetricsManager:
         series = instance.series
         for point in decoded.points:
             name = _NAME.sub("_", point.name)
+            counter = point.kind == "sum" and point.monotonic
+            if counter and name.endswith("_total"):
+                name = name[:-6]  # served as name_total, once
             labels = {_LABEL.sub("_", k): v for k, v in point.attributes.items()}
             labels.update(identity)
             key = (name, tuple(sorted(labels.items())))
@@ -283,7 +286,7 @@ class ClientMetricsManager:
             if entry is None:
                 if len(series) >= MAX_SERIES:
                     continue
-                kind = "counter" if point.kind == "sum" and point.monotonic else "gauge"
+                kind = "counter" if counter else "gauge"
                 entry = series[key] = [kind, 0.0, point.description]
             if entry[0] == "counter" and point.temporality != CUMULATIVE:
                 entry[1] += point.value

@@ -113,8 +113,8 @@ def test_incremental_alter_configs_error_paths(conn: Any) -> None:
         [(ErrorCode.INVALID_CONFIG, "Invalid config value for resource ConfigResource(type=BROKER, name='0'): "
                                     "Password encoder secret not configured")]
     assert incremental(conn, [(16, "subscription", [("interval.ms", "1", SET)])]) == \
-        [(ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, but resource type is "
-                                     "CLIENT_METRICS")]
+        [(ErrorCode.INVALID_REQUEST, "Invalid value 1 for interval.ms, interval must be between 100 and 3600000 "
+                                     "(1 hour)")]
     assert incremental(conn, [(BROKER, "", [("log.cleanup.policy", "compact", APPEND)])]) == [(ErrorCode.NONE, None)]
     [entry] = describe(conn, BROKER, "", ["log.cleanup.policy"]).configs
     assert (entry.value, entry.config_source) == ("delete,compact", 3)
