@@ -41,9 +41,11 @@ def metric_families(server: Any) -> list[Family]:
     out.extend(_controller(server))
     out.extend(_network(server))
     out.extend(_coordinators(server))
-    client_metrics = getattr(server, "client_metrics", None)
+    client_metrics = getattr(server, "client_metrics", None)  # made when a client first asks (KIP-714)
     if client_metrics is not None:
         out.extend(client_metrics.families())
+    else:
+        out.append(_gauge("kafka_server_client_metrics_instance_count", "Kafka's client-metrics instance-count", 0))
     return out
 
 

@@ -119,3 +119,20 @@ def test_client_metrics_subscriptions_and_what_a_librdkafka_client_pushes(tmp_pa
         assert alter(broker, "producers", metrics=(DELETE, None), interval_ms=(DELETE, None),
                      match=(DELETE, None)).error_code == ErrorCode.NONE
         assert subscriptions(broker) == []
+
+
+DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "kafka-wire-broker.json"
+
+
+def test_the_grafana_dashboard_asks_only_for_metrics_the_broker_serves(tmp_path: Path) -> None:
+    import json
+
+    exprs = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]]
+    wanted = {name for e in exprs for name in re.findall(r"\b(kafka_[a-z0-9_]+)\s*\{", e)}
+    assert len(wanted) > 20
+    with EmbeddedBroker({"metrics.prometheus.listener": "http://127.0.0.1:0"}, data_dir=tmp_path) as broker:
+        subprocess.run([kcat_path(), "-b", broker.bootstrap, "-t", "d", "-P"], input=b"a\nb\n", check=True, timeout=60)
+        subprocess.run([kcat_path(), "-b", broker.bootstrap, "-t", "d", "-C", "-e", "-q"], check=True, timeout=60,
+                       capture_output=True)
+        served = {key.split("{", 1)[0] for key in scrape(broker)}
+    assert sorted(wanted - served) == []
