@@ -145,7 +145,8 @@ class BrokerMetrics:
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.failed_isr_updates = 0
-        self.requests: dict[str, RequestStats] = {}
+        self.requests: dict[str, RequestStats] = {}  # by Kafka's request name
+        self._by_key: dict[int, RequestStats] = {}  # the same, by API key
 
     # ---------------------------------------------------------------- counting (event loop)
     def topic(self, topic: str) -> TopicMetrics:
@@ -196,13 +197,13 @@ class BrokerMetrics:
         return RequestTimer(self, api_key, version, arrived, dequeued)
 
     def record_request(self, api_key: int, version: int, follower: bool, parts: tuple[int, ...]) -> None:
-        names = [kafka_api_name(api_key)]
+        stats = self._by_key.get(api_key)
+        if stats is None:
+            stats = self._by_key[api_key] = self.requests.setdefault(kafka_api_name(api_key), RequestStats())
+        stats.record(version, parts)
         if api_key == _FETCH:
-            names.append("FetchFollower" if follower else "FetchConsumer")
-        for name in names:
-            stats = self.requests.get(name)
-            if stats is None:
-                stats = self.requests[name] = RequestStats()
+            name = "FetchFollower" if follower else "FetchConsumer"
+            stats = self.requests.get(name) or self.requests.setdefault(name, RequestStats())
             stats.record(version, parts)
 
     # ---------------------------------------------------------------- reading (event loop, at scrape time)
