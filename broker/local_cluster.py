@@ -1,6 +1,6 @@
 """A local cluster on loopback: a real ZooKeeper and N broker processes sharing it.
 
-    python -m broker.cluster --brokers 3 [--data-dir ./cluster-data] [--override key=value ...]
+    python -m broker.local_cluster --brokers 3 [--data-dir ./cluster-data] [--override key=value ...]
 
 prints the bootstrap servers and runs until SIGINT/SIGTERM, then stops the brokers (SIGTERM: controlled
 shutdown) and ZooKeeper. `LocalCluster` is the same thing for tests and tools: `.brokers[i]` are
@@ -131,7 +131,7 @@ class LocalCluster:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker.cluster", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m broker.local_cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=None)
