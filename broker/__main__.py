@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 async def serve(config: KafkaConfig) -> int:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -36,7 +36,7 @@ from broker.config_types import PASSWORD, ConfigError
 from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from storage import InvalidRecordError as StorageInvalidRecordError
 from storage import KafkaStorageError, TopicPartition
 
 if TYPE_CHECKING:
+    from broker.kafka_server import KafkaServer
     from broker.partition import Partition
-    from broker.server import KafkaServer
 
 log = logging.getLogger("broker.fetcher")
 

@@ -38,7 +38,7 @@ from broker.metadata import znodes
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 

@@ -68,7 +68,7 @@ class EmbeddedBroker:
 
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
         from broker.config import KafkaConfig
-        from broker.server import KafkaServer
+        from broker.kafka_server import KafkaServer
 
         config = KafkaConfig(self.props)
         ready = threading.Event()

@@ -30,7 +30,7 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 API_KEY = 24
 MIN_VERSION = 0

@@ -25,9 +25,9 @@ from protocol import response_class
 from storage import TopicPartition
 
 if TYPE_CHECKING:
+    from broker.kafka_server import KafkaServer
     from broker.metadata_cache import BrokerEndpoint
     from broker.network import Connection
-    from broker.server import KafkaServer
 
 
 # Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.

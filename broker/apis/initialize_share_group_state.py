@@ -23,7 +23,7 @@ from broker.coordinator.share.records import ShareKey
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 API_KEY = 83
 MIN_VERSION = 0

@@ -24,7 +24,7 @@ from broker.share.persister import RecordState
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 API_KEY = 87
 MIN_VERSION = 0

@@ -25,7 +25,7 @@ from broker.share.persister import PersisterStateBatch
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 API_KEY = 85
 MIN_VERSION = 0

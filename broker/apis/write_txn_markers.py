@@ -41,7 +41,7 @@ from protocol.records import ControlRecordType, build_control_batch
 from storage import AppendOrigin, TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger("broker.apis.write_txn_markers")
 

@@ -16,7 +16,7 @@ from broker.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.metadata_version import request_versions
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 
 class ControllerUnavailable(Exception):

@@ -1,7 +1,7 @@
 """KRaft mode of KafkaServer (`process.roles=broker`): what `server.controller` is when a KRaft controller
 quorum, not ZooKeeper or the embedded store, holds the cluster's metadata.
 
-`Controller.create(server)`, the call server.py makes, gives a `KRaftBroker` when `process.roles` is set (the
+`Controller.create(server)`, the call kafka_server.py makes, gives a `KRaftBroker` when `process.roles` is set (the
 ZooKeeper-mode/embedded `Controller` otherwise); it answers the calls the server and the request handlers make
 of a controller:
 - `startup()` (Kafka's BrokerServer start-up): reads the cluster id and directory ids from the log dirs'
@@ -67,7 +67,7 @@ from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties, uuid_from_kafka_str
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger("broker.kraft")
 

@@ -38,7 +38,7 @@ from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMet
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger("broker.kraft.publisher")
 

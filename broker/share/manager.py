@@ -52,7 +52,7 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from broker.share.memory_persister import InMemoryPersister
 from broker.share.persister import Persister
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 
 def create_persister(server: KafkaServer) -> Persister:

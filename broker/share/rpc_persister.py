@@ -45,7 +45,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger("broker.share.persister")
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from broker.config import KafkaConfig
 from broker.fetcher import ReplicaFetcher
+from broker.kafka_server import KafkaServer
 from broker.metadata_cache import PartitionMetadata
 from broker.partition import Partition, PartitionState
 from broker.replica_manager import ReplicaManager
-from broker.server import KafkaServer
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches
 from storage import Log, LogConfig

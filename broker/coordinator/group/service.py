@@ -29,7 +29,7 @@ from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
 from broker.group_configs import group_configs
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 

@@ -30,7 +30,7 @@ from broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
 log = logging.getLogger("broker.coordinator.transaction")
 
