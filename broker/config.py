@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from broker.common.metadata_version import MetadataVersion
 from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, BrokerKey, broker_synonyms, listener_base_name
 from broker.config_support import OUR_KEYS, has_effect, is_plugin_key, no_effect_note
 from broker.config_types import (
@@ -37,7 +38,6 @@ from broker.config_types import (
     InvalidValue,
     to_string,
 )
-from broker.metadata_version import MetadataVersion
 
 __all__ = ["ConfigError", "InvalidValue", "KafkaConfig", "Endpoint", "parse_listener", "parse_properties",
            "LONG_MAX", "key_of"]

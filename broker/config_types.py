@@ -22,7 +22,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
-from broker.metadata_version import MetadataVersion
+from broker.common.metadata_version import MetadataVersion
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1

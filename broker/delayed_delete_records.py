@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.partition import FETCH_LOG_END
 from broker.purgatory import DelayedOperation
 from protocol.errors import ErrorCode

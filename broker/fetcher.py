@@ -28,8 +28,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.common.metadata_version import MetadataVersion, request_versions
 from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
-from broker.metadata_version import MetadataVersion, request_versions
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import InvalidRecordError as StorageInvalidRecordError

@@ -37,7 +37,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.partition_isr import IsrManagement
 from broker.replica import Replica
 from protocol.errors import ErrorCode

@@ -47,10 +47,10 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from broker.common.errors import KafkaApiError
 from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
 from broker.delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, FetchPartitionStatus, PartitionFetchInfo
 from broker.delayed_produce import DelayedProduce, ProducePartitionResult
-from broker.errors import KafkaApiError
 from broker.log_writes import LogWrites
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.partition import (

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity, UnsupportedApi
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

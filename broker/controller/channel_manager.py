@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.common.metadata_version import request_versions
 from broker.controller.context import ControllerContext
 from broker.controller.requests import (
     build_leader_and_isr,
@@ -37,7 +38,6 @@ from broker.controller.requests import (
 )
 from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.metadata_version import request_versions
 from broker.partition import PartitionState
 from protocol import ApiKey
 from protocol.errors import ErrorCode

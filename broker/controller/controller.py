@@ -33,6 +33,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from broker.common.metadata_version import request_versions
 from broker.controller.admin_manager import AdminManager
 from broker.controller.alter_partition import AlterPartitionService, RpcAlterPartitionManager
 from broker.controller.channel_manager import ControllerChannelManager
@@ -45,7 +46,6 @@ from broker.controller.reassignment import PartitionReassignment
 from broker.controller.topic_deletion import TopicDeletionManager
 from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint
-from broker.metadata_version import request_versions
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

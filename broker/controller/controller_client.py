@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.common.metadata_version import request_versions
 from broker.inter_broker import BrokerConnection, BrokerUnavailable
-from broker.metadata_version import request_versions
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer

@@ -40,7 +40,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, build_batch, control_record_type, iter_batches
 from storage import AppendOrigin, TopicPartition, VerificationGuard

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition, PartitionState
 from protocol.errors import ErrorCode
 from protocol.records import build_batch

@@ -47,6 +47,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
+from broker.common.errors import KafkaApiError
 from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
 from broker.coordinator.runtime import LoadedBatch
 from broker.coordinator.share.batches import combine
@@ -65,7 +66,6 @@ from broker.coordinator.share.records import (
     encode_snapshot,
     encode_update,
 )
-from broker.errors import KafkaApiError
 from broker.share.persister import PersisterStateBatch
 from protocol.errors import ErrorCode
 
