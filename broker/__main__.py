@@ -22,7 +22,7 @@ from broker import lazy_packages
 
 lazy_packages.install("kafka")  # before anything imports kafka-python: its __init__ loads the whole client
 
-from broker.config import ConfigError, KafkaConfig  # noqa: E402 - after the stand-in above
+from broker.config.kafka_config import ConfigError, KafkaConfig  # noqa: E402 - after the stand-in above
 
 
 def setup_logging(level: str = "INFO") -> None:

@@ -14,13 +14,13 @@ and messages):
   list (cleanup.policy="") is valid, as in Kafka 3.7.
 - BROKER: "" is the cluster-wide default, "<this broker's id>" this broker ("Node id must be an integer,
   but it is: x" / "Unexpected broker id, expected 0, but received 3": INVALID_REQUEST); validation failures
-  of dynamic broker configs answer INVALID_REQUEST with Kafka's message (broker/dynamic_config.py);
+  of dynamic broker configs answer INVALID_REQUEST with Kafka's message (broker/config/dynamic.py);
   dynamic passwords INVALID_CONFIG (we cannot store them encrypted as Kafka does). KRaft mode: any broker's id
   is taken (as Kafka's KRaft broker forwards it; validated against this broker's config), the incremental
   operations apply to the metadata image's set, then it is set on the controller as IncrementalAlterConfigs of
   the BROKER resource (ConfigRecords), answered once this broker's metadata has them (broker/kraft/admin.py
   `alter_broker_configs`).
-- GROUP: the share-group configs of broker/group_configs.py (INVALID_CONFIG for unknown keys or values out of
+- GROUP: the share-group configs of broker/config/group_configs.py (INVALID_CONFIG for unknown keys or values out of
   the broker's bounds).
 - Other resource types: INVALID_REQUEST.
 - APPEND/SUBTRACT on a key Kafka does not define: UNKNOWN_SERVER_ERROR without a message, as Kafka 3.7.
@@ -33,11 +33,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from broker.config_keys import BROKER_KEYS, TOPIC_KEYS
-from broker.config_types import LIST, ConfigError, to_string
+from broker.config.dynamic import DEFAULT_ENTITY, NotPersistable
+from broker.config.group_configs import GROUP, group_configs
+from broker.config.keys import BROKER_KEYS, TOPIC_KEYS
+from broker.config.types import LIST, ConfigError, to_string
 from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
-from broker.dynamic_config import DEFAULT_ENTITY, NotPersistable
-from broker.group_configs import GROUP, group_configs
 from broker.metadata import UnknownTopicError
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode

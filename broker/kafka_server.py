@@ -33,10 +33,11 @@ from typing import Any, NamedTuple
 
 from broker import apis
 from broker.apis.base import RequestContext, response_for, timed_steps
-from broker.config import Endpoint, KafkaConfig
+from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.kafka_config import Endpoint, KafkaConfig
+from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
-from broker.dynamic_config import DynamicBrokerConfig
 from broker.fetch_session import FetchSessionCache
 from broker.fetcher import ReplicaFetcherManager
 from broker.kraft import admin as kraft_admin
@@ -51,7 +52,6 @@ from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
 from broker.security.quotas import ClientQuotas
-from broker.topics import TopicConfigs
 from broker.txn_verification import AddPartitionsToTxnManager
 from protocol import (
     ApiKey,
@@ -320,7 +320,7 @@ class KafkaServer:
         await self.log_dir_mover.shutdown()
         self.dynamic_config.shutdown()
         self.quotas.shutdown()
-        if getattr(self, "group_configs", None) is not None:  # made on first use (broker/group_configs.py)
+        if getattr(self, "group_configs", None) is not None:  # made on first use (broker/config/group_configs.py)
             self.group_configs.close()
         if self.authorizer is not None:
             self.authorizer.shutdown()

@@ -67,7 +67,7 @@ class EmbeddedBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
-        from broker.config import KafkaConfig
+        from broker.config.kafka_config import KafkaConfig
         from broker.kafka_server import KafkaServer
 
         config = KafkaConfig(self.props)

@@ -3,7 +3,7 @@
 TOPIC resources (type 2): an invalid name answers INVALID_TOPIC_EXCEPTION, a missing topic
 UNKNOWN_TOPIC_OR_PARTITION (no message); otherwise every topic key with its effective value, Kafka's
 `config_type`, `config_source` and synonyms (the override, then the broker keys behind it over the
-dynamic per-broker, dynamic cluster-wide, static and default layers; see broker/config_describe.py).
+dynamic per-broker, dynamic cluster-wide, static and default layers; see broker/config/describe.py).
 The topic's overrides are read from the metadata store first (a broker that is not the controller may
 not have seen a new topic's config yet).
 BROKER resources (type 4): "<this broker's id>" lists every broker key and every supplied key; "" lists
@@ -12,7 +12,7 @@ it is: x"; another broker's id: INVALID_REQUEST "Unexpected broker id, expected 
 received <x>". PASSWORD keys and unknown keys are sensitive (value null). `configuration_keys` filters;
 synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `include_documentation`.
 v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
-GROUP resources (type 32): the share-group configs of broker/group_configs.py, each with its value (the
+GROUP resources (type 32): the share-group configs of broker/config/group_configs.py, each with its value (the
 group's override, source GROUP_CONFIG, else the default); an empty group id is INVALID_REQUEST.
 Gaps: BROKER_LOGGER (8) and CLIENT_METRICS (16) resources answer INVALID_REQUEST.
 With an authorizer (Kafka): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
@@ -24,11 +24,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.config.describe import DescribedConfig, describe_broker, describe_topic
+from broker.config.group_configs import GROUP, group_configs
+from broker.config.topics import topic_name_error
 from broker.config_admin import config_refusal
-from broker.config_describe import DescribedConfig, describe_broker, describe_topic
-from broker.group_configs import GROUP, group_configs
 from broker.security.acl import AclOperation
-from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 
 API_KEY = 32

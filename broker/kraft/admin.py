@@ -363,7 +363,7 @@ class KRaftAdmin:
     def broker_configs(self, entity: str) -> dict[str, str]:
         """A dynamic broker config set from the metadata image ("<default>" or a broker id), usable entries
         only, as DynamicBrokerConfig.persisted reads the store's."""
-        from broker.dynamic_config import DEFAULT_ENTITY, from_persistent
+        from broker.config.dynamic import DEFAULT_ENTITY, from_persistent
         from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
 
         name = "" if entity == DEFAULT_ENTITY else entity

@@ -43,7 +43,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.assignments import AssignmentsManager

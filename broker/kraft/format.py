@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from broker.common.metadata_version import LATEST_KRAFT, MetadataVersion
-from broker.config import ConfigError, KafkaConfig
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.kraft.snapshot import write_snapshot
 from protocol.metadata_records import FeatureLevelRecord
 from storage.checkpoints import read_properties, uuid_from_kafka_str, uuid_to_kafka_str, write_properties

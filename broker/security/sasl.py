@@ -42,7 +42,7 @@ from struct import unpack_from
 from typing import Any
 
 from broker.apis.base import RequestContext
-from broker.config import ConfigError, KafkaConfig
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.network import Connection, Response
 from broker.security.oauthbearer import OAuthBearerServer, listener_validator
 from broker.security.sasl_errors import AuthenticationFailed, InvalidSaslMessage

@@ -9,7 +9,7 @@ Contract:
   member fetches (requests add partitions; ForgottenTopicsData removes them).
 - Share partitions, one per (group, topic partition) on its leader, created on first use: the state is read
   through the `Persister` (from `create_persister`, the one place that chooses it); a share partition
-  never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/group_configs.py:
+  never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/config/group_configs.py:
   latest, Kafka's default, is the high watermark; earliest the log start offset; by_duration:<d> the first
   record at most d old) and is initialized in the persister. The group config `share.record.lock.duration.ms`
   sets its acquisition locks. Every acknowledgement, release and lock expiry is written through the persister
@@ -40,9 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from broker.config.group_configs import by_duration_ms, group_configs
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
 from broker.delayed_fetch import FetchParams, PartitionFetchInfo
-from broker.group_configs import by_duration_ms, group_configs
 from broker.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
 from broker.share.log_batches import LogBatch, deliverable, parse_batches
 from broker.share.persister import Persister, PersisterError

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from broker.common.metadata_version import LATEST_PRODUCTION, MetadataVersion, request_versions
-from broker.config import ConfigError, KafkaConfig, parse_properties
-from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
-from broker.config_support import IMPLEMENTED
-from broker.config_types import ConfigType, java_double, parse_value, to_string
+from broker.config.kafka_config import ConfigError, KafkaConfig, parse_properties
+from broker.config.keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
+from broker.config.support import IMPLEMENTED
+from broker.config.types import ConfigType, java_double, parse_value, to_string
 from protocol import ApiKey
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

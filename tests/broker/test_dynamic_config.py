@@ -10,7 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.config import KafkaConfig
+from broker.config.dynamic import check_persistable, from_persistent, loggable, validate
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore
+from broker.config.kafka_config import KafkaConfig
+from broker.config.types import ConfigError
 from broker.config_admin import (
     APPEND,
     DELETE,
@@ -21,9 +24,6 @@ from broker.config_admin import (
     broker_list_default,
     topic_list_default,
 )
-from broker.config_types import ConfigError
-from broker.dynamic_config import check_persistable, from_persistent, loggable, validate
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore
 from broker.metadata import LocalMetadataStore
 from protocol.errors import ErrorCode
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.fetcher import ReplicaFetcher
 from broker.kafka_server import KafkaServer
 from broker.metadata_cache import PartitionMetadata

@@ -22,11 +22,11 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from broker.config.group_configs import group_configs
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.group.share_group import share_group_config
 from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
-from broker.group_configs import group_configs
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer

@@ -76,7 +76,7 @@ class ShareGroupRequests:
     manager: GroupMetadataManager
     topics_image: TopicsImage
     share_config: ShareGroupConfig = ShareGroupConfig()
-    # A group's configs (broker/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
+    # A group's configs (broker/config/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
     # the broker; they override `share_config` for that group.
     share_group_configs: Callable[[str], Mapping[str, str]] = staticmethod(lambda group_id: {})  # type: ignore[assignment]
     # The broker's share-state Persister (broker/share/persister.py), set by the broker: the coordinator

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.share.persister import PersisterStateBatch, SharePartitionState
 from broker.testing import EmbeddedBroker

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
 from broker.kraft.image import AclEntry, ConfigurationsImage, MetadataImage, ScramCredential
 from broker.kraft.security_sync import image_quotas, quota_entity, sync_image_security
 from broker.metadata import LocalMetadataStore

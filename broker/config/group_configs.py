@@ -31,16 +31,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.config_describe import DescribedConfig
-from broker.config_types import ConfigSource, ConfigType
-from broker.dynamic_config_store import watch_config_changes, write_entity_config
+from broker.config.describe import DescribedConfig
+from broker.config.dynamic_store import watch_config_changes, write_entity_config
+from broker.config.types import ConfigSource, ConfigType
 from broker.metadata import znodes
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("broker.group_configs")
 
 GROUP = 32
 _KIND = "groups"

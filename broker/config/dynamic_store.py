@@ -24,7 +24,7 @@ from broker.metadata import znodes
 from broker.metadata.notifications import SequentialNotifications
 from broker.metadata.types import MetadataError, NoNodeError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("broker.dynamic_config_store")
 
 DEFAULT_ENTITY = "<default>"
 CONFIG_BROKERS = "/config/brokers"

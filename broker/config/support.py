@@ -13,8 +13,8 @@ Contract:
 
 from __future__ import annotations
 
-from broker.config_keys import BROKER_KEYS, BrokerKey, listener_base_name
-from broker.config_types import STRING
+from broker.config.keys import BROKER_KEYS, BrokerKey, listener_base_name
+from broker.config.types import STRING
 
 IMPLEMENTED: frozenset[str] = frozenset({
     # identity, listeners, storage location

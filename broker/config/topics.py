@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from broker.config import KafkaConfig
-from broker.config_keys import TOPIC_KEYS
-from broker.config_types import ConfigError, to_string
+from broker.config.kafka_config import KafkaConfig
+from broker.config.keys import TOPIC_KEYS
+from broker.config.types import ConfigError, to_string
 from storage import LogConfig
 
 MAX_NAME_LENGTH = 249

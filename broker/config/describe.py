@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.config import KafkaConfig, key_of
-from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
-from broker.config_support import OUR_KEYS, broker_doc, topic_doc
-from broker.config_types import ConfigSource, ConfigType, to_string
-from broker.topics import parse_topic_configs
+from broker.config.kafka_config import KafkaConfig, key_of
+from broker.config.keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
+from broker.config.support import OUR_KEYS, broker_doc, topic_doc
+from broker.config.topics import parse_topic_configs
+from broker.config.types import ConfigSource, ConfigType, to_string
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Contract:
 - `KafkaConfig.load(path, overrides)` reads a Java-properties file (``key=value`` or ``key: value``,
   ``#``/``!`` comments, backslash continuations), then applies ``--override key=value`` pairs.
-- Every key Kafka 3.x defines is accepted (`broker.config_keys`). A bad value of a known key raises
+- Every key Kafka 3.x defines is accepted (`broker.config.keys`). A bad value of a known key raises
   `ConfigError` with Kafka's message naming key and value; so do Kafka's cross-key requirements
   ("requirement failed: ..."). Unknown keys are ignored; `startup_warnings()` gives at most two lines:
   the keys that are not Kafka's at all (with a "did you mean" for near misses) and the Kafka keys
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.common.metadata_version import MetadataVersion
-from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, BrokerKey, broker_synonyms, listener_base_name
-from broker.config_support import OUR_KEYS, has_effect, is_plugin_key, no_effect_note
-from broker.config_types import (
+from broker.config.keys import BROKER_KEYS, TOPIC_KEYS, BrokerKey, broker_synonyms, listener_base_name
+from broker.config.support import OUR_KEYS, has_effect, is_plugin_key, no_effect_note
+from broker.config.types import (
     LONG_MAX,
     ConfigError,
     InvalidValue,

@@ -23,8 +23,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from broker.config import KafkaConfig
-from broker.config_keys import (
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore
+from broker.config.kafka_config import KafkaConfig
+from broker.config.keys import (
     BROKER_KEYS,
     LISTENER_ONLY_KEYS,
     TOPIC_KEY_OF_BROKER_KEY,
@@ -32,13 +33,12 @@ from broker.config_keys import (
     broker_synonyms,
     listener_base_name,
 )
-from broker.config_types import PASSWORD, ConfigError
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore
+from broker.config.types import PASSWORD, ConfigError
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("broker.dynamic_config")
 
 # Listener-scoped keys that may still be set cluster-wide (Kafka's ClusterLevelListenerConfigs).
 _CLUSTER_LEVEL_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})

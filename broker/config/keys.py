@@ -10,7 +10,7 @@ Contract:
   (e.g. retention.ms <- log.retention.ms, log.retention.minutes, log.retention.hours).
 - `broker_synonyms(key)`: the broker keys that set the same value, in Kafka's precedence order;
   `listener_base_name(key)`: the key a `listener.name.<l>.<key>` override stands for.
-Which keys act on this broker, and why the others do not, is broker/config_support.py.
+Which keys act on this broker, and why the others do not, is broker/config/support.py.
 The facts (names, types, defaults, modes) are Kafka's; the table and its wording are ours.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from broker.config_types import (
+from broker.config.types import (
     BOOLEAN,
     CLASS,
     DOUBLE,
