@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.common.metadata_version import MetadataVersion, request_versions
-from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import InvalidRecordError as StorageInvalidRecordError

@@ -43,7 +43,7 @@ from broker.fetcher import ReplicaFetcherManager
 from broker.kraft import admin as kraft_admin
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
-from broker.network import Connection, Deferred, Response, SendfileChunk, SocketServer
+from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
 from broker.replica_selector import replica_selector

@@ -47,7 +47,13 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from broker.common.errors import KafkaApiError
-from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity, UnsupportedApi
+from broker.network.inter_broker import (
+    PLAINTEXT_CLIENT,
+    BrokerConnection,
+    BrokerUnavailable,
+    ClientSecurity,
+    UnsupportedApi,
+)
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, iter_batches

@@ -27,7 +27,7 @@ from storage import TopicPartition
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer
     from broker.metadata_cache import BrokerEndpoint
-    from broker.network import Connection
+    from broker.network.socket_server import Connection
 
 
 # Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.
@@ -74,7 +74,7 @@ class RequestContext:
     client_id: str | None
     handler_ns: int = 0  # event-loop time this request used so far (Kafka's request-handler time)
     quota_exempt: bool = False  # a replica's fetch: outside client quotas, as in Kafka
-    # The handler's work is done and what it returned only waits for the answer (broker.network.Deferred):
+    # The handler's work is done and what it returned only waits for the answer (broker.network.socket_server.Deferred):
     # the connection may go on with its next request.
     deferred: bool = False
 

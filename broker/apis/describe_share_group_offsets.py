@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.security.acl import AclOperation, ResourceType
 from broker.share.manager import persister_error_code, share_partition_manager
 from broker.share.persister import PersisterError, RecordState

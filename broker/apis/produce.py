@@ -13,8 +13,8 @@ hear an error, so it reconnects and refreshes its metadata); acks=1: answer once
 answer when the high watermark passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile. Unlike Kafka, a
 non-transactional produce that only waits for its writes or its followers lets the connection take the
-producer's next request meanwhile (broker.network.Deferred; answers stay in request order). Idempotent producers:
-duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
+producer's next request meanwhile (broker.network.socket_server.Deferred; answers stay in request order).
+Idempotent producers: duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
 INVALID_PRODUCER_EPOCH. A batch rejected record by record (Kafka's RecordValidationException: a keyless record
 to a compacted topic) answers INVALID_RECORD with the validator's message, the log start offset and KIP-467's
 `record_errors` (v8+).
@@ -121,7 +121,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             return _answer(ctx, request, {**early, **results})
         # Without a transactional id every append is done (a transactional one may still await the
         # coordinator's verification): the answer only waits for the writes and the followers, and the
-        # connection may take the producer's next request meanwhile (broker.network.Deferred).
+        # connection may take the producer's next request meanwhile (broker.network.socket_server.Deferred).
         ctx.deferred = request.transactional_id is None
         return wait()
     return _answer(ctx, request, {**early, **result})

@@ -36,8 +36,8 @@ from broker.controller.requests import (
     build_stop_replica,
     build_update_metadata,
 )
-from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.partition import PartitionState
 from protocol import ApiKey
 from protocol.errors import ErrorCode

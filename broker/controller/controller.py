@@ -295,7 +295,7 @@ class Controller:
         ep = self.server.metadata_cache.alive_broker(cid) if cid is not None else None
         if ep is None:
             return None
-        from broker.inter_broker import BrokerConnection
+        from broker.network.inter_broker import BrokerConnection
         from protocol import ApiKey, request_class
 
         conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.common.metadata_version import request_versions
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer

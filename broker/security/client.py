@@ -15,7 +15,7 @@ Kafka, a broker-only node does not need the mechanism among its own `sasl.enable
 from __future__ import annotations
 
 from broker.config.kafka_config import ConfigError, KafkaConfig
-from broker.inter_broker import ClientSecurity
+from broker.network.inter_broker import ClientSecurity
 from broker.security import tls
 from broker.security.sasl import SUPPORTED_MECHANISMS, parse_jaas
 

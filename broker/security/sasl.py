@@ -43,7 +43,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext
 from broker.config.kafka_config import ConfigError, KafkaConfig
-from broker.network import Connection, Response
+from broker.network.socket_server import Connection, Response
 from broker.security.oauthbearer import OAuthBearerServer, listener_validator
 from broker.security.sasl_errors import AuthenticationFailed, InvalidSaslMessage
 from broker.security.scram import MECHANISMS, ScramCredential, ScramError, ScramServer

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

@@ -120,7 +120,7 @@ def test_a_stalled_write_holds_only_its_own_partition(broker: EmbeddedBroker, st
 
 
 def test_a_producers_next_request_is_appended_while_the_previous_waits(broker: EmbeddedBroker, stall: Stall) -> None:
-    """broker.network.Deferred: a produce waiting for its write does not hold up the connection's next
+    """broker.network.socket_server.Deferred: a produce waiting for its write does not hold up the connection's next
     request (Kafka would wait), and the answers still come back in request order."""
     import socket
 

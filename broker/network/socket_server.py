@@ -565,7 +565,7 @@ class SocketServer:
             if self.ssl_context is None:
                 conn = Connection(self, sock, (addr[0], addr[1]), self._next_id)
             else:
-                from broker.network_tls import wrap
+                from broker.network.tls_connection import wrap
 
                 tls = wrap(self, sock, (addr[0], addr[1]), self._next_id, self.ssl_context)
                 if tls is None:

@@ -1,6 +1,6 @@
 """A connection of an SSL or SASL_SSL listener: the socket layer's Connection over Python's `ssl` module.
 
-Contract (beyond broker.network's):
+Contract (beyond broker.network.socket_server's):
 - The TLS handshake runs first, non-blocking, driven by readability/writability; a client that fails it
   (wrong CA, no certificate where `ssl.client.auth=required`, garbage or a truncated hello) closes only its
   own connection, with one log line. A handshake that has not finished within `handshake_timeout_s` closes too.
@@ -23,12 +23,12 @@ import ssl
 import time
 from typing import TYPE_CHECKING
 
-from broker.network import Connection, SendfileChunk, log
+from broker.network.socket_server import Connection, SendfileChunk, log
 from broker.security.principal_mapping import NoMatchingRule
 from broker.security.tls import principal_name
 
 if TYPE_CHECKING:
-    from broker.network import SocketServer
+    from broker.network.socket_server import SocketServer
 
 _CHUNK = 256 * 1024
 _READS_PER_CALLBACK = 16
