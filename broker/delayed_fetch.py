@@ -17,8 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.cluster.partition import FETCH_LOG_END
 from broker.common.errors import KafkaApiError
-from broker.partition import FETCH_LOG_END
 from broker.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from storage import AbortedTxn, LogOffsetMetadata, StorageError, TopicPartition

@@ -36,8 +36,8 @@ from storage import InvalidRecordError as StorageInvalidRecordError
 from storage import KafkaStorageError, TopicPartition
 
 if TYPE_CHECKING:
+    from broker.cluster.partition import Partition
     from broker.kafka_server import KafkaServer
-    from broker.partition import Partition
 
 log = logging.getLogger("broker.fetcher")
 

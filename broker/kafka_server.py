@@ -33,6 +33,8 @@ from typing import Any, NamedTuple
 
 from broker import apis
 from broker.apis.base import RequestContext, response_for, timed_steps
+from broker.cluster.partition import PartitionState
+from broker.cluster.replica_selector import replica_selector
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.kafka_config import Endpoint, KafkaConfig
 from broker.config.topics import TopicConfigs
@@ -44,9 +46,7 @@ from broker.kraft import admin as kraft_admin
 from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
-from broker.partition import PartitionState
 from broker.replica_manager import ReplicaManager
-from broker.replica_selector import replica_selector
 from broker.security import sasl, tls
 from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from storage import Log, TopicPartition, UnexpectedAppendOffsetError
 
 if TYPE_CHECKING:
-    from broker.partition import Partition
+    from broker.cluster.partition import Partition
     from broker.replica_manager import ReplicaManager
     from storage.cleaner import LogCleaner
 

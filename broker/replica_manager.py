@@ -47,19 +47,19 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from broker.cluster.partition import (
+    FETCH_LOG_END,
+    Partition,
+    PartitionState,
+)
+from broker.cluster.replica_selector import ReplicaSelector, ReplicaView
 from broker.common.errors import KafkaApiError
 from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
 from broker.delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, FetchPartitionStatus, PartitionFetchInfo
 from broker.delayed_produce import DelayedProduce, ProducePartitionResult
 from broker.log_writes import LogWrites
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
-from broker.partition import (
-    FETCH_LOG_END,
-    Partition,
-    PartitionState,
-)
 from broker.purgatory import Purgatory
-from broker.replica_selector import ReplicaSelector, ReplicaView
 from broker.txn_verification import (
     AddPartitionsToTxnManager,
     TransactionSupportedOperation,

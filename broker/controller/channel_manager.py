@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.cluster.partition import PartitionState
 from broker.common.metadata_version import request_versions
 from broker.controller.context import ControllerContext
 from broker.controller.requests import (
@@ -38,7 +39,6 @@ from broker.controller.requests import (
 )
 from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
-from broker.partition import PartitionState
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -46,7 +46,7 @@ from protocol.records import CorruptRecordError, InvalidRecordError, build_batch
 from storage import AppendOrigin, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
-    from broker.partition import Partition
+    from broker.cluster.partition import Partition
     from broker.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.coordinator")

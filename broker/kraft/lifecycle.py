@@ -48,7 +48,7 @@ METADATA_VERSION_RANGE = (7, 33)
 # kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
 # controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
 # eligible.leader.replicas.version 1 (KIP-966): the leader holds the high watermark back while the ISR is below
-# min.insync.replicas (KAFKA-15583, broker/partition.py), which is what the controller's ELR elections rest on;
+# min.insync.replicas (KAFKA-15583, broker/cluster/partition.py), which is what the controller's ELR elections rest on;
 # the ELR fields are read into the image and served by DescribeTopicPartitions.
 # Levels a cluster formatted by Kafka 4.4 finalizes and that ask nothing of a broker that does not use them:
 # share.version 2 enables share-group dead-letter topics (KIP-1191; not served here, a share group never

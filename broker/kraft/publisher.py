@@ -213,7 +213,7 @@ class MetadataPublisher:
         """An ISR the controller changed while we stay leader in the same epoch (Kafka's makeLeader with an
         unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
         caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
-        from broker.replica import Replica
+        from broker.cluster.replica import Replica
         from broker.replica_manager import now_ms
 
         now = now_ms()

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from broker.cluster.partition import Partition, PartitionState
 from broker.config.kafka_config import KafkaConfig
 from broker.fetcher import ReplicaFetcher
 from broker.kafka_server import KafkaServer
 from broker.metadata_cache import PartitionMetadata
-from broker.partition import Partition, PartitionState
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches

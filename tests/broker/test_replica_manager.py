@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from broker.cluster.partition import FETCH_LOG_END, Partition
 from broker.delayed_fetch import FetchParams, PartitionFetchInfo
 from broker.delayed_produce import ProducePartitionResult
-from broker.partition import FETCH_LOG_END, Partition
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -24,11 +24,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from broker.replica import Replica
+from broker.cluster.replica import Replica
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.partition import Partition
+    from broker.cluster.partition import Partition
 
 log = logging.getLogger("broker.partition")
 

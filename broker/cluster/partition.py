@@ -37,9 +37,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from broker.cluster.partition_isr import IsrManagement
+from broker.cluster.replica import Replica
 from broker.common.errors import KafkaApiError
-from broker.partition_isr import IsrManagement
-from broker.replica import Replica
 from protocol.errors import ErrorCode
 from storage import (
     AppendOrigin,
