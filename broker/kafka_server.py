@@ -40,19 +40,19 @@ from broker.config.kafka_config import Endpoint, KafkaConfig
 from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
-from broker.fetch_session import FetchSessionCache
-from broker.fetcher import ReplicaFetcherManager
 from broker.kraft import admin as kraft_admin
-from broker.log_dir_mover import ReplicaAlterLogDirsManager
 from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
-from broker.replica_manager import ReplicaManager
 from broker.security import sasl, tls
 from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
 from broker.security.quotas import ClientQuotas
-from broker.txn_verification import AddPartitionsToTxnManager
+from broker.server.fetch_session import FetchSessionCache
+from broker.server.fetcher import ReplicaFetcherManager
+from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
+from broker.server.replica_manager import ReplicaManager
+from broker.server.txn_verification import AddPartitionsToTxnManager
 from protocol import (
     ApiKey,
     ProtocolError,

@@ -47,7 +47,7 @@ from storage import AppendOrigin, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
     from broker.cluster.partition import Partition
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.coordinator")
 

@@ -201,7 +201,7 @@ class MetadataPublisher:
 
     def _on_cluster_change(self) -> None:
         """A fenced or shutting-down follower no longer holds back the HW of the partitions we lead."""
-        from broker.replica_manager import now_ms
+        from broker.server.replica_manager import now_ms
 
         now = now_ms()
         for partition in list(self.server.replica_manager.partitions.values()):
@@ -214,7 +214,7 @@ class MetadataPublisher:
         unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
         caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
         from broker.cluster.replica import Replica
-        from broker.replica_manager import now_ms
+        from broker.server.replica_manager import now_ms
 
         now = now_ms()
         partition.isr = list(state.isr)

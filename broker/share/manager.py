@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
 from broker.config.group_configs import by_duration_ms, group_configs
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
-from broker.delayed_fetch import FetchParams, PartitionFetchInfo
+from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from broker.share.log_batches import LogBatch, deliverable, parse_batches
 from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister

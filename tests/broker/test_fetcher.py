@@ -18,10 +18,10 @@ from typing import Any
 
 from broker.cluster.partition import Partition, PartitionState
 from broker.config.kafka_config import KafkaConfig
-from broker.fetcher import ReplicaFetcher
 from broker.kafka_server import KafkaServer
 from broker.metadata_cache import PartitionMetadata
-from broker.replica_manager import ReplicaManager
+from broker.server.fetcher import ReplicaFetcher
+from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches
 from storage import Log, LogConfig

@@ -11,9 +11,9 @@ import asyncio
 from pathlib import Path
 
 from broker.cluster.partition import FETCH_LOG_END, Partition
-from broker.delayed_fetch import FetchParams, PartitionFetchInfo
-from broker.delayed_produce import ProducePartitionResult
-from broker.replica_manager import ReplicaManager
+from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
+from broker.server.delayed_produce import ProducePartitionResult
+from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

@@ -35,7 +35,7 @@ from storage import Log, TopicPartition, UnexpectedAppendOffsetError
 
 if TYPE_CHECKING:
     from broker.cluster.partition import Partition
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
     from storage.cleaner import LogCleaner
 
 log = logging.getLogger(__name__)

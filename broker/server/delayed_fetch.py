@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from broker.cluster.partition import FETCH_LOG_END
 from broker.common.errors import KafkaApiError
-from broker.purgatory import DelayedOperation
+from broker.server.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from storage import AbortedTxn, LogOffsetMetadata, StorageError, TopicPartition
 
 if TYPE_CHECKING:
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
 
 
 @dataclass(frozen=True)

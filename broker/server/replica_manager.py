@@ -5,7 +5,7 @@ NOT_LEADER_OR_FOLLOWER for a partition the metadata knows but this broker does n
 UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
 - `append_records` refuses client writes to internal topics, appends to each leader here
   (`Partition.append_records_to_leader`: min.insync.replicas, the append, the HW) and, for acks=all, parks
-  a `DelayedProduce` (broker.delayed_produce) until the high watermark passes every appended batch (or
+  a `DelayedProduce` (broker.server.delayed_produce) until the high watermark passes every appended batch (or
   `timeout_ms`). `origin` says who writes (Kafka's AppendOrigin): clients, or the coordinators (group
   metadata, transaction markers, which only `AppendOrigin.COORDINATOR` may write); KIP-890 verification
   guards ride along per partition. A client's produce with a `transactional_id` is first verified with the
@@ -18,7 +18,7 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
 - `fetch_messages` reads each partition (`Partition.fetch_records`: read_uncommitted consumers up to the
   HW, read_committed ones up to the last stable offset with the aborted transactions of the range,
   followers up to the LEO, a follower's fetch updating its ISR/HW state there) and parks a `DelayedFetch`
-  (broker.delayed_fetch, with the request's types) until `min_bytes` are there (or `max_wait_ms`). A parked
+  (broker.server.delayed_fetch, with the request's types) until `min_bytes` are there (or `max_wait_ms`). A parked
   fetch completes by comparing log positions, never by reading: Kafka's DelayedFetch cases.
 - KIP-392: a consumer with client metadata (Fetch v11+) may read from a follower (up to its HW); on the
   leader, `replica.selector.class` (`replica_selector`) may answer a preferred read replica instead of data.
@@ -26,11 +26,11 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
   when there is one, stops and starts replica fetchers; followers truncate by leader epoch).
 - `delete_records` moves each led partition's log start offset and, when a replica's log start offset
-  is still behind, parks a `DelayedDeleteRecords` (broker.delayed_delete_records) until the low watermark
+  is still behind, parks a `DelayedDeleteRecords` (broker.server.delayed_delete_records) until the low watermark
   gets there (or `timeout_ms`); a follower's fetch re-checks it.
 - After every event that may unblock a delayed operation (append, HW move, leader change) the produce,
   fetch and delete-records purgatories are checked for that partition.
-- Appends leave the event loop (`broker.log_writes`): a partition's log gets its log directory's writer thread
+- Appends leave the event loop (`broker.server.log_writes`): a partition's log gets its log directory's writer thread
   when it is set, an append returns once reserved, and `append_records` answers (any acks) only once the
   bytes are in the file; the log end offset, and with it the HW and the purgatories, moves when the writer's
   completion reaches the loop (`_on_log_end_offset_moved`). `BROKER_SYNC_APPENDS=1` keeps appends on the
@@ -54,13 +54,19 @@ from broker.cluster.partition import (
 )
 from broker.cluster.replica_selector import ReplicaSelector, ReplicaView
 from broker.common.errors import KafkaApiError
-from broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
-from broker.delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, FetchPartitionStatus, PartitionFetchInfo
-from broker.delayed_produce import DelayedProduce, ProducePartitionResult
-from broker.log_writes import LogWrites
 from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
-from broker.purgatory import Purgatory
-from broker.txn_verification import (
+from broker.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
+from broker.server.delayed_fetch import (
+    DelayedFetch,
+    FetchParams,
+    FetchPartitionData,
+    FetchPartitionStatus,
+    PartitionFetchInfo,
+)
+from broker.server.delayed_produce import DelayedProduce, ProducePartitionResult
+from broker.server.log_writes import LogWrites
+from broker.server.purgatory import Purgatory
+from broker.server.txn_verification import (
     AddPartitionsToTxnManager,
     TransactionSupportedOperation,
     produce_error,

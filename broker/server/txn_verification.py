@@ -61,7 +61,7 @@ from storage import StorageError, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
     from broker.metadata_cache import MetadataCache
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.txn_verification")
 

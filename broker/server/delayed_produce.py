@@ -16,12 +16,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from broker.purgatory import DelayedOperation
+from broker.server.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
 
 
 @dataclass

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.common.errors import KafkaApiError
-from broker.purgatory import DelayedOperation
+from broker.server.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.replica_manager import ReplicaManager
+    from broker.server.replica_manager import ReplicaManager
 
 INVALID_LOW_WATERMARK = -1
 
