@@ -41,7 +41,7 @@ from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
 from broker.kraft import admin as kraft_admin
-from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.security import sasl, tls
 from broker.security.authorizer import from_config as authorizer_from_config

@@ -26,7 +26,7 @@ from storage import TopicPartition
 
 if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer
-    from broker.metadata_cache import BrokerEndpoint
+    from broker.metadata.metadata_cache import BrokerEndpoint
     from broker.network.socket_server import Connection
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config.topics import valid_topic_name
-from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
+from broker.metadata.metadata_cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.config.topics import valid_topic_name
-from broker.metadata_cache import MetadataCache, PartitionMetadata
+from broker.metadata.metadata_cache import MetadataCache, PartitionMetadata
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 

@@ -37,7 +37,7 @@ from broker.controller.requests import (
     build_stop_replica,
     build_update_metadata,
 )
-from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
 from protocol import ApiKey
 from protocol.errors import ErrorCode

@@ -45,7 +45,7 @@ from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerId
 from broker.controller.reassignment import PartitionReassignment
 from broker.controller.topic_deletion import TopicDeletionManager
 from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
-from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint
+from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

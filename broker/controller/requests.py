@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from broker.cluster.partition import PartitionState
-from broker.metadata_cache import SECURITY_PROTOCOL_IDS, BrokerEndpoint, ListenerEndpoint, PartitionMetadata
+from broker.metadata.metadata_cache import SECURITY_PROTOCOL_IDS, BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 from protocol import ApiKey, request_class
 from storage import TopicPartition
 

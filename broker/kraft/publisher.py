@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.kraft.delta import LocalReplicaChanges, MetadataDelta, PartitionInfo
 from broker.kraft.image import MetadataImage
-from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 from storage import TopicPartition
 
 if TYPE_CHECKING:

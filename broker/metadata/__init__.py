@@ -1,4 +1,5 @@
-"""Cluster metadata: the MetadataStore (ZooKeeper or local engine), replica placement, ZooKeeper runner.
+"""Cluster metadata: the MetadataStore (ZooKeeper or local engine), replica placement, ZooKeeper runner, and
+the broker's view of the cluster (the metadata cache).
 
 Public API (see each module's docstring for the contract):
 - store/: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore, cut by znode family
@@ -8,6 +9,10 @@ Public API (see each module's docstring for the contract):
 - zookeeper_server.py: start_zookeeper / ZooKeeperServer (Debian's ZooKeeper on loopback)
 - isr_propagation.py: IsrChangePropagator (Kafka's batching of ISR change notifications)
 - zk_dump.py: `python -m broker.metadata.zk_dump CONNECT [PATH]` prints a subtree with data
+- metadata_cache.py: MetadataCache, the brokers, topics and partition leaders this broker knows (Kafka's
+  MetadataCache, org.apache.kafka.metadata in Kafka 4)
+
+The lowest room of the broker with broker.common: it imports nothing else of broker/.
 """
 
 from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore

@@ -54,7 +54,7 @@ from broker.cluster.partition import (
 )
 from broker.cluster.replica_selector import ReplicaSelector, ReplicaView
 from broker.common.errors import KafkaApiError
-from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache
+from broker.metadata.metadata_cache import INTERNAL_TOPICS, MetadataCache
 from broker.server.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionResult
 from broker.server.delayed_fetch import (
     DelayedFetch,

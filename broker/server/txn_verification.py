@@ -60,7 +60,7 @@ from protocol.records import CorruptRecordError, InvalidRecordError, iter_batche
 from storage import StorageError, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
-    from broker.metadata_cache import MetadataCache
+    from broker.metadata.metadata_cache import MetadataCache
     from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.txn_verification")

@@ -22,7 +22,7 @@ from broker.apis import fetch as fetch_api
 from broker.apis import offset_for_leader_epoch as offset_for_leader_epoch_api
 from broker.apis.base import RequestContext
 from broker.cluster.partition import PartitionState
-from broker.metadata_cache import MetadataCache, PartitionMetadata
+from broker.metadata.metadata_cache import MetadataCache, PartitionMetadata
 from broker.server.fetch_session import FetchSessionCache
 from broker.server.replica_manager import ReplicaManager
 from protocol import (

@@ -19,7 +19,7 @@ from typing import Any
 from broker.cluster.partition import Partition, PartitionState
 from broker.config.kafka_config import KafkaConfig
 from broker.kafka_server import KafkaServer
-from broker.metadata_cache import PartitionMetadata
+from broker.metadata.metadata_cache import PartitionMetadata
 from broker.server.fetcher import ReplicaFetcher
 from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode

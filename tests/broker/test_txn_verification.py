@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, PartitionMetadata
 from broker.server.delayed_produce import ProducePartitionResult
 from broker.server.replica_manager import ReplicaManager
 from broker.server.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager

@@ -44,7 +44,7 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.metadata_cache import MetadataCache
+    from broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger("broker.coordinator.transaction")
 
