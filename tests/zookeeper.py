@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from broker.metadata import LeaderAndIsr, ZkMetadataStore
+from broker.metadata import LeaderAndIsr
+from broker.metadata.store import ZkMetadataStore
 from broker.metadata.zookeeper_server import ZooKeeperServer, four_letter_word
 from broker.metadata.zookeeper_server import start_zookeeper as _start_zookeeper
 

@@ -44,8 +44,9 @@ from broker.controller.preferred_election import PreferredReplicaElection
 from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerIdManager
 from broker.controller.reassignment import PartitionReassignment
 from broker.controller.topic_deletion import TopicDeletionManager
-from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
+from broker.metadata import MetadataError
 from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint
+from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

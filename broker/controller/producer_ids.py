@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from broker.controller.controller_client import ControllerClient, ControllerUnavailable
-from broker.metadata import MetadataStore
+from broker.metadata.store import MetadataStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 

@@ -60,7 +60,8 @@ from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
 from broker.kraft.security_sync import changed_parts, sync_image_security
-from broker.metadata import LocalMetadataStore, MetadataError
+from broker.metadata import MetadataError
+from broker.metadata.store import LocalMetadataStore
 from broker.security.client import controller_security
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

@@ -2,7 +2,8 @@
 the broker's view of the cluster (the metadata cache).
 
 Public API (see each module's docstring for the contract):
-- store/: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore, cut by znode family
+- store/: MetadataStore (Protocol), ZkMetadataStore, LocalMetadataStore, cut by znode family (import them
+  from broker.metadata.store: the store builds on this package, not the other way round)
 - types.py: LeaderAndIsr, BrokerInfo, TopicInfo and the MetadataError hierarchy
 - assignment.py: assign_replicas_to_brokers, assign_additional_partitions, validate_manual_assignment
 - znodes.py: Kafka 3.x ZooKeeper paths and JSON codecs
@@ -15,7 +16,6 @@ Public API (see each module's docstring for the contract):
 The lowest room of the broker with broker.common: it imports nothing else of broker/.
 """
 
-from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore
 from broker.metadata.types import (
     AdminOperationError,
     BadVersionError,
@@ -49,10 +49,8 @@ __all__ = [
     "InvalidReplicationFactorError",
     "InvalidTopicError",
     "LeaderAndIsr",
-    "LocalMetadataStore",
     "MetadataCorruptError",
     "MetadataError",
-    "MetadataStore",
     "MetadataUnavailableError",
     "NodeExistsError",
     "NoNodeError",
@@ -60,5 +58,4 @@ __all__ = [
     "TopicExistsError",
     "TopicInfo",
     "UnknownTopicError",
-    "ZkMetadataStore",
 ]

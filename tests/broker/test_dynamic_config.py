@@ -24,7 +24,7 @@ from broker.config_admin import (
     broker_list_default,
     topic_list_default,
 )
-from broker.metadata import LocalMetadataStore
+from broker.metadata.store import LocalMetadataStore
 from protocol.errors import ErrorCode
 
 
