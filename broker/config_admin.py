@@ -30,13 +30,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from broker.config.alter import (
+    OK,
+    AdminError,
+    Result,
+    apply_operations,
+    broker_list_default,
+    check_entries,
+    topic_list_default,
+)
 from broker.config.dynamic import DEFAULT_ENTITY, NotPersistable
 from broker.config.group_configs import GROUP, group_configs
-from broker.config.keys import BROKER_KEYS, TOPIC_KEYS
-from broker.config.types import LIST, ConfigError, to_string
+from broker.config.types import ConfigError
 from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.metadata import UnknownTopicError
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -46,17 +54,7 @@ if TYPE_CHECKING:
     from broker.kafka_server import KafkaServer
 
 TOPIC, BROKER = 2, 4
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", GROUP: "GROUP"}
-
-Result = tuple[ErrorCode, str | None]
-OK: Result = (ErrorCode.NONE, None)
-
-
-class AdminError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None) -> None:
-        super().__init__(message)
-        self.result: Result = (code, message)
 
 
 def resource_string(resource_type: int, name: str) -> str:
@@ -103,66 +101,6 @@ async def alter_resources(server: KafkaServer, resources: Sequence[Any], validat
         else:
             out.append((res, await alter_resource(server, res, validate_only, incremental)))
     return out
-
-
-def check_entries(configs: Sequence[Any], incremental: bool) -> None:
-    """Duplicate keys and null values, checked before anything else."""
-    names = [c.name for c in configs]
-    if len(set(names)) != len(names):
-        raise AdminError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-    nulls = [c.name for c in configs if c.value is None and not (incremental and c.config_operation == DELETE)]
-    if nulls:
-        raise AdminError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-    if incremental:
-        for c in configs:
-            if c.config_operation not in (SET, DELETE, APPEND, SUBTRACT):
-                raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {c.config_operation}")
-
-
-def apply_operations(configs: Sequence[Any], current: Mapping[str, str],
-                     list_default: Callable[[str], str | None]) -> dict[str, str]:
-    """Kafka's prepareIncrementalConfigs. `list_default(name)` is the key's default as text if it is a
-    LIST key, None if it is another type; unknown keys raise KeyError."""
-    props = dict(current)
-    for c in configs:
-        op = c.config_operation
-        if op == SET:
-            props[c.name] = c.value
-        elif op == DELETE:
-            props.pop(c.name, None)
-        else:
-            try:
-                default = list_default(c.name)
-            except KeyError:
-                raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from None
-            if default is None:
-                verb = "append" if op == APPEND else "subtract"
-                raise AdminError(ErrorCode.INVALID_CONFIG,
-                                 f"Config value {verb} is not allowed for config key: {c.name}")
-            old_text = props.get(c.name, default)
-            given = c.value.split(",")
-            if op == APPEND:
-                old = old_text.split(",") if old_text else []
-                props[c.name] = ",".join(old + [v for v in given if v not in old])
-            else:
-                remaining = old_text.split(",")
-                for v in given:  # a multiset difference, as Scala's diff
-                    if v in remaining:
-                        remaining.remove(v)
-                props[c.name] = ",".join(remaining)
-    return props
-
-
-def topic_list_default(name: str) -> str | None:
-    key = TOPIC_KEYS[name]
-    return (to_string(key.default, LIST) or "") if key.type == LIST else None
-
-
-def broker_list_default(name: str) -> str | None:
-    key = BROKER_KEYS.get(name)
-    if key is None or key.dynamic_only:
-        raise KeyError(name)
-    return (to_string(key.default, LIST) or "") if key.type == LIST else None
 
 
 def broker_entity(name: str, broker_id: int, any_id: bool = False) -> str:

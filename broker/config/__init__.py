@@ -7,7 +7,8 @@ and how it is told so.
 - `topics.py`: topic names and topic configs (broker defaults and per-topic overrides);
 - `describe.py`: what DescribeConfigs reports for a topic or a broker;
 - `dynamic.py`, `dynamic_store.py`: dynamic broker configs (KIP-226) and their place in the metadata store;
-- `group_configs.py`: group configs (ConfigResource type GROUP).
+- `group_configs.py`: group configs (ConfigResource type GROUP);
+- `alter.py`: the checks and incremental operations every AlterConfigs of a resource shares.
 
 Below every room that is configured: it uses only `broker.common` and the metadata store (`broker.metadata`).
 What it needs of the broker it is told through the small protocols it defines.

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.config.alter import AdminError, apply_operations, check_entries
 from broker.config.describe import DescribedConfig
 from broker.config.dynamic_store import watch_config_changes, write_entity_config
 from broker.config.types import ConfigSource, ConfigType
@@ -142,8 +143,6 @@ class GroupConfigs:
         return None
 
     async def alter(self, group_id: str, configs: Sequence[Any], validate_only: bool, incremental: bool) -> Result:
-        from broker.config_admin import AdminError, apply_operations, check_entries
-
         try:
             check_entries(configs, incremental)
             if not group_id:
