@@ -27,7 +27,7 @@ from broker.apis.base import RequestContext, response_for, response_type
 from broker.config.describe import DescribedConfig, describe_broker, describe_topic
 from broker.config.group_configs import GROUP, group_configs
 from broker.config.topics import topic_name_error
-from broker.config_admin import config_refusal
+from broker.controller.config_admin import config_refusal
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
