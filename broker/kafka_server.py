@@ -39,7 +39,8 @@ from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.kafka_config import Endpoint, KafkaConfig
 from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
-from broker.controller.producer_ids import FileProducerIdManager, ProducerIdManager
+from broker.controller.producer_ids import FileProducerIdManager
+from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.kraft import admin as kraft_admin
 from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
