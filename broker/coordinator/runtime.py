@@ -29,6 +29,9 @@ Contract:
   the KIP-890 verification guard the caller obtained.
 - `ensure_topic(create)` starts creating the topic once (FindCoordinator answers COORDINATOR_NOT_AVAILABLE
   meanwhile and clients retry); the creation task is kept and cancelled by `shutdown()`.
+- `partition_for(key, n)`: the partition of an internal topic of `n` partitions a key belongs to (a group id, a
+  transactional id, a share partition's key), as all of Kafka's coordinators compute it:
+  Utils.abs(key.hashCode()) % n with Java's String.hashCode (`java_string_hashcode`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,21 @@ log = logging.getLogger("broker.coordinator")
 
 LOAD_CHUNK_BYTES = 1 << 20
 Record = tuple[bytes | memoryview, bytes | memoryview | None]
+
+
+def java_string_hashcode(s: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, with 32-bit signed overflow."""
+    h = 0
+    raw = s.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    h = java_string_hashcode(group_id)
+    # Kafka's Utils.abs: Integer.MIN_VALUE maps to 0, not to itself.
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
 class CoordinatorShard(Protocol):

@@ -48,8 +48,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.common.errors import KafkaApiError
-from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
 from broker.coordinator.runtime import LoadedBatch
+from broker.coordinator.runtime import partition_for as java_hash_partition
 from broker.coordinator.share.batches import combine
 from broker.coordinator.share.config import ShareCoordinatorConfig
 from broker.coordinator.share.records import (

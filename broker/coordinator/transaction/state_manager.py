@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.common.errors import KafkaApiError
-from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
+from broker.coordinator.runtime import partition_for as java_hash_partition
 from broker.coordinator.transaction.config import TransactionConfig
 from broker.coordinator.transaction.log import TxnLogError, decode_key, decode_value, encode_key, encode_value
 from broker.coordinator.transaction.metadata import (
