@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from broker.apis import share_state_common as common
 from broker.apis.base import RequestContext, response_for
+from broker.coordinator.share.persister import PersisterStateBatch
 from broker.coordinator.share.records import ShareKey
-from broker.share.persister import PersisterStateBatch
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:

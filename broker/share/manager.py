@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any
 from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
 from broker.config.group_configs import by_duration_ms, group_configs
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
+from broker.coordinator.share.persister import Persister, PersisterError, persister_error_code
 from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from broker.share.log_batches import LogBatch, deliverable, parse_batches
-from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister
 from broker.share.share_partition import AcquiredRange, SharePartition
 from protocol.errors import ErrorCode
@@ -93,21 +93,6 @@ class FetchedPartition:
     error: int = ErrorCode.NONE
     records: bytes = b""
     acquired: list[AcquiredRange] = field(default_factory=list)
-
-
-def persister_error_code(code: int) -> int:
-    """The error a share-partition leader answers for a persister error, as Kafka's SharePartition maps them:
-    the share coordinator unavailable or moving -> COORDINATOR_NOT_AVAILABLE, a newer leader epoch ->
-    NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH and UNKNOWN_TOPIC_OR_PARTITION as they are, anything else
-    UNKNOWN_SERVER_ERROR."""
-    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code == ErrorCode.FENCED_LEADER_EPOCH:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-        return code
-    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def next_epoch(epoch: int) -> int:

@@ -2,9 +2,9 @@
 a share-partition leader's way to its share coordinator, wherever that is.
 
 Contract:
-- `RpcPersister(server)` serves the `Persister` protocol of persister.py for this broker. Each call concerns one
-  share partition (group, topic id, partition), whose share coordinator is the leader of `__share_group_state`
-  partition abs(hash("group:topicId:partition")) % share.coordinator.state.topic.num.partitions.
+- `RpcPersister(server)` serves the `Persister` protocol (broker/coordinator/share/persister.py) for this broker.
+  Each call concerns one share partition (group, topic id, partition), whose share coordinator is the leader of
+  `__share_group_state` partition abs(hash("group:topicId:partition")) % share.coordinator.state.topic.num.partitions.
 - Finding it, as Kafka's persister: from this broker's metadata when `__share_group_state` exists and the
   partition has a live leader; otherwise with FindCoordinator v6 (key type 2) to a live broker (which creates
   the topic on first use and answers COORDINATOR_NOT_AVAILABLE meanwhile).
@@ -37,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
 from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 

@@ -52,6 +52,7 @@ from broker.coordinator.runtime import LoadedBatch
 from broker.coordinator.runtime import partition_for as java_hash_partition
 from broker.coordinator.share.batches import combine
 from broker.coordinator.share.config import ShareCoordinatorConfig
+from broker.coordinator.share.persister import PersisterStateBatch
 from broker.coordinator.share.records import (
     SNAPSHOT,
     UPDATE,
@@ -66,7 +67,6 @@ from broker.coordinator.share.records import (
     encode_snapshot,
     encode_update,
 )
-from broker.share.persister import PersisterStateBatch
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.coordinator.share")

@@ -1,4 +1,4 @@
-"""An in-memory `Persister` (broker/share/persister.py): the share coordinator's rules without the network or
+"""An in-memory `Persister` (persister.py): the share coordinator's rules without the network or
 `__share_group_state`, for a single broker and for tests (Kafka's tests use an in-memory persister the same way).
 
 Rules, as Kafka's share coordinator (ShareCoordinatorShard) applies them:
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from broker.share.persister import PersisterError, PersisterStateBatch, RecordState, SharePartitionState
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, RecordState, SharePartitionState
 from protocol.errors import ErrorCode
 
 _Key = tuple[str, bytes, int]

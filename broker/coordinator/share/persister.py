@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
+from protocol.errors import ErrorCode
+
 
 class RecordState(IntEnum):
     """Kafka's RecordState ids, as persisted in a state batch's DeliveryState."""
@@ -78,3 +80,18 @@ class Persister(Protocol):
                            leader_epoch: int) -> SharePartitionState:
         """state_epoch, start_offset and delivery_complete_count only (batches empty)."""
         ...
+
+
+def persister_error_code(code: int) -> int:
+    """The error a share-partition leader answers for a persister error, as Kafka's SharePartition maps them:
+    the share coordinator unavailable or moving -> COORDINATOR_NOT_AVAILABLE, a newer leader epoch ->
+    NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH and UNKNOWN_TOPIC_OR_PARTITION as they are, anything else
+    UNKNOWN_SERVER_ERROR."""
+    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code == ErrorCode.FENCED_LEADER_EPOCH:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
