@@ -32,6 +32,7 @@ from struct import unpack_from
 from typing import Any, NamedTuple
 
 from broker import apis
+from broker.apis import sasl_authenticator
 from broker.apis.base import RequestContext, response_for, timed_steps
 from broker.cluster.partition import PartitionState
 from broker.cluster.replica_selector import replica_selector
@@ -207,7 +208,7 @@ class KafkaServer:
             server.handler = self._handle_sasl_frame
 
             def on_connect(conn: Connection) -> None:
-                conn.auth = sasl.SaslAuthenticator(self, conn, mechanisms, delay_ms)
+                conn.auth = sasl_authenticator.SaslAuthenticator(self, conn, mechanisms, delay_ms)
                 conn.max_frame_bytes = max_receive  # Kafka's bound on what an unauthenticated client may send
 
             server.on_connect = on_connect
@@ -230,8 +231,8 @@ class KafkaServer:
         return await self.controller.call(CredentialStore(self.controller.store).credential, user, mechanism)
 
     def _handle_sasl_frame(self, conn: Connection, frame: bytearray) -> Any:
-        """A SASL listener's frames: its connection's authenticator sees them first (broker.security.sasl.route)."""
-        return sasl.route(conn, frame, self.handle_frame)
+        """A SASL listener's frames: its connection's authenticator sees them first (sasl_authenticator.route)."""
+        return sasl_authenticator.route(conn, frame, self.handle_frame)
 
     async def _wait_for_metadata(self) -> None:
         """Until its first UpdateMetadata a joining broker knows no brokers and no controller (librdkafka's admin
