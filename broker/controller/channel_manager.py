@@ -38,7 +38,8 @@ from broker.controller.requests import (
     build_update_metadata,
 )
 from broker.metadata.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.network.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import ClientSecurity
 from protocol import ApiKey, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode, ProtocolError
 

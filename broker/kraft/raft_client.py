@@ -44,7 +44,8 @@ from typing import Any
 
 from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
-from broker.network.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (

@@ -19,9 +19,9 @@ import asyncio
 import collections
 import logging
 import ssl
-from dataclasses import dataclass, field
 from typing import Any
 
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import (
     SUPPORTED_VERSIONS,
     ApiKey,
@@ -43,18 +43,6 @@ class UnsupportedApi(BrokerUnavailable):
     on the client side): some callers carry on without it."""
 
 
-@dataclass(frozen=True)
-class ClientSecurity:
-    """How this broker connects to its inter-broker listener: TLS context (SSL, SASL_SSL) and SASL credentials."""
-
-    protocol: str = "PLAINTEXT"
-    ssl_context: ssl.SSLContext | None = None
-    mechanism: str | None = None
-    username: str = ""
-    password: str = field(default="", repr=False)
-
-
-PLAINTEXT_CLIENT = ClientSecurity()
 
 
 # A response bigger than this closes the connection (a corrupt size field); fetch responses are bounded by

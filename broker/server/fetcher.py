@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.common.metadata_version import MetadataVersion, request_versions
-from broker.network.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import InvalidRecordError as StorageInvalidRecordError

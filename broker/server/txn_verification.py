@@ -47,13 +47,8 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from broker.common.errors import KafkaApiError
-from broker.network.inter_broker import (
-    PLAINTEXT_CLIENT,
-    BrokerConnection,
-    BrokerUnavailable,
-    ClientSecurity,
-    UnsupportedApi,
-)
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable, UnsupportedApi
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, iter_batches
