@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore
 from broker.config.kafka_config import KafkaConfig
@@ -36,7 +36,8 @@ from broker.config.keys import (
 from broker.config.types import PASSWORD, ConfigError
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.config.topics import TopicConfigs
+    from storage import LogManager
 
 log = logging.getLogger("broker.dynamic_config")
 
@@ -185,8 +186,20 @@ def from_persistent(props: Mapping[str, str], per_broker: bool, what: str) -> di
     return kept
 
 
+class DynamicConfigServer(Protocol):
+    """The broker as its dynamic config sees it (KafkaServer): its id and static config, and what a changed
+    broker default reconfigures (topic defaults, open logs, producer state)."""
+
+    broker_id: int
+    config: KafkaConfig
+    topic_configs: TopicConfigs
+    log_manager: LogManager
+
+    def refresh_log_configs(self) -> None: ...
+
+
 class DynamicBrokerConfig:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: DynamicConfigServer) -> None:
         self.server = server
         self.config = server.config
         self.store: BrokerConfigStore | None = None

@@ -29,7 +29,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.config.alter import AdminError, apply_operations, check_entries
 from broker.config.describe import DescribedConfig
@@ -39,7 +39,7 @@ from broker.metadata import znodes
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.config.kafka_config import KafkaConfig
 
 log = logging.getLogger("broker.group_configs")
 
@@ -72,8 +72,17 @@ KEYS: dict[str, _Key] = {k.name: k for k in (
 )}
 
 
+class GroupConfigsServer(Protocol):
+    """The broker as its group configs see it (KafkaServer): the broker's config (the defaults and bounds) and
+    its controller, whose metadata store (`controller.store`) holds the groups' overrides. `group_configs(server)`
+    keeps the one `GroupConfigs` of a broker on it as `server.group_configs`."""
+
+    config: KafkaConfig
+    controller: Any  # broker.controller.Controller, or broker.kraft.broker_server.KRaftBroker: rooms above this one
+
+
 class GroupConfigs:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: GroupConfigsServer) -> None:
         self.server = server
         self._cache: dict[str, dict[str, str]] = {}
         self._watch: Any = None
@@ -199,7 +208,7 @@ def _no_list_keys(name: str) -> str | None:
     return None
 
 
-def group_configs(server: KafkaServer) -> GroupConfigs:
+def group_configs(server: GroupConfigsServer) -> GroupConfigs:
     """The broker's group configs, made on first use."""
     configs = getattr(server, "group_configs", None)
     if configs is None:
