@@ -38,7 +38,9 @@ from storage import KafkaStorageError, TopicPartition
 
 if TYPE_CHECKING:
     from broker.cluster.partition import Partition
-    from broker.kafka_server import KafkaServer
+    from broker.config.kafka_config import KafkaConfig
+    from broker.metadata.metadata_cache import MetadataCache
+    from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.fetcher")
 
@@ -130,8 +132,24 @@ class RemoteLeaderEndPoint:
         self.conn.close()
 
 
+class FetcherServer(Protocol):
+    """The broker as its replica fetchers see it (KafkaServer): its id and broker epoch, its config and inter-broker
+    security, the metadata cache (where the leaders are), the replica manager whose partitions they fill, and its
+    controller (a KRaft broker's metadata image says which request versions the cluster speaks)."""
+
+    broker_id: int
+    config: KafkaConfig
+    inter_broker_security: ClientSecurity
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    controller: Any  # broker.controller.Controller, or broker.kraft.broker_server.KRaftBroker: rooms above this one
+
+    @property
+    def broker_epoch(self) -> int: ...
+
+
 class ReplicaFetcher:
-    def __init__(self, server: KafkaServer, leader_id: int, endpoint: LeaderEndPoint) -> None:
+    def __init__(self, server: FetcherServer, leader_id: int, endpoint: LeaderEndPoint) -> None:
         self.server = server
         self.broker_id = server.broker_id
         self.leader_id = leader_id
@@ -426,7 +444,7 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: FetcherServer) -> None:
         self.server = server
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.assignment: dict[TopicPartition, int] = {}
