@@ -158,7 +158,12 @@ class KafkaServer:
         self.socket_server = next(iter(self.socket_servers.values()))
         self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
-        self.controller = Controller.create(self)
+        if self.config.is_kraft:  # process.roles: a KRaftBroker answers the controller's calls
+            from broker.kraft.broker_server import KRaftBroker
+
+            self.controller = KRaftBroker(self)  # type: ignore[assignment]
+        else:
+            self.controller = Controller.create(self)
         await self.dynamic_config.startup(self.controller.store)  # KIP-226 configs and quotas apply before serving
         await self.quotas.startup(self.controller.store)
         if self.authorizer is not None:  # ACLs are loaded before anything serves, as Kafka's authorizer does

@@ -45,7 +45,7 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.controller.controller import ControllerServer
 
 log = logging.getLogger("broker.controller_channel")
 
@@ -73,7 +73,7 @@ class BrokerChannel(Protocol):
 class LocalChannel:
     """This broker, reached without a socket."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: ControllerServer) -> None:
         self.server = server
 
     async def leader_and_isr(self, controller_id: int, controller_epoch: int,
@@ -211,7 +211,7 @@ class RemoteChannel:
 class ControllerChannelManager:
     """The active controller's channels and request batches; see the module docstring."""
 
-    def __init__(self, server: KafkaServer, ctx: ControllerContext) -> None:
+    def __init__(self, server: ControllerServer, ctx: ControllerContext) -> None:
         self.server = server
         self.ctx = ctx
         self.broker_id = server.broker_id

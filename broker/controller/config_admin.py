@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.config.alter import (
     OK,
@@ -43,7 +43,7 @@ from broker.config.alter import (
     topic_list_default,
 )
 from broker.config.dynamic import DEFAULT_ENTITY, NotPersistable
-from broker.config.group_configs import GROUP, group_configs
+from broker.config.group_configs import GROUP, GroupConfigsServer, group_configs
 from broker.config.types import ConfigError
 from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.metadata import UnknownTopicError
@@ -51,10 +51,24 @@ from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.config.dynamic import DynamicBrokerConfig
+    from broker.config.topics import TopicConfigs
+    from broker.metadata.metadata_cache import MetadataCache
 
 TOPIC, BROKER = 2, 4
 _TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", GROUP: "GROUP"}
+
+
+class ConfigAdminServer(GroupConfigsServer, Protocol):
+    """The broker as AlterConfigs sees it (KafkaServer): its id, the metadata cache (which topics exist), the topic
+    configs and dynamic broker configs it alters, and its controller, which writes them (`controller.admin`)."""
+
+    broker_id: int
+    dynamic_config: DynamicBrokerConfig
+    metadata_cache: MetadataCache
+    topic_configs: TopicConfigs
+
+    async def refresh_topic_config(self, topic: str) -> None: ...
 
 
 def resource_string(resource_type: int, name: str) -> str:
@@ -81,7 +95,7 @@ def config_refusal(authorize: Authorize, operation: AclOperation, resource_type:
     return None
 
 
-async def alter_resources(server: KafkaServer, resources: Sequence[Any], validate_only: bool,
+async def alter_resources(server: ConfigAdminServer, resources: Sequence[Any], validate_only: bool,
                           incremental: bool, authorize: Authorize) -> list[tuple[Any, Result]]:
     """AlterConfigs and IncrementalAlterConfigs: each resource with its (error, message), in request order; a
     resource named twice is refused every time, as Kafka does, one the principal may not ALTER_CONFIGS is
@@ -113,7 +127,7 @@ def broker_entity(name: str, broker_id: int, any_id: bool = False) -> str:
     return name
 
 
-async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], validate_only: bool,
+async def alter_topic(server: ConfigAdminServer, topic: str, configs: Sequence[Any], validate_only: bool,
                       incremental: bool) -> Result:
     try:
         check_entries(configs, incremental)
@@ -146,7 +160,7 @@ async def alter_topic(server: KafkaServer, topic: str, configs: Sequence[Any], v
     return await server.controller.admin.alter_topic_configs(topic, props, validate_only)
 
 
-async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], validate_only: bool,
+async def alter_broker(server: ConfigAdminServer, name: str, configs: Sequence[Any], validate_only: bool,
                        incremental: bool) -> Result:
     dynamic = server.dynamic_config
     try:
@@ -174,7 +188,7 @@ async def alter_broker(server: KafkaServer, name: str, configs: Sequence[Any], v
     return OK
 
 
-async def alter_resource(server: KafkaServer, res: Any, validate_only: bool, incremental: bool) -> Result:
+async def alter_resource(server: ConfigAdminServer, res: Any, validate_only: bool, incremental: bool) -> Result:
     if res.resource_type == TOPIC:
         return await alter_topic(server, res.resource_name, res.configs, validate_only, incremental)
     if res.resource_type == BROKER:

@@ -1,8 +1,8 @@
 """KRaft mode of KafkaServer (`process.roles=broker`): what `server.controller` is when a KRaft controller
 quorum, not ZooKeeper or the embedded store, holds the cluster's metadata.
 
-`Controller.create(server)`, the call kafka_server.py makes, gives a `KRaftBroker` when `process.roles` is set (the
-ZooKeeper-mode/embedded `Controller` otherwise); it answers the calls the server and the request handlers make
+`KafkaServer.start` makes a `KRaftBroker` when `process.roles` is set (the ZooKeeper-mode/embedded `Controller`
+otherwise, `Controller.create(server)`); it answers the calls the server and the request handlers make
 of a controller:
 - `startup()` (Kafka's BrokerServer start-up): reads the cluster id and directory ids from the log dirs'
   meta.properties (an unformatted dir is refused with Kafka's hint to format it); starts the metadata log
