@@ -261,6 +261,15 @@ class KafkaServer:
         from broker.coordinator.group.service import start_group_coordinator
 
         self.group_coordinator = start_group_coordinator(self)
+        # Share groups' offsets go through the persister of this broker's share-partition leaders (one store for
+        # both sides); the group coordinator is below broker/share/ and gets it from here.
+        self.group_coordinator.coordinator.share_persister = self._share_persister
+
+    def _share_persister(self) -> object:
+        """The persister the share-partition leaders of this broker use (one store for both sides)."""
+        from broker.share.manager import share_partition_manager
+
+        return share_partition_manager(self).persister
 
     def _start_transaction_coordinator(self) -> None:
         from broker.coordinator.transaction.service import start_transaction_coordinator
