@@ -289,7 +289,8 @@ class KafkaServer:
         from broker.share.rpc_persister import RpcPersister
 
         self.share_coordinator = start_share_coordinator(self)
-        self.share_persister = RpcPersister(self)
+        # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
+        self.share_persister = RpcPersister(self, lambda api_key: apis.HANDLERS[api_key].answer)
         self.share_coordinator.startup()
 
     async def shutdown(self) -> None:

@@ -38,10 +38,10 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
-from broker.config.group_configs import by_duration_ms, group_configs
+from broker.config.group_configs import GroupConfigsServer, by_duration_ms, group_configs
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
 from broker.coordinator.share.persister import Persister, PersisterError, persister_error_code
 from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
@@ -52,7 +52,8 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.metadata.metadata_cache import MetadataCache
+    from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,18 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
 
+class ShareServer(GroupConfigsServer, Protocol):
+    """The broker as its share-partition leaders see it (KafkaServer): its config, controller and group configs,
+    its metadata cache, and the replica manager whose partitions they read. `share_partition_manager(server)` keeps
+    the one `SharePartitionManager` of a broker on it; its `share_persister`, when it has one, is theirs
+    (persisters.py)."""
+
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+
+
 class SharePartitionManager:
-    def __init__(self, server: KafkaServer, persister: Persister, config: ShareGroupConfig) -> None:
+    def __init__(self, server: ShareServer, persister: Persister, config: ShareGroupConfig) -> None:
         self.server = server
         self.persister = persister
         self.config = config
@@ -458,7 +469,7 @@ class SharePartitionManager:
 
 
 
-def share_partition_manager(server: KafkaServer) -> SharePartitionManager:
+def share_partition_manager(server: ShareServer) -> SharePartitionManager:
     """The broker's manager, made on first use."""
     manager = getattr(server, "share_partition_manager", None)
     if manager is None:

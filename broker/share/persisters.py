@@ -14,9 +14,9 @@ from broker.coordinator.share.memory_persister import InMemoryPersister
 from broker.coordinator.share.persister import Persister
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.share.manager import ShareServer
 
 
-def create_persister(server: KafkaServer) -> Persister:
+def create_persister(server: ShareServer) -> Persister:
     persister = getattr(server, "share_persister", None)
     return persister if persister is not None else InMemoryPersister()
