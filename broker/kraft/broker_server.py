@@ -41,9 +41,10 @@ import concurrent.futures
 import logging
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.config.kafka_config import ConfigError
+from broker.controller.controller import ControllerServer
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.assignments import AssignmentsManager
@@ -68,7 +69,10 @@ from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties, uuid_from_kafka_str
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.security.authorizer import AclAuthorizer
+    from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
+    from broker.server.replica_manager import ReplicaManager
+    from storage import LogManager
 
 log = logging.getLogger("broker.kraft")
 
@@ -76,8 +80,20 @@ CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 RECOVERED = 0
 
 
+class KRaftServer(ControllerServer, Protocol):
+    """The broker as its KRaft side sees it (KafkaServer): what a controller sees (a KRaftBroker answers the same
+    calls), plus the authorizer (its ACLs come from the image), the log manager and the log-dir mover (KIP-858
+    assignments), the replica manager the published images change, and `metadata_ready`."""
+
+    authorizer: AclAuthorizer | None
+    log_dir_mover: ReplicaAlterLogDirsManager
+    log_manager: LogManager
+    metadata_ready: asyncio.Event
+    replica_manager: ReplicaManager
+
+
 class KRaftBroker:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KRaftServer) -> None:
         self.server = server
         config = server.config
         self.broker_id = config.broker_id

@@ -38,7 +38,7 @@ from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, Par
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.kafka_server import KafkaServer
+    from broker.kraft.broker_server import KRaftServer
 
 log = logging.getLogger("broker.kraft.publisher")
 
@@ -54,7 +54,7 @@ def broker_endpoint(broker: Any, inter_broker_listener: str) -> BrokerEndpoint:
 
 
 class MetadataPublisher:
-    def __init__(self, server: KafkaServer, node_id: int) -> None:
+    def __init__(self, server: KRaftServer, node_id: int) -> None:
         self.server = server
         self.node_id = node_id
         self.image: MetadataImage | None = None
