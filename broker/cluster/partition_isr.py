@@ -22,17 +22,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from broker.cluster.replica import Replica
 from storage import TopicPartition
 
-if TYPE_CHECKING:
-    from broker.cluster.partition import Partition
-
 log = logging.getLogger("broker.partition")
 
-IsrUpdater = Callable[["Partition", list[int], int], Awaitable[tuple[list[int], int] | None]]
+# Called with the partition (the `Partition` this half belongs to), the proposed ISR and the partition epoch.
+IsrUpdater = Callable[["IsrManagement", list[int], int], Awaitable[tuple[list[int], int] | None]]
 
 
 class IsrManagement:
@@ -55,7 +52,7 @@ class IsrManagement:
         self.pending_isr: list[int] | None = None
         self.isr_updater: IsrUpdater | None = None
         # Called after a committed ISR change: a shrink can let the HW move and acks=all produces finish.
-        self.on_isr_change: Callable[[Partition], None] | None = None
+        self.on_isr_change: Callable[[IsrManagement], None] | None = None  # called with the Partition
         self._isr_updates: set[asyncio.Task] = set()
 
     @property
