@@ -5,6 +5,6 @@
 - `tls_connection.py`: a connection of an SSL or SASL_SSL listener;
 - `inter_broker.py`: the broker's own client connection to other brokers and to the controller.
 
-It uses `broker.security` (TLS contexts, principals, the client side of SASL) and `broker.config`, and never the
-rooms above it: a connection hands its frames to whatever handler the server gives it.
+It uses `broker.security` (principals, the client's TLS and SASL) and never the rooms above it: a connection hands
+its frames to whatever handler the server gives it.
 """
