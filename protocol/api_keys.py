@@ -193,6 +193,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
+    # --- the KRaft quorum (KIP-595, KIP-853, KIP-996) and controller registration (issue 32) ---
+    ApiKey.VOTE: (0, 2),
+    ApiKey.BEGIN_QUORUM_EPOCH: (0, 1),
+    ApiKey.END_QUORUM_EPOCH: (0, 1),
+    ApiKey.ADD_RAFT_VOTER: (0, 1),
+    ApiKey.REMOVE_RAFT_VOTER: (0, 0),
+    ApiKey.UPDATE_RAFT_VOTER: (0, 0),
+    ApiKey.CONTROLLER_REGISTRATION: (0, 0),
+    ApiKey.UNREGISTER_BROKER: (0, 0),
+    ApiKey.UNREGISTER_CONTROLLER: (0, 0),
 }
 
 

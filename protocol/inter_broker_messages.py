@@ -4,8 +4,10 @@ The ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata, 
 AlterPartition, AllocateProducerIds, ConsumerGroupHeartbeat, ConsumerGroupDescribe, the share-group APIs
 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge, DescribeShareGroupOffsets,
 AlterShareGroupOffsets, DeleteShareGroupOffsets), BrokerRegistration, BrokerHeartbeat, FetchSnapshot, Envelope
-(KIP-590), AssignReplicasToDirs (KIP-858) and the share-group state RPCs (Initialize/Read/Write/Delete
-ShareGroupState, ReadShareGroupStateSummary), loaded through kafka-python's machinery (`load_json=`) so they
+(KIP-590), AssignReplicasToDirs (KIP-858), the share-group state RPCs (Initialize/Read/Write/Delete
+ShareGroupState, ReadShareGroupStateSummary), the KRaft quorum's RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch,
+AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter) and ControllerRegistration, UnregisterBroker, UnregisterController,
+loaded through kafka-python's machinery (`load_json=`) so they
 behave like every other message. Reach them through `protocol.messages` (`request_class(key)`), which imports
 this module on first use.
 """
@@ -217,4 +219,79 @@ class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
 
 
 class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+# --- the KRaft quorum (KIP-595, KIP-853, KIP-996) and controller registration (KIP-919): our controller's APIs ---
+
+
+class VoteRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class VoteResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class BeginQuorumEpochRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class BeginQuorumEpochResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EndQuorumEpochRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class EndQuorumEpochResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AddRaftVoterRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AddRaftVoterResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class RemoveRaftVoterRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class RemoveRaftVoterResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UpdateRaftVoterRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UpdateRaftVoterResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ControllerRegistrationRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ControllerRegistrationResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UnregisterBrokerRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UnregisterBrokerResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UnregisterControllerRequest(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class UnregisterControllerResponse(ApiMessage, load_json=_SCHEMAS):
     pass

@@ -142,6 +142,16 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.WRITE_SHARE_GROUP_STATE: _pair_in(_OURS, "WriteShareGroupState"),
     ApiKey.DELETE_SHARE_GROUP_STATE: _pair_in(_OURS, "DeleteShareGroupState"),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _pair_in(_OURS, "ReadShareGroupStateSummary"),
+    # --- the KRaft quorum and controller registration (issue 32) ---
+    ApiKey.VOTE: _pair_in(_OURS, "Vote"),
+    ApiKey.BEGIN_QUORUM_EPOCH: _pair_in(_OURS, "BeginQuorumEpoch"),
+    ApiKey.END_QUORUM_EPOCH: _pair_in(_OURS, "EndQuorumEpoch"),
+    ApiKey.ADD_RAFT_VOTER: _pair_in(_OURS, "AddRaftVoter"),
+    ApiKey.REMOVE_RAFT_VOTER: _pair_in(_OURS, "RemoveRaftVoter"),
+    ApiKey.UPDATE_RAFT_VOTER: _pair_in(_OURS, "UpdateRaftVoter"),
+    ApiKey.CONTROLLER_REGISTRATION: _pair_in(_OURS, "ControllerRegistration"),
+    ApiKey.UNREGISTER_BROKER: _pair_in(_OURS, "UnregisterBroker"),
+    ApiKey.UNREGISTER_CONTROLLER: _pair_in(_OURS, "UnregisterController"),
 }
 
 _LOADED: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {}

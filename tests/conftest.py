@@ -44,3 +44,18 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., Any]]:
 @pytest.fixture
 def broker(broker_factory: Callable[..., Any]) -> EmbeddedBroker:
     return broker_factory()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduling (`./dev test` runs two workers): whole modules go to one worker, so a
+    module-scoped cluster or real Kafka starts once, and two groups of modules stay together: the error-path
+    modules of tests/broker/apis (they share one session's brokers and the order of what they do to them) and
+    tests/spark (one SparkSession, a JVM of up to 1 GB)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((group for group in ("tests/broker/apis/", "tests/spark/") if path.startswith(group)), path)
+
+    return ModuleScheduling(config, log)

@@ -77,8 +77,8 @@ def assert_installed_then_ran(scratch: Scratch, packages: str, command: str) -> 
 def scratch(tmp_path: Path) -> Scratch:
     s = Scratch(tmp_path)
     s.as_user(0)
-    s.stub("kcat", "exit 0")
-    s.stub("java", "exit 0")
+    for present in ("kcat", "java", "javac", "mvn"):
+        s.stub(present, "exit 0")
     return s
 
 
@@ -98,12 +98,19 @@ def test_nothing_missing_installs_nothing(scratch: Scratch) -> None:
     assert not any(c.startswith("apt-get") for c in calls)
 
 
+def test_the_whole_suite_runs_on_two_workers(scratch: Scratch) -> None:
+    assert scratch.run("test").returncode == 0
+    assert scratch.recorded()[-1] == "python -m pytest -n 2"
+    assert scratch.run("test", TEST_WORKERS="0").returncode == 0
+    assert scratch.recorded()[-1] == "python -m pytest"
+
+
 def test_root_installs_what_is_missing_after_an_update(scratch: Scratch) -> None:
     (scratch.bin / "kcat").unlink()
     (scratch.bin / "java").unlink()
     r = scratch.run("test")
     assert r.returncode == 0, r.stderr
-    assert_installed_then_ran(scratch, "kcat default-jre-headless", "python -m pytest")
+    assert_installed_then_ran(scratch, "kcat default-jre-headless", "python -m pytest -n 2")
     assert "installing system packages: kcat default-jre-headless" in r.stderr
 
 
@@ -176,7 +183,7 @@ def test_a_python_without_venv_gets_python3_venv(scratch: Scratch) -> None:
 def test_ci_runs_exactly_the_readme_test_command(scratch: Scratch) -> None:
     r = scratch.run(script=".ci/run")
     assert r.returncode == 0, r.stderr
-    assert scratch.recorded()[-1] == "python -m pytest"
+    assert scratch.recorded()[-1] == "python -m pytest -n 2"
     readme = (REPO / "README.md").read_text()
     assert "\n    ./dev test\n" in readme and "\n    ./dev broker\n" in readme
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec ./dev test")

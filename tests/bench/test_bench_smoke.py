@@ -45,7 +45,8 @@ def test_quick_run_reports_table_and_json(tmp_path: Path) -> None:
     assert len(files) == 1
     report = json.loads(files[0].read_text())
     assert {"version", "started_at", "quick", "host", "targets", "notes", "rows", "profiles", "errors"} <= set(report)
-    assert report["quick"] is True and report["seconds"] < 60
+    # How long it took is reported, never asserted: a loaded machine is slow, not wrong.
+    assert report["quick"] is True and report["seconds"] > 0
     assert [t["name"] for t in report["targets"]] == ["ours", "mock"]
     assert any("CPUs" in note for note in report["notes"])
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from broker.testing import BrokerProcess
@@ -112,10 +112,23 @@ def log_end(cluster: Cluster) -> int:
 
 
 def committed(cluster: Cluster, group: str) -> int:
+    """The group's committed offsets (summed), asked again while its coordinator moves (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS), as a client's next call would."""
     consumer = Consumer({"bootstrap.servers": cluster.both, "group.id": group})
+
+    def ask() -> int | None:
+        try:
+            parts = consumer.committed([KafkaTopicPartition(cluster.topic, p) for p in range(PARTITIONS)],
+                                       timeout=10)
+        except KafkaException as e:
+            if e.args[0].code() in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                    KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT):
+                return None
+            raise
+        return sum(max(p.offset, 0) for p in parts) + 1  # +1: 0 committed is an answer too
+
     try:
-        parts = consumer.committed([KafkaTopicPartition(cluster.topic, p) for p in range(PARTITIONS)], timeout=30)
-        return sum(max(p.offset, 0) for p in parts)
+        return int(wait_until(ask, 60, f"{group}'s committed offsets")) - 1
     finally:
         consumer.close()
 
