@@ -518,7 +518,7 @@ class RecoveryScenario(Scenario):
 
 
 class ReplicatedScenario(Scenario):
-    """acks=all to RF=3: our 3-broker cluster (broker.cluster.LocalCluster, with ZooKeeper) vs a 3-broker mock."""
+    """acks=all to RF=3: our 3-broker cluster (broker.local_cluster.LocalCluster, with ZooKeeper) vs a 3-broker mock."""
 
     fresh_broker = True
 
@@ -546,9 +546,9 @@ class ReplicatedScenario(Scenario):
         if key not in ctx.state:
             if target.kind == "ours":
                 try:
-                    from broker.cluster import LocalCluster
+                    from broker.local_cluster import LocalCluster
                 except Exception as exc:  # noqa: BLE001 - a half-written broker may fail to import in any way
-                    raise TargetError(f"broker.cluster is not importable: {type(exc).__name__}: {exc}") from exc
+                    raise TargetError(f"broker.local_cluster is not importable: {type(exc).__name__}: {exc}") from exc
                 # Deleted topics leave at once: each repetition's data is gone before the next one starts.
                 cluster = LocalCluster(3, {"min.insync.replicas": "2", "file.delete.delay.ms": "0"})
                 cluster.start()

@@ -40,9 +40,9 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _topic_name(prefix: str, slow: str, same_writer: bool) -> str:
-    """A topic name whose partition 0 gets the same writer thread as `slow`'s, or another one (broker.log_writes
+    """A topic name whose partition 0 gets the same writer thread as `slow`'s, or another one (broker.server.log_writes
     assigns by name): the latency load measures what the stall does to others, not its own queue."""
-    from broker.log_writes import WRITERS_PER_DIR
+    from broker.server.log_writes import WRITERS_PER_DIR
 
     slot = zlib.crc32(slow.encode()) % WRITERS_PER_DIR
     while True:

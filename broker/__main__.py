@@ -25,7 +25,7 @@ from broker import lazy_packages
 
 lazy_packages.install("kafka")  # before anything imports kafka-python: its __init__ loads the whole client
 
-from broker.config import ConfigError, KafkaConfig  # noqa: E402 - after the stand-in above
+from broker.config.kafka_config import ConfigError, KafkaConfig  # noqa: E402 - after the stand-in above
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -57,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 async def serve(config: KafkaConfig) -> int:
-    from broker.server import KafkaServer
+    from broker.kafka_server import KafkaServer
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

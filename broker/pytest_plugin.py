@@ -13,7 +13,7 @@ Contract:
   module to set them for many tests) and then from `@pytest.mark.kafka_config({"num.partitions": "3"})` on a test
   (or a class or module), which wins.
 - `kafka_cluster` (per module: a cluster takes seconds to start): ZooKeeper and three broker processes on
-  loopback (`broker.cluster.LocalCluster`: `.bootstrap`, `.brokers[i]` with `.stop()`, `.kill()`, and
+  loopback (`broker.local_cluster.LocalCluster`: `.bootstrap`, `.brokers[i]` with `.stop()`, `.kill()`, and
   `.restart(i)`), configured by the module-scoped `kafka_cluster_config` fixture. It needs Java and
   ZooKeeper's jars (Debian: `apt-get install zookeeper default-jre-headless`); without them the test errors with
   one line naming what is missing.
@@ -63,7 +63,7 @@ def kafka_cluster_config() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def kafka_cluster(kafka_cluster_config: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from broker.cluster import LocalCluster
+    from broker.local_cluster import LocalCluster
     from broker.metadata.zookeeper_server import ZooKeeperStartError
 
     cluster = LocalCluster(3, dict(kafka_cluster_config), data_dir=tmp_path_factory.mktemp("kafka-cluster"))

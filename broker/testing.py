@@ -67,8 +67,8 @@ class EmbeddedBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
-        from broker.config import KafkaConfig
-        from broker.server import KafkaServer
+        from broker.config.kafka_config import KafkaConfig
+        from broker.kafka_server import KafkaServer
 
         config = KafkaConfig(self.props)
         ready = threading.Event()

@@ -9,7 +9,7 @@ Fixtures (import them into a conftest.py: `from tests.zookeeper import zookeeper
 - `zookeeper`: a fresh server per test.
 - `zookeeper_module`: one server per test module; tests isolate themselves with a chroot
   (`chroot_connect(server)` gives "127.0.0.1:PORT/<unique>").
-- `local_cluster`: a factory `local_cluster(n_brokers=3, overrides=None) -> broker.cluster.LocalCluster`
+- `local_cluster`: a factory `local_cluster(n_brokers=3, overrides=None) -> broker.local_cluster.LocalCluster`
   (ZooKeeper + N broker processes on loopback, data under tmp_path); every cluster it made is
   stopped at teardown, ZooKeeper last.
 
@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from broker.metadata import LeaderAndIsr, ZkMetadataStore
+from broker.metadata import LeaderAndIsr
+from broker.metadata.store import ZkMetadataStore
 from broker.metadata.zookeeper_server import ZooKeeperServer, four_letter_word
 from broker.metadata.zookeeper_server import start_zookeeper as _start_zookeeper
 
 if TYPE_CHECKING:
-    from broker.cluster import LocalCluster
+    from broker.local_cluster import LocalCluster
 
 __all__ = [
     "ZooKeeperServer",
@@ -80,7 +81,7 @@ def zookeeper_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKe
 @pytest.fixture
 def local_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     # Imported lazily: the ZooKeeper helpers above must not depend on the broker being importable.
-    from broker.cluster import LocalCluster
+    from broker.local_cluster import LocalCluster
 
     clusters: list[LocalCluster] = []
 

@@ -30,7 +30,7 @@ from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.apis.base import HandlerServer
 
 API_KEY = 24
 MIN_VERSION = 0
@@ -101,7 +101,7 @@ async def _one(ctx: RequestContext, version: int, transactional_id: str, produce
     return dict.fromkeys(partitions, error)
 
 
-def verify_partitions(server: KafkaServer, transactional_id: str, producer_id: int, producer_epoch: int,
+def verify_partitions(server: HandlerServer, transactional_id: str, producer_id: int, producer_epoch: int,
                       partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
     """What a verify_only transaction (v4, KIP-890) answers per partition. A partition leader whose
     transaction coordinator is this broker asks it here, in-process, instead of sending the request."""
@@ -112,7 +112,7 @@ def verify_partitions(server: KafkaServer, transactional_id: str, producer_id: i
         transactional_id, producer_id, producer_epoch, partitions)
 
 
-async def add_partitions(server: KafkaServer, transactional_id: str, producer_id: int, producer_epoch: int,
+async def add_partitions(server: HandlerServer, transactional_id: str, producer_id: int, producer_epoch: int,
                          partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
     """What an add (v4+, not verify_only: a TV2 client's implicit add) answers per partition; a partition leader
     whose transaction coordinator is this broker asks it here, in-process, instead of sending the request."""
@@ -124,7 +124,7 @@ async def add_partitions(server: KafkaServer, transactional_id: str, producer_id
     return dict.fromkeys(partitions, error)
 
 
-def _unknown(server: KafkaServer, partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+def _unknown(server: HandlerServer, partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
     """UNKNOWN_TOPIC_OR_PARTITION for each partition this broker's metadata does not know."""
     cache = server.metadata_cache
     return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in partitions

@@ -5,7 +5,7 @@ metadata store (Kafka: /config/topics/<topic> with a change notification) and ap
 logs at once. BROKER resources: the dynamic configs of this broker ("<id>") or of the cluster-wide
 default ("") become exactly the given set, persisted (/config/brokers/<entity>) and applied on every
 broker. `validate_only` checks without changing anything. Error codes and messages are Kafka's; see
-broker/config_admin.py.
+broker/controller/config_admin.py.
 KRaft mode (`process.roles=broker`): topic and broker configs are set on the controller (ConfigRecords, any
 broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT when it cannot be reached.
 With an authorizer (Kafka): ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config_admin import alter_resources
+from broker.controller.config_admin import alter_resources
 from protocol.errors import ErrorCode
 
 API_KEY = 33

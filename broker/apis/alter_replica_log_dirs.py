@@ -8,7 +8,7 @@ Kafka's ReplicaManager.alterReplicaLogDirs:
   replica arrives (LeaderAndIsr), and the answer is REPLICA_NOT_AVAILABLE when the cluster knows the
   partition, UNKNOWN_TOPIC_OR_PARTITION when it does not (Kafka's getPartitionOrException);
 - a hosted replica in another dir: NONE, and the replica moves there in the background
-  (`broker.log_dir_mover`: a future log, listed by DescribeLogDirs with `is_future_key`, copied until it has
+  (`broker.server.log_dir_mover`: a future log, listed by DescribeLogDirs with `is_future_key`, copied until it has
   caught up, then swapped in); asking again for another dir replaces the move, for the replica's current dir
   cancels it; a replica already in that dir: NONE.
 With one log dir (the usual set-up) every case but a move can arise.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -17,17 +17,26 @@ import time
 import types
 from collections.abc import Coroutine, Generator, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.controller.config_admin import ConfigAdminServer
+from broker.controller.controller import ControllerServer
 from broker.security.acl import ANONYMOUS, CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from broker.security.quotas import REQUEST_PERCENTAGE, MutationQuota
+from broker.share.manager import ShareServer
 from protocol import response_class
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.metadata_cache import BrokerEndpoint
-    from broker.network import Connection
-    from broker.server import KafkaServer
+    from broker.coordinator.group.service import GroupService
+    from broker.coordinator.share.service import ShareCoordinatorService
+    from broker.coordinator.transaction.service import TransactionService
+    from broker.metadata.metadata_cache import BrokerEndpoint
+    from broker.network.socket_server import Connection
+    from broker.security.authorizer import AclAuthorizer
+    from broker.security.quotas import ClientQuotas
+    from broker.server.fetch_session import FetchSessionCache
+    from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
 
 
 # Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.
@@ -64,9 +73,27 @@ def _steps(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> Generator[Any
             value, error = None, e
 
 
+class HandlerServer(ControllerServer, ConfigAdminServer, ShareServer, Protocol):
+    """The broker as its request handlers see it: the services they call (KafkaServer is the one implementation;
+    Kafka's KafkaApis is given the same services). Handlers pass it on as what the rooms below them ask for: a
+    ControllerServer, a ConfigAdminServer, a ShareServer."""
+
+    authorizer: AclAuthorizer | None
+    quotas: ClientQuotas
+    fetch_sessions: FetchSessionCache
+    log_dir_mover: ReplicaAlterLogDirsManager
+    group_coordinator: GroupService
+    transaction_coordinator: TransactionService
+    share_coordinator: ShareCoordinatorService
+
+    def is_broker_epoch_stale(self, broker_epoch: int) -> bool: ...
+
+    def auto_create_topics(self, names: list[str], ctx: RequestContext | None = None) -> None: ...
+
+
 @dataclass(slots=True)
 class RequestContext:
-    server: KafkaServer
+    server: HandlerServer
     connection: Connection | None
     api_key: int
     api_version: int
@@ -74,7 +101,7 @@ class RequestContext:
     client_id: str | None
     handler_ns: int = 0  # event-loop time this request used so far (Kafka's request-handler time)
     quota_exempt: bool = False  # a replica's fetch: outside client quotas, as in Kafka
-    # The handler's work is done and what it returned only waits for the answer (broker.network.Deferred):
+    # The handler's work is done and what it returned only waits for the answer (broker.network.socket_server.Deferred):
     # the connection may go on with its next request.
     deferred: bool = False
     timer: Any = None  # broker.metrics.broker_metrics.RequestTimer while metrics are kept

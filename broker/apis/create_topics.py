@@ -30,7 +30,7 @@ from collections import Counter
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config_describe import describe_topic
+from broker.config.describe import describe_topic
 from broker.controller import NewTopic, TopicResult
 from broker.controller.limits import EXCESSIVE_BATCH, too_many_records
 from broker.security.acl import AclOperation, ResourceType

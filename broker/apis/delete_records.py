@@ -17,8 +17,8 @@ import asyncio
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.delayed_delete_records import DeleteRecordsPartitionResult
 from broker.security.acl import AclOperation, ResourceType
+from broker.server.delayed_delete_records import DeleteRecordsPartitionResult
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

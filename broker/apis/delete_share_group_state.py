@@ -21,7 +21,7 @@ from broker.coordinator.share.records import ShareKey
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.apis.base import HandlerServer
 
 API_KEY = 86
 MIN_VERSION = 0
@@ -33,7 +33,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return common.serve(ctx, request, answer)
 
 
-async def answer(server: KafkaServer, request: Any) -> Any:
+async def answer(server: HandlerServer, request: Any) -> Any:
     if common.malformed(request):
         return response_for(request, results=[])
     state = server.share_coordinator.state

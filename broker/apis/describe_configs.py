@@ -3,7 +3,7 @@
 TOPIC resources (type 2): an invalid name answers INVALID_TOPIC_EXCEPTION, a missing topic
 UNKNOWN_TOPIC_OR_PARTITION (no message); otherwise every topic key with its effective value, Kafka's
 `config_type`, `config_source` and synonyms (the override, then the broker keys behind it over the
-dynamic per-broker, dynamic cluster-wide, static and default layers; see broker/config_describe.py).
+dynamic per-broker, dynamic cluster-wide, static and default layers; see broker/config/describe.py).
 The topic's overrides are read from the metadata store first (a broker that is not the controller may
 not have seen a new topic's config yet).
 BROKER resources (type 4): "<this broker's id>" lists every broker key and every supplied key; "" lists
@@ -12,10 +12,10 @@ it is: x"; another broker's id: INVALID_REQUEST "Unexpected broker id, expected 
 received <x>". PASSWORD keys and unknown keys are sensitive (value null). `configuration_keys` filters;
 synonyms only with `include_synonyms` (v1+); `documentation` (v3+) only with `include_documentation`.
 v0 carries `is_default`, which Kafka 3.7 leaves false; v1+ carry `config_source` instead.
-GROUP resources (type 32): the share-group configs of broker/group_configs.py, each with its value (the
+GROUP resources (type 32): the share-group configs of broker/config/group_configs.py, each with its value (the
 group's override, source GROUP_CONFIG, else the default); an empty group id is INVALID_REQUEST.
 CLIENT_METRICS resources (type 16, KIP-714): the keys a subscription sets, source CLIENT_METRICS_CONFIG (as Kafka
-3.7); an empty name is INVALID_REQUEST (broker/apis/client_metrics_support.py).
+3.7); an empty name is INVALID_REQUEST (broker/controller/client_metrics_configs.py).
 Gaps: BROKER_LOGGER (8) resources answer INVALID_REQUEST.
 With an authorizer (Kafka): DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or on the
 cluster for broker resources (else CLUSTER_AUTHORIZATION_FAILED).
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis import client_metrics_support
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config_admin import config_refusal
-from broker.config_describe import DescribedConfig, describe_broker, describe_topic
-from broker.group_configs import GROUP, group_configs
+from broker.config.describe import DescribedConfig, describe_broker, describe_topic
+from broker.config.group_configs import GROUP, group_configs
+from broker.config.topics import topic_name_error
+from broker.controller import client_metrics_configs
+from broker.controller.config_admin import config_refusal
 from broker.security.acl import AclOperation
-from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 
 API_KEY = 32
@@ -92,7 +92,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 error, message = ErrorCode.INVALID_REQUEST, "Group id must not be empty."
         elif res.resource_type == CLIENT_METRICS:
-            (error, message), configs = await client_metrics_support.describe(server, res.resource_name)
+            (error, message), configs = await client_metrics_configs.describe(server, res.resource_name)
         else:
             error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {res.resource_type}"
         results.append(Result(error_code=error, error_message=message, resource_type=res.resource_type,

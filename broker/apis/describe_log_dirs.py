@@ -3,7 +3,7 @@
 One result per configured log dir (`log.dirs`), named by its absolute path, as Kafka's
 ReplicaManager.describeLogDirs: the logs it holds of the partitions asked (`topics` null: every log on this
 broker), each with its size in bytes (all segments), its offset lag (max(HW − LEO, 0) for a current log) and
-`is_future_key`: a replica moving to this dir (AlterReplicaLogDirs, `broker.log_dir_mover`) is listed there
+`is_future_key`: a replica moving to this dir (AlterReplicaLogDirs, `broker.server.log_dir_mover`) is listed there
 as a future log whose lag is the current log's end offset minus its own; topics without a matching
 partition left out; v4 adds the file system's total and usable bytes. A dir that cannot be read answers
 KAFKA_STORAGE_ERROR for that dir. The top-level error (v3+) is NONE.

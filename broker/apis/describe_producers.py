@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
+from broker.config.topics import topic_name_error
 from broker.security.acl import AclOperation, ResourceType
-from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

@@ -23,10 +23,10 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.coordinator.share.persister import PersisterError, RecordState, persister_error_code
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.security.acl import AclOperation, ResourceType
-from broker.share.manager import persister_error_code, share_partition_manager
-from broker.share.persister import PersisterError, RecordState
+from broker.share.manager import share_partition_manager
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import TopicPartition

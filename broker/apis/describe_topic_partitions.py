@@ -27,9 +27,9 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.metadata_cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
+from broker.config.topics import valid_topic_name
+from broker.metadata.metadata_cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
 from broker.security.acl import AclOperation, ResourceType
-from broker.topics import valid_topic_name
 from protocol.errors import ErrorCode
 
 API_KEY = 75

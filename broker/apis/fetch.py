@@ -32,17 +32,17 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
-from broker.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
-from broker.fetch_session import (
+from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
+from broker.security.acl import AclOperation, ResourceType
+from broker.security.quotas import CONSUMER_BYTE_RATE
+from broker.server.delayed_fetch import ClientMetadata, FetchParams, FetchPartitionData, PartitionFetchInfo
+from broker.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     CachedPartition,
     FetchSessionError,
     next_epoch,
 )
-from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED
-from broker.security.acl import AclOperation, ResourceType
-from broker.security.quotas import CONSUMER_BYTE_RATE
 from protocol import RecordsRef
 from protocol.errors import ErrorCode
 from protocol.legacy import down_convert

@@ -27,7 +27,7 @@ from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from broker.coordinator.share.records import ShareKey, parse_topic_id
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
 from broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
-from broker.metadata_cache import PartitionMetadata
+from broker.metadata.metadata_cache import PartitionMetadata
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 

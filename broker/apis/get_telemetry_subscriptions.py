@@ -14,8 +14,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.apis import client_metrics_support
 from broker.apis.base import RequestContext, response_for
+from broker.controller import client_metrics_configs
 from broker.metrics.client_metrics import ACCEPTED_COMPRESSION_TYPES
 from protocol.errors import ErrorCode
 
@@ -34,10 +34,10 @@ def _error(request: Any, error: ErrorCode) -> Any:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    manager = await client_metrics_support.manager(ctx.server)
+    manager = await client_metrics_configs.manager(ctx.server)
     if not manager.receiving:
         return _error(request, ErrorCode.UNSUPPORTED_VERSION)
-    error, instance = manager.get_subscriptions(request.client_instance_id, client_metrics_support.client_of(ctx))
+    error, instance = manager.get_subscriptions(request.client_instance_id, client_metrics_configs.client_of(ctx))
     if instance is None:
         return _error(request, error)
     return response_for(request, throttle_time_ms=0, error_code=ErrorCode.NONE,

@@ -5,7 +5,7 @@ metadata store and applied to its logs at once) and BROKER resources (dynamic br
 this broker, "" for the cluster-wide default; persisted in the metadata store and applied on every
 broker without a restart). APPEND/SUBTRACT only on list keys; an empty list (cleanup.policy="") is a
 valid value. `validate_only` checks without changing anything. Error codes and messages are Kafka's;
-see broker/config_admin.py for each.
+see broker/controller/config_admin.py for each.
 KRaft mode (`process.roles=broker`): topic and broker configs are set on the controller (ConfigRecords, any
 broker's id), answered once this broker's metadata has them; REQUEST_TIMED_OUT when it cannot be reached.
 Gaps: BROKER_LOGGER resources (log levels) answer INVALID_REQUEST.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.config_admin import alter_resources
+from broker.controller.config_admin import alter_resources
 from protocol.errors import ErrorCode
 
 API_KEY = 44

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for
-from broker.controller.producer_ids import ProducerIdsUnavailable
+from broker.coordinator.transaction.producer_id_manager import ProducerIdsUnavailable
 from broker.security.acl import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 

@@ -3,7 +3,8 @@ subscriptions' names), renamed in Kafka 4.1 (KIP-1142), whose v1 lists the confi
 for: TOPIC (2), BROKER (4), BROKER_LOGGER (8), CLIENT_METRICS (16), GROUP (32) (all of them when none is named).
 
 Topics are those of the metadata cache, brokers and broker loggers the live brokers' ids, groups those with group
-configs (broker/group_configs.py), client metrics the subscriptions (broker/apis/client_metrics_support.py).
+configs (broker/config/group_configs.py), client metrics the subscriptions
+(broker/controller/client_metrics_configs.py).
 Errors: CLUSTER_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS on the cluster (with an authorizer);
 UNSUPPORTED_VERSION for a resource type not listed above (as Kafka).
 """
@@ -13,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from broker.apis import client_metrics_support
 from broker.apis.base import RequestContext, response_for, response_type
+from broker.controller import client_metrics_configs
 from broker.security.acl import AclOperation
 from protocol.errors import ErrorCode
 
@@ -42,7 +43,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if kind == GROUP:
             names = await asyncio.to_thread(_group_config_ids, server)
         elif kind == CLIENT_METRICS:
-            names = await client_metrics_support.names(server)
+            names = await client_metrics_configs.names(server)
         elif kind in (BROKER, BROKER_LOGGER):
             names = [str(b) for b in sorted(server.metadata_cache.brokers)]
         else:

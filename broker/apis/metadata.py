@@ -24,9 +24,9 @@ import uuid
 from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
-from broker.metadata_cache import MetadataCache, PartitionMetadata
+from broker.config.topics import valid_topic_name
+from broker.metadata.metadata_cache import MetadataCache, PartitionMetadata
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from broker.topics import valid_topic_name
 from protocol.errors import ErrorCode
 
 API_KEY = 3

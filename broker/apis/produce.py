@@ -9,12 +9,12 @@ the batches (Kafka's LogValidator: magic 2, CRC32C, sizes, `max.message.bytes`, 
 decoding records and writes offsets and the leader epoch into the batch in place.
 acks=0: no response at all, but a partition that failed closes the connection (Kafka's answer: the client cannot
 hear an error, so it reconnects and refreshes its metadata); acks=1: answer once the local append is written
-(appends are written by the log directory's writer threads, broker.log_writes); acks=-1:
+(appends are written by the log directory's writer threads, broker.server.log_writes); acks=-1:
 answer when the high watermark passes the batch (DelayedProduce) or REQUEST_TIMED_OUT at `timeout_ms`,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile. Unlike Kafka, a
 non-transactional produce that only waits for its writes or its followers lets the connection take the
-producer's next request meanwhile (broker.network.Deferred; answers stay in request order). Idempotent producers:
-duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
+producer's next request meanwhile (broker.network.socket_server.Deferred; answers stay in request order).
+Idempotent producers: duplicates get the original offsets, sequence gaps OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs
 INVALID_PRODUCER_EPOCH. A batch rejected record by record (Kafka's RecordValidationException: a keyless record
 to a compacted topic) answers INVALID_RECORD with the validator's message, the log start offset and KIP-467's
 `record_errors` (v8+).
@@ -49,10 +49,10 @@ import logging
 from typing import Any
 
 from broker.apis.base import RequestContext, current_leader, response_for, response_type
-from broker.delayed_produce import ProducePartitionResult
 from broker.security.acl import AclOperation, ResourceType
 from broker.security.quotas import PRODUCER_BYTE_RATE
-from broker.txn_verification import TransactionSupportedOperation
+from broker.server.delayed_produce import ProducePartitionResult
+from broker.server.txn_verification import TransactionSupportedOperation
 from protocol.errors import ErrorCode
 from protocol.legacy import up_convert
 from protocol.records import CorruptRecordError, InvalidRecordError, read_magic
@@ -121,7 +121,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             return _answer(ctx, request, {**early, **results})
         # Without a transactional id every append is done (a transactional one may still await the
         # coordinator's verification): the answer only waits for the writes and the followers, and the
-        # connection may take the producer's next request meanwhile (broker.network.Deferred).
+        # connection may take the producer's next request meanwhile (broker.network.socket_server.Deferred).
         ctx.deferred = request.transactional_id is None
         return wait()
     return _answer(ctx, request, {**early, **result})

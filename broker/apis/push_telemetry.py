@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.apis import client_metrics_support
 from broker.apis.base import RequestContext, response_for
+from broker.controller import client_metrics_configs
 from protocol.errors import ErrorCode
 
 API_KEY = 72
@@ -30,9 +30,9 @@ ERRORS: tuple[ErrorCode, ...] = (
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    manager = await client_metrics_support.manager(ctx.server)
+    manager = await client_metrics_configs.manager(ctx.server)
     if not manager.receiving:
         return response_for(request, throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION)
     error = manager.push(request.client_instance_id, request.subscription_id, bool(request.terminating),
-                         request.compression_type, request.metrics, client_metrics_support.client_of(ctx))
+                         request.compression_type, request.metrics, client_metrics_configs.client_of(ctx))
     return response_for(request, throttle_time_ms=0, error_code=error)

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from broker.apis import share_state_common as common
 from broker.apis.base import RequestContext, response_for
+from broker.coordinator.share.persister import RecordState
 from broker.coordinator.share.records import ShareKey
-from broker.share.persister import RecordState
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.apis.base import HandlerServer
 
 API_KEY = 87
 MIN_VERSION = 0
@@ -36,7 +36,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return common.serve(ctx, request, answer)
 
 
-async def answer(server: KafkaServer, request: Any) -> Any:
+async def answer(server: HandlerServer, request: Any) -> Any:
     if common.malformed(request):
         return response_for(request, results=[])
     state = server.share_coordinator.state

@@ -1,6 +1,6 @@
 """SaslAuthenticate (key 36), versions 0–2.
 
-A SASL listener's authenticator (broker.security.sasl) takes every SaslAuthenticate before the client is
+A SASL listener's authenticator (broker.apis.sasl_authenticator) takes every SaslAuthenticate before the client is
 authenticated; what reaches this handler is one after that, or one on a listener without SASL. Kafka's
 KafkaApis answers both ILLEGAL_SASL_STATE ("SaslAuthenticate request received after successful
 authentication"); so do we.

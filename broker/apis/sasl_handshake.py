@@ -1,6 +1,6 @@
 """SaslHandshake (key 17), versions 0–1.
 
-A SASL listener's authenticator (broker.security.sasl) takes the handshakes that start an authentication or
+A SASL listener's authenticator (broker.apis.sasl_authenticator) takes the handshakes that start an authentication or
 a re-authentication (KIP-368); what reaches this handler is one on a listener without SASL, or one after
 authentication that starts nothing (no session end on the connection, or within a second of the last
 re-authentication). Kafka's KafkaApis answers those ILLEGAL_SASL_STATE with an empty list of mechanisms; so do we.

@@ -36,7 +36,7 @@ from broker.coordinator.group import OffsetCommitEntry
 from broker.coordinator.group.errors import map_offset_append_error
 from broker.coordinator.group.service import GROUP_METADATA_TOPIC
 from broker.security.acl import AclOperation, ResourceType
-from broker.txn_verification import TransactionSupportedOperation, verify_partition
+from broker.server.txn_verification import TransactionSupportedOperation, verify_partition
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

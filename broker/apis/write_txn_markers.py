@@ -41,7 +41,7 @@ from protocol.records import ControlRecordType, build_control_batch
 from storage import AppendOrigin, TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.apis.base import HandlerServer
 
 log = logging.getLogger("broker.apis.write_txn_markers")
 
@@ -97,7 +97,7 @@ def _response(request: Any, results: list[MarkerErrors]) -> Any:
     return response_for(request, markers=out)
 
 
-def write_marker(server: KafkaServer, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+def write_marker(server: HandlerServer, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                  partitions: list[TopicPartition]) -> MarkerErrors | Awaitable[MarkerErrors]:
     """Append one marker to the partitions this broker leads, each partition's error as the handler answers
     it: the errors at once when every append is acknowledged at once (acks=-1 on a partition whose ISR is
@@ -123,12 +123,12 @@ def write_marker(server: KafkaServer, producer_id: int, producer_epoch: int, com
     return _appended(server, producer_id, commit, errors, result)
 
 
-async def _appended_later(server: KafkaServer, producer_id: int, commit: bool, errors: MarkerErrors,
+async def _appended_later(server: HandlerServer, producer_id: int, commit: bool, errors: MarkerErrors,
                           result: asyncio.Future) -> MarkerErrors:
     return _appended(server, producer_id, commit, errors, await result)
 
 
-def _appended(server: KafkaServer, producer_id: int, commit: bool, errors: MarkerErrors,
+def _appended(server: HandlerServer, producer_id: int, commit: bool, errors: MarkerErrors,
               result: dict[TopicPartition, Any]) -> MarkerErrors:
     for tp, r in result.items():
         errors[tp] = r.error

@@ -4,7 +4,9 @@ Public API:
 - controller.py: `Controller`, one per broker (active on the broker that won /controller): event queue,
   lifecycle, controller election, broker and topic changes, controlled shutdown.
 - admin_manager.py: `AdminManager` (as `Controller.admin`), the admin entry points any broker serves
-  (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs), with `NewTopic` and `TopicResult`.
+  (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs), with `NewTopic` and `TopicResult`;
+  config_admin.py: AlterConfigs and IncrementalAlterConfigs resource by resource (Kafka's ConfigAdminManager and
+  ZkAdminManager.alterConfigs), what the handlers of both modes call.
 - channel_manager.py: channels to brokers (in-process or over the wire) and the LeaderAndIsr/UpdateMetadata/
   StopReplica batches; requests.py builds and parses those requests (the receiving handlers use it too).
 - election.py: pure leader election (offline/unclean, controlled shutdown, preferred, reassignment, new).

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.config.topics import topic_name_error
 from broker.controller.limits import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, too_many_records
 from broker.metadata import (
     AdminOperationError,
@@ -37,7 +38,6 @@ from broker.metadata.assignment import (
     assign_replicas_to_brokers,
     validate_manual_assignment,
 )
-from broker.topics import topic_name_error
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:

@@ -29,22 +29,23 @@ import uuid
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.cluster.partition import PartitionState
+from broker.common.metadata_version import request_versions
 from broker.controller.context import ControllerContext
 from broker.controller.requests import (
     build_leader_and_isr,
     build_stop_replica,
     build_update_metadata,
 )
-from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
-from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.metadata_version import request_versions
-from broker.partition import PartitionState
+from broker.metadata.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.controller.controller import ControllerServer
 
 log = logging.getLogger("broker.controller_channel")
 
@@ -72,7 +73,7 @@ class BrokerChannel(Protocol):
 class LocalChannel:
     """This broker, reached without a socket."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: ControllerServer) -> None:
         self.server = server
 
     async def leader_and_isr(self, controller_id: int, controller_epoch: int,
@@ -210,7 +211,7 @@ class RemoteChannel:
 class ControllerChannelManager:
     """The active controller's channels and request batches; see the module docstring."""
 
-    def __init__(self, server: KafkaServer, ctx: ControllerContext) -> None:
+    def __init__(self, server: ControllerServer, ctx: ControllerContext) -> None:
         self.server = server
         self.ctx = ctx
         self.broker_id = server.broker_id

@@ -20,7 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from broker.metadata import LeaderAndIsr, TopicInfo
-from broker.metadata_cache import BrokerEndpoint
+from broker.metadata.metadata_cache import BrokerEndpoint
 from storage import TopicPartition
 
 

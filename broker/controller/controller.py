@@ -31,8 +31,9 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.common.metadata_version import request_versions
 from broker.controller.admin_manager import AdminManager
 from broker.controller.alter_partition import AlterPartitionService, RpcAlterPartitionManager
 from broker.controller.channel_manager import ControllerChannelManager
@@ -43,14 +44,21 @@ from broker.controller.preferred_election import PreferredReplicaElection
 from broker.controller.producer_ids import RpcProducerIdManager, StoreProducerIdManager
 from broker.controller.reassignment import PartitionReassignment
 from broker.controller.topic_deletion import TopicDeletionManager
-from broker.metadata import LocalMetadataStore, MetadataError, MetadataStore, ZkMetadataStore
-from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint
-from broker.metadata_version import request_versions
+from broker.metadata import MetadataError
+from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint
+from broker.metadata.store import LocalMetadataStore, MetadataStore, ZkMetadataStore
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    import uuid
+
+    from broker.cluster.partition import PartitionState
+    from broker.config.kafka_config import KafkaConfig
+    from broker.config.topics import TopicConfigs
+    from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
+    from broker.metadata.metadata_cache import MetadataCache, PartitionMetadata
+    from broker.security.client import ClientSecurity
 
 log = logging.getLogger("broker.controller")
 
@@ -66,6 +74,35 @@ def broker_listeners(info: Any) -> tuple[ListenerEndpoint, ...]:
                                     info.listener_security_protocol_map.get(name, "PLAINTEXT")))
     return tuple(out)
 
+class ControllerServer(Protocol):
+    """The broker as its controller sees it (KafkaServer), and the admin manager, the channels and the controller
+    client with it: the broker's id, config, advertised endpoint and inter-broker security, its metadata cache and
+    topic configs, its producer id manager (which the controller may replace), and the requests the controller
+    applies to its own broker without a socket."""
+
+    broker_id: int
+    config: KafkaConfig
+    endpoint: BrokerEndpoint
+    inter_broker_security: ClientSecurity
+    metadata_cache: MetadataCache
+    topic_configs: TopicConfigs
+    producer_ids: ProducerIdManager | None
+
+    def apply_leader_and_isr(self, controller_id: int, controller_epoch: int,
+                             states: dict[TopicPartition, PartitionState], topic_ids: dict[str, uuid.UUID],
+                             leaders: list[BrokerEndpoint]) -> dict[TopicPartition, ErrorCode]: ...
+
+    def apply_update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerEndpoint],
+                              partitions: list[tuple[TopicPartition, uuid.UUID, PartitionMetadata]]) -> bool: ...
+
+    def apply_stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
+                           delete: bool) -> dict[TopicPartition, ErrorCode]: ...
+
+    async def refresh_topic_config(self, topic: str) -> None: ...
+
+    def on_topic_config_change(self, topic: str) -> None: ...
+
+
 class RefusedRequest(Exception):
     """A request to the controller refused for what it says: the handler that asked answers it with an error code,
     so the controller's event loop does not log it as a failure of its own."""
@@ -80,7 +117,7 @@ class UnknownBroker(RefusedRequest):
 
 
 class Controller:
-    def __init__(self, server: KafkaServer, store: MetadataStore) -> None:
+    def __init__(self, server: ControllerServer, store: MetadataStore) -> None:
         self.server = server
         self.store = store
         self.broker_id = server.broker_id
@@ -108,13 +145,9 @@ class Controller:
         self.admin = AdminManager(self)
 
     @classmethod
-    def create(cls, server: KafkaServer) -> Controller:
-        """The controller of this broker's mode; in KRaft mode (`process.roles`) a KRaftBroker, which answers
-        the same calls (broker/kraft/broker_server.py)."""
-        if server.config.is_kraft:
-            from broker.kraft.broker_server import KRaftBroker
-
-            return KRaftBroker(server)  # type: ignore[return-value]
+    def create(cls, server: ControllerServer) -> Controller:
+        """The controller of a broker in ZooKeeper mode, or on its own metadata file without `zookeeper.connect`
+        (in KRaft mode, `process.roles`, KafkaServer makes a KRaftBroker instead: broker/kraft/broker_server.py)."""
         loop = asyncio.get_running_loop()
         connect = server.config.get("zookeeper.connect")
         if connect:
@@ -295,7 +328,7 @@ class Controller:
         ep = self.server.metadata_cache.alive_broker(cid) if cid is not None else None
         if ep is None:
             return None
-        from broker.inter_broker import BrokerConnection
+        from broker.network.inter_broker import BrokerConnection
         from protocol import ApiKey, request_class
 
         conn = BrokerConnection(ep.host, ep.port, f"broker-{self.broker_id}-shutdown", timeout_s=10,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
-from broker.metadata_version import request_versions
+from broker.common.metadata_version import request_versions
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.controller.controller import ControllerServer
 
 
 class ControllerUnavailable(Exception):
@@ -24,7 +24,7 @@ class ControllerUnavailable(Exception):
 
 
 class ControllerClient:
-    def __init__(self, server: KafkaServer, purpose: str) -> None:
+    def __init__(self, server: ControllerServer, purpose: str) -> None:
         self.server = server
         self.client_id = f"broker-{server.broker_id}-{purpose}"
         self._conn: tuple[int, BrokerConnection] | None = None

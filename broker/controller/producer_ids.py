@@ -1,7 +1,9 @@
 """Producer id allocation for InitProducerId (Kafka's ProducerIdManager), in blocks that never overlap.
 
-Contract: a `ProducerIdManager` hands out producer ids with a synchronous `generate()`, never the same id
-twice, not even across restarts, and (in a cluster) never one another broker handed out. Two implementations:
+Contract: a `ProducerIdManager` (the transaction coordinator's protocol, in
+broker/coordinator/transaction/producer_id_manager.py) hands out producer ids with a synchronous `generate()`,
+never the same id twice, not even across restarts, and (in a cluster) never one another broker handed out. Two
+implementations:
 - `FileProducerIdManager`, the embedded default: blocks of `BLOCK_SIZE`; the end of the current block is
   persisted (atomically, fsynced) in a file in the first log directory before any id from it is used.
 - `StoreProducerIdManager`, with `zookeeper.connect` (Kafka's ZkProducerIdManager): cluster-wide blocks
@@ -26,10 +28,11 @@ import concurrent.futures
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from broker.controller.controller_client import ControllerClient, ControllerUnavailable
-from broker.metadata import MetadataStore
+from broker.coordinator.transaction.producer_id_manager import ProducerIdsUnavailable
+from broker.metadata.store import MetadataStore
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
@@ -39,14 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.producer_ids")
 
 BLOCK_SIZE = 1000
-
-
-class ProducerIdManager(Protocol):
-    def generate(self) -> int: ...
-
-
-class ProducerIdsUnavailable(Exception):
-    """No producer id to hand out until the controller answers (COORDINATOR_LOAD_IN_PROGRESS)."""
 
 
 class FileProducerIdManager:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.metadata_cache import SECURITY_PROTOCOL_IDS, BrokerEndpoint, ListenerEndpoint, PartitionMetadata
-from broker.partition import PartitionState
+from broker.cluster.partition import PartitionState
+from broker.metadata.metadata_cache import SECURITY_PROTOCOL_IDS, BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 from protocol import ApiKey, request_class
 from storage import TopicPartition
 

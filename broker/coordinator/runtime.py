@@ -4,8 +4,11 @@ partition's coordinator (Kafka's CoordinatorRuntime, CoordinatorLoader and Parti
 Contract:
 - One `CoordinatorRuntime` per internal topic (`__consumer_offsets` for groups, `__transaction_state` for
   transactions) and per broker, owned by the broker's asyncio loop. Its `shard` is the coordinator's state
-  (a `CoordinatorShard`), which knows nothing of logs or leadership.
-- Becoming leader of a partition of the topic (`on_leadership_change`, registered with the ReplicaManager)
+  (a `CoordinatorShard`), which knows nothing of logs or leadership. The runtime knows the broker's replica
+  manager only as a `PartitionWriter` (Kafka's), its partitions as `CoordinatorPartition`s, and a coordinator's
+  service sees the broker as a `CoordinatorServer`: protocols defined here, implemented above (ReplicaManager,
+  Partition, KafkaServer), so the coordinators import nothing of the replication path.
+- Becoming leader of a partition of the topic (`on_leadership_change`, registered with the PartitionWriter)
   schedules a load: `shard.begin_loading(p)` at once (requests for it answer "loading"), then the partition's
   records from log start to the log end offset (as Kafka's coordinators load, FetchIsolation.LOG_END: a new
   leader's high watermark can lag records the old coordinator already had acknowledged, acks=all, and every
@@ -22,13 +25,16 @@ Contract:
 - Tasks are kept until they end, cancelled loads too: `wait_loaded(p)` awaits the running load of p (tests
   wait on it, not on time), `shutdown()` cancels every task and waits for them.
 - `append(p, records, txn=None)` writes one batch of (key, value) records to partition p through the
-  ReplicaManager with acks=all, internal topics allowed and origin COORDINATOR, so a write is acknowledged
+  PartitionWriter with acks=all, internal topics allowed and origin COORDINATOR, so a write is acknowledged
   only once committed (high watermark), as Kafka's coordinators write; it raises KafkaApiError with the
   partition's error otherwise. `txn` (a `TransactionalAppend`) makes it a transactional batch of that
   producer id and epoch (base sequence 0, as Kafka writes transactional offset commits), appended with
   the KIP-890 verification guard the caller obtained.
 - `ensure_topic(create)` starts creating the topic once (FindCoordinator answers COORDINATOR_NOT_AVAILABLE
   meanwhile and clients retry); the creation task is kept and cancelled by `shutdown()`.
+- `partition_for(key, n)`: the partition of an internal topic of `n` partitions a key belongs to (a group id, a
+  transactional id, a share partition's key), as all of Kafka's coordinators compute it:
+  Utils.abs(key.hashCode()) % n with Java's String.hashCode (`java_string_hashcode`).
 """
 
 from __future__ import annotations
@@ -40,19 +46,35 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from broker.errors import KafkaApiError
+from broker.common.errors import KafkaApiError
 from protocol.errors import ErrorCode
 from protocol.records import CorruptRecordError, InvalidRecordError, build_batch, control_record_type, iter_batches
 from storage import AppendOrigin, TopicPartition, VerificationGuard
 
 if TYPE_CHECKING:
-    from broker.partition import Partition
-    from broker.replica_manager import ReplicaManager
+    from broker.config.kafka_config import KafkaConfig
+    from broker.metadata.metadata_cache import MetadataCache
+    from storage import Log
 
 log = logging.getLogger("broker.coordinator")
 
 LOAD_CHUNK_BYTES = 1 << 20
 Record = tuple[bytes | memoryview, bytes | memoryview | None]
+
+
+def java_string_hashcode(s: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, with 32-bit signed overflow."""
+    h = 0
+    raw = s.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    h = java_string_hashcode(group_id)
+    # Kafka's Utils.abs: Integer.MIN_VALUE maps to 0, not to itself.
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
 class CoordinatorShard(Protocol):
@@ -89,8 +111,48 @@ class TransactionalAppend:
     verification_guard: VerificationGuard | None = None
 
 
+class CoordinatorPartition(Protocol):
+    """A partition of an internal topic, as its coordinator sees it (broker.cluster.partition.Partition)."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    log: Log | None
+
+    @property
+    def is_leader(self) -> bool: ...
+
+
+class PartitionWriter(Protocol):
+    """All a coordinator knows of the broker's replica manager (Kafka's PartitionWriter; the implementation is
+    broker.server.replica_manager.ReplicaManager): append to a partition of its internal topic, move its log start
+    offset, look a partition up, and hear of leadership changes, called with the partitions (`CoordinatorPartition`)
+    this broker now leads and those it now follows. Appends and deletions answer a result per partition (`error`,
+    `error_message`, `last_offset`), or a future of them."""
+
+    on_leadership_change: list[Callable[[list[Any], list[Any]], None]]
+
+    def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, memoryview], *,
+                       internal_topics_allowed: bool = False, origin: AppendOrigin = AppendOrigin.CLIENT,
+                       verification_guards: dict[TopicPartition, VerificationGuard] | None = None) -> Any: ...
+
+    def delete_records(self, timeout_ms: int, offsets: dict[TopicPartition, int]) -> Any: ...
+
+    def get_partition(self, tp: TopicPartition) -> CoordinatorPartition | None: ...
+
+
+class CoordinatorServer(Protocol):
+    """The broker as a coordinator's service sees it (KafkaServer): its config, its metadata cache (the internal
+    topic, the live brokers), its replica manager as the coordinator's `PartitionWriter`, and its controller, which
+    creates the internal topic (`controller.admin.ensure_internal_topic`)."""
+
+    config: KafkaConfig
+    metadata_cache: MetadataCache
+    replica_manager: PartitionWriter
+    controller: Any  # broker.controller.Controller, or broker.kraft.broker_server.KRaftBroker: rooms above this one
+
+
 class CoordinatorRuntime:
-    def __init__(self, topic: str, shard: CoordinatorShard, replica_manager: ReplicaManager, *,
+    def __init__(self, topic: str, shard: CoordinatorShard, replica_manager: PartitionWriter, *,
                  append_timeout_ms: int) -> None:
         self.topic = topic
         self.shard = shard
@@ -106,7 +168,8 @@ class CoordinatorRuntime:
         return task
 
     # ---- ownership
-    def on_leadership_change(self, new_leaders: list[Partition], new_followers: list[Partition]) -> None:
+    def on_leadership_change(self, new_leaders: list[CoordinatorPartition],
+                             new_followers: list[CoordinatorPartition]) -> None:
         for p in new_followers:
             if p.topic_partition.topic == self.topic:
                 self.on_resignation(p.topic_partition.partition)
@@ -120,7 +183,7 @@ class CoordinatorRuntime:
             task.cancel()
         self.shard.unload_partition(partition)
 
-    def _start_load(self, partition: Partition) -> None:
+    def _start_load(self, partition: CoordinatorPartition) -> None:
         pid = partition.topic_partition.partition
         old = self._loads.pop(pid, None)
         if old is not None:
@@ -130,7 +193,7 @@ class CoordinatorRuntime:
         self._loads[pid] = task
         task.add_done_callback(lambda t: self._loads.pop(pid, None) if self._loads.get(pid) is t else None)
 
-    async def _load(self, partition: Partition, epoch: int) -> None:
+    async def _load(self, partition: CoordinatorPartition, epoch: int) -> None:
         pid = partition.topic_partition.partition
         t0 = time.monotonic()
         log_ = partition.log

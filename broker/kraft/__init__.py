@@ -8,7 +8,7 @@
 - raft_client.py: the metadata log follower (an observer of the controller quorum)
 - lifecycle.py: BrokerRegistration, BrokerHeartbeat, controlled shutdown; the channel to the controller
 - publisher.py: images published to the MetadataCache, topic configs and the ReplicaManager
-- broker_server.py: `KRaftBroker`, what KafkaServer.controller is in KRaft mode (Controller.create picks it)
+- broker_server.py: `KRaftBroker`, what KafkaServer.controller is in KRaft mode (KafkaServer.start picks it)
 - admin.py: the admin requests sent to the controller (CreateTopics, DeleteTopics, CreatePartitions, configs,
   ElectLeaders, ...), in Envelopes (KIP-590) for the client a request is handled for
 - assignments.py: JBOD (KIP-858): AssignReplicasToDirs, preferred directories, offline log dirs

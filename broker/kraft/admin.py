@@ -363,7 +363,7 @@ class KRaftAdmin:
     def broker_configs(self, entity: str) -> dict[str, str]:
         """A dynamic broker config set from the metadata image ("<default>" or a broker id), usable entries
         only, as DynamicBrokerConfig.persisted reads the store's."""
-        from broker.dynamic_config import DEFAULT_ENTITY, from_persistent
+        from broker.config.dynamic import DEFAULT_ENTITY, from_persistent
         from broker.kraft.security_sync import CONFIG_RESOURCE_BROKER
 
         name = "" if entity == DEFAULT_ENTITY else entity
@@ -382,7 +382,7 @@ class KRaftAdmin:
     async def alter_resource_configs(self, resource_type: int, entity: str, props: Mapping[str, str],
                                      validate_only: bool) -> tuple[ErrorCode, str | None]:
         """A config resource's set becomes `props` on the controller (ConfigRecords): the BROKER resource above,
-        CLIENT_METRICS subscriptions (broker/apis/client_metrics_support.py)."""
+        CLIENT_METRICS subscriptions (broker/controller/client_metrics_configs.py)."""
         configs = self.kraft.loader.image.configs
         current = dict(configs.config(resource_type, entity))
         Req = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)

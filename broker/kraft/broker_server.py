@@ -1,8 +1,8 @@
 """KRaft mode of KafkaServer (`process.roles=broker`): what `server.controller` is when a KRaft controller
 quorum, not ZooKeeper or the embedded store, holds the cluster's metadata.
 
-`Controller.create(server)`, the call server.py makes, gives a `KRaftBroker` when `process.roles` is set (the
-ZooKeeper-mode/embedded `Controller` otherwise); it answers the calls the server and the request handlers make
+`KafkaServer.start` makes a `KRaftBroker` when `process.roles` is set (the ZooKeeper-mode/embedded `Controller`
+otherwise, `Controller.create(server)`); it answers the calls the server and the request handlers make
 of a controller:
 - `startup()` (Kafka's BrokerServer start-up): reads the cluster id and directory ids from the log dirs'
   meta.properties (an unformatted dir is refused with Kafka's hint to format it); starts the metadata log
@@ -41,9 +41,10 @@ import concurrent.futures
 import logging
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
+from broker.controller.controller import ControllerServer
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.assignments import AssignmentsManager
@@ -60,14 +61,18 @@ from broker.kraft.metadata_log import MetadataLogStore
 from broker.kraft.publisher import MetadataPublisher
 from broker.kraft.raft_client import MetadataLogFollower
 from broker.kraft.security_sync import changed_parts, sync_image_security
-from broker.metadata import LocalMetadataStore, MetadataError
+from broker.metadata import MetadataError
+from broker.metadata.store import LocalMetadataStore
 from broker.security.client import controller_security
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties, uuid_from_kafka_str
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.security.authorizer import AclAuthorizer
+    from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
+    from broker.server.replica_manager import ReplicaManager
+    from storage import LogManager
 
 log = logging.getLogger("broker.kraft")
 
@@ -75,8 +80,20 @@ CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 RECOVERED = 0
 
 
+class KRaftServer(ControllerServer, Protocol):
+    """The broker as its KRaft side sees it (KafkaServer): what a controller sees (a KRaftBroker answers the same
+    calls), plus the authorizer (its ACLs come from the image), the log manager and the log-dir mover (KIP-858
+    assignments), the replica manager the published images change, and `metadata_ready`."""
+
+    authorizer: AclAuthorizer | None
+    log_dir_mover: ReplicaAlterLogDirsManager
+    log_manager: LogManager
+    metadata_ready: asyncio.Event
+    replica_manager: ReplicaManager
+
+
 class KRaftBroker:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KRaftServer) -> None:
         self.server = server
         config = server.config
         self.broker_id = config.broker_id

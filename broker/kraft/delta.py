@@ -58,7 +58,7 @@ from protocol.metadata_records import MetadataRecordType as T
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.partition import PartitionState
+    from broker.cluster.partition import PartitionState
 
 _REMOVED: Any = object()
 
@@ -110,7 +110,7 @@ class PartitionInfo:
     def partition_state(self, is_new: bool) -> PartitionState:
         """What ReplicaManager's become-leader/become-follower paths take (Kafka's
         toLeaderAndIsrPartitionState: controller epoch -1 in KRaft)."""
-        from broker.partition import PartitionState  # the replication layer, loaded only when publishing
+        from broker.cluster.partition import PartitionState  # the replication layer, loaded only when publishing
 
         p = self.partition
         return PartitionState(leader=p.leader, leader_epoch=p.leader_epoch, isr=list(p.isr), replicas=list(p.replicas),

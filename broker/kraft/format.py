@@ -22,9 +22,9 @@ import time
 import uuid
 from pathlib import Path
 
-from broker.config import ConfigError, KafkaConfig
+from broker.common.metadata_version import LATEST_KRAFT, MetadataVersion
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.kraft.snapshot import write_snapshot
-from broker.metadata_version import LATEST_KRAFT, MetadataVersion
 from protocol.metadata_records import FeatureLevelRecord
 from storage.checkpoints import read_properties, uuid_from_kafka_str, uuid_to_kafka_str, write_properties
 from storage.snapshot_file import BOOTSTRAP_FILE, SnapshotId

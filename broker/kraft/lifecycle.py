@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import ClientSecurity
 from protocol import ApiKey, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode, ProtocolError
 
@@ -48,7 +49,7 @@ METADATA_VERSION_RANGE = (7, 33)
 # kraft.version 1 (KIP-853): an observer finds the quorum leader from Fetch NodeEndpoints and
 # controller.quorum.bootstrap.servers and reads the KRaftVersion / Voters control records; it needs no more.
 # eligible.leader.replicas.version 1 (KIP-966): the leader holds the high watermark back while the ISR is below
-# min.insync.replicas (KAFKA-15583, broker/partition.py), which is what the controller's ELR elections rest on;
+# min.insync.replicas (KAFKA-15583, broker/cluster/partition.py), which is what the controller's ELR elections rest on;
 # the ELR fields are read into the image and served by DescribeTopicPartitions.
 # Levels a cluster formatted by Kafka 4.4 finalizes and that ask nothing of a broker that does not use them:
 # share.version 2 enables share-group dead-letter topics (KIP-1191; not served here, a share group never

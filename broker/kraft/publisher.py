@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from broker.kraft.delta import LocalReplicaChanges, MetadataDelta, PartitionInfo
 from broker.kraft.image import MetadataImage
-from broker.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, PartitionMetadata
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.kraft.broker_server import KRaftServer
 
 log = logging.getLogger("broker.kraft.publisher")
 
@@ -54,7 +54,7 @@ def broker_endpoint(broker: Any, inter_broker_listener: str) -> BrokerEndpoint:
 
 
 class MetadataPublisher:
-    def __init__(self, server: KafkaServer, node_id: int) -> None:
+    def __init__(self, server: KRaftServer, node_id: int) -> None:
         self.server = server
         self.node_id = node_id
         self.image: MetadataImage | None = None
@@ -201,7 +201,7 @@ class MetadataPublisher:
 
     def _on_cluster_change(self) -> None:
         """A fenced or shutting-down follower no longer holds back the HW of the partitions we lead."""
-        from broker.replica_manager import now_ms
+        from broker.server.replica_manager import now_ms
 
         now = now_ms()
         for partition in list(self.server.replica_manager.partitions.values()):
@@ -213,8 +213,8 @@ class MetadataPublisher:
         """An ISR the controller changed while we stay leader in the same epoch (Kafka's makeLeader with an
         unchanged leader epoch): the new ISR and partition epoch, the followers it dropped no longer counted as
         caught up, the HW moved if it can. No new epoch starts, so the log's pending writes need no wait."""
-        from broker.replica import Replica
-        from broker.replica_manager import now_ms
+        from broker.cluster.replica import Replica
+        from broker.server.replica_manager import now_ms
 
         now = now_ms()
         partition.isr = list(state.isr)

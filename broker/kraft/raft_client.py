@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.inter_broker import BrokerConnection, BrokerUnavailable, ClientSecurity
 from broker.kraft.loader import MetadataLoader
 from broker.kraft.metadata_log import MetadataLogStore
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (

@@ -3,7 +3,7 @@
 
 Contract: `sync_image_security(store, image, node_id)` (blocking: run it on the metadata thread) makes the
 KRaft broker's local metadata store hold exactly what the image holds, in the znode layout the broker's consumers
-of it already read (broker/dynamic_config_store.py, broker/security/quotas.py, credentials.py, acl_store.py):
+of it already read (broker/config/dynamic_store.py, broker/security/quotas.py, credentials.py, acl_store.py):
 - ConfigRecords of BROKER resources: "" (the cluster default) as `/config/brokers/<default>`, this broker's id as
   `/config/brokers/<id>` (other brokers' are not ours to apply, as Kafka's publisher skips them);
 - ClientQuotaRecords of user / client-id entities as `/config/users/...` and `/config/clients/...` (ip entities
@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
 from broker.kraft.image import MetadataImage
 from broker.security.acl import (
     AccessControlEntry,

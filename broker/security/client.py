@@ -2,6 +2,8 @@
 transaction markers, controller requests) and, in KRaft mode, for the controller quorum's listener, from Kafka's
 keys.
 
+`ClientSecurity`: what a client connection of this broker (broker.network.inter_broker) needs to connect: TLS
+context and SASL credentials.
 `inter_broker_security(config)`: the inter-broker listener's protocol; for SSL/SASL_SSL a client TLS context
 (`broker.security.tls.client_context`); for SASL_* the mechanism `sasl.mechanism.inter.broker.protocol`
 (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 here) with the `username`/`password` options of the listener's
@@ -14,10 +16,26 @@ Kafka, a broker-only node does not need the mechanism among its own `sasl.enable
 
 from __future__ import annotations
 
-from broker.config import ConfigError, KafkaConfig
-from broker.inter_broker import ClientSecurity
+import ssl
+from dataclasses import dataclass, field
+
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.security import tls
 from broker.security.sasl import SUPPORTED_MECHANISMS, parse_jaas
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How this broker connects to its inter-broker listener: TLS context (SSL, SASL_SSL) and SASL credentials."""
+
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    mechanism: str | None = None
+    username: str = ""
+    password: str = field(default="", repr=False)
+
+
+PLAINTEXT_CLIENT = ClientSecurity()
 
 
 def inter_broker_security(config: KafkaConfig) -> ClientSecurity:

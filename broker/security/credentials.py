@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from broker.dynamic_config_store import write_entity_config
+from broker.config.dynamic_store import write_entity_config
 from broker.metadata import znodes
 from broker.metadata.types import MetadataError
 from broker.security.scram import MECHANISMS, ScramCredential

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.security.sasl_errors import AuthenticationFailed, InvalidSaslMessage
 
 _CONTROL_A = "\x01"

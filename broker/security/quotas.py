@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.dynamic_config_store import watch_config_changes, write_entity_config
+from broker.config.dynamic_store import watch_config_changes, write_entity_config
 from broker.metadata import znodes
 from broker.security.credentials import desanitize, sanitize
 

@@ -1,4 +1,5 @@
-"""Why a SASL exchange failed, shared by the mechanisms and the authenticator (broker.security.sasl)."""
+"""Why a SASL exchange failed, shared by the mechanisms (broker.security.sasl) and the
+authenticator (broker.apis.sasl_authenticator)."""
 
 from __future__ import annotations
 

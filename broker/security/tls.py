@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from broker.config import ConfigError, KafkaConfig
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.security.key_stores import KeyStoreError, read_key_store, read_trust_store
 from broker.security.principal_mapping import InvalidRule, SslPrincipalMapper
 

@@ -9,7 +9,7 @@ Contract:
   member fetches (requests add partitions; ForgottenTopicsData removes them).
 - Share partitions, one per (group, topic partition) on its leader, created on first use: the state is read
   through the `Persister` (from `create_persister`, the one place that chooses it); a share partition
-  never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/group_configs.py:
+  never initialized starts at the group's `share.auto.offset.reset` (a group config, broker/config/group_configs.py:
   latest, Kafka's default, is the high watermark; earliest the log start offset; by_duration:<d> the first
   record at most d old) and is initialized in the persister. The group config `share.record.lock.duration.ms`
   sets its acquisition locks. Every acknowledgement, release and lock expiry is written through the persister
@@ -38,21 +38,22 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
+from broker.config.group_configs import GroupConfigsServer, by_duration_ms, group_configs
 from broker.coordinator.group.share_group import ShareGroupConfig, share_group_config
-from broker.delayed_fetch import FetchParams, PartitionFetchInfo
-from broker.group_configs import by_duration_ms, group_configs
-from broker.partition import FETCH_HIGH_WATERMARK, FETCH_TXN_COMMITTED
+from broker.coordinator.share.persister import Persister, PersisterError, persister_error_code
+from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from broker.share.log_batches import LogBatch, deliverable, parse_batches
-from broker.share.persister import Persister, PersisterError
 from broker.share.persisters import create_persister
 from broker.share.share_partition import AcquiredRange, SharePartition
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.metadata.metadata_cache import MetadataCache
+    from broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -95,27 +96,22 @@ class FetchedPartition:
     acquired: list[AcquiredRange] = field(default_factory=list)
 
 
-def persister_error_code(code: int) -> int:
-    """The error a share-partition leader answers for a persister error, as Kafka's SharePartition maps them:
-    the share coordinator unavailable or moving -> COORDINATOR_NOT_AVAILABLE, a newer leader epoch ->
-    NOT_LEADER_OR_FOLLOWER, FENCED_STATE_EPOCH and UNKNOWN_TOPIC_OR_PARTITION as they are, anything else
-    UNKNOWN_SERVER_ERROR."""
-    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code == ErrorCode.FENCED_LEADER_EPOCH:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-        return code
-    return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
 def next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
 
+class ShareServer(GroupConfigsServer, Protocol):
+    """The broker as its share-partition leaders see it (KafkaServer): its config, controller and group configs,
+    its metadata cache, and the replica manager whose partitions they read. `share_partition_manager(server)` keeps
+    the one `SharePartitionManager` of a broker on it; its `share_persister`, when it has one, is theirs
+    (persisters.py)."""
+
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+
+
 class SharePartitionManager:
-    def __init__(self, server: KafkaServer, persister: Persister, config: ShareGroupConfig) -> None:
+    def __init__(self, server: ShareServer, persister: Persister, config: ShareGroupConfig) -> None:
         self.server = server
         self.persister = persister
         self.config = config
@@ -473,7 +469,7 @@ class SharePartitionManager:
 
 
 
-def share_partition_manager(server: KafkaServer) -> SharePartitionManager:
+def share_partition_manager(server: ShareServer) -> SharePartitionManager:
     """The broker's manager, made on first use."""
     manager = getattr(server, "share_partition_manager", None)
     if manager is None:

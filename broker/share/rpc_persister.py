@@ -2,17 +2,19 @@
 a share-partition leader's way to its share coordinator, wherever that is.
 
 Contract:
-- `RpcPersister(server)` serves the `Persister` protocol of persister.py for this broker. Each call concerns one
-  share partition (group, topic id, partition), whose share coordinator is the leader of `__share_group_state`
-  partition abs(hash("group:topicId:partition")) % share.coordinator.state.topic.num.partitions.
+- `RpcPersister(server, local_answer)` serves the `Persister` protocol (broker/coordinator/share/persister.py) for
+  this broker. Each call concerns one share partition (group, topic id, partition), whose share coordinator is the
+  leader of `__share_group_state` partition abs(hash("group:topicId:partition")) %
+  share.coordinator.state.topic.num.partitions.
 - Finding it, as Kafka's persister: from this broker's metadata when `__share_group_state` exists and the
   partition has a live leader; otherwise with FindCoordinator v6 (key type 2) to a live broker (which creates
   the topic on first use and answers COORDINATOR_NOT_AVAILABLE meanwhile).
-- Sending: to this very broker in-process (the handler module's `answer`, no socket: the share-partition leader
-  and its coordinator are often one broker), to another broker as the RPC over an inter-broker connection (one per
-  broker, one request in flight on it). Calls for one coordinator broker that wait meanwhile are batched, as
-  Kafka's persister batches them: one request per API and group carries them all, a share partition at most once
-  (a second call for it waits for the next request, so calls for one share partition keep their order).
+- Sending: to this very broker in-process (the handler's `answer`, given as `local_answer`; no socket: the
+  share-partition leader and its coordinator are often one broker), to another broker as the RPC over an
+  inter-broker connection (one per broker, one request in flight on it). Calls for one coordinator broker that wait
+  meanwhile are batched, as Kafka's persister batches them: one request per API and group carries them all, a share
+  partition at most once (a second call for it waits for the next request, so calls for one share partition keep
+  their order).
 - Retries, as Kafka's: the lookup and the RPC are each retried while they answer NOT_COORDINATOR,
   COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or UNKNOWN_TOPIC_OR_PARTITION, finding the coordinator
   again each time, after an exponential backoff (1 s doubling up to 30 s, 20% jitter) and at most 5 attempts
@@ -35,17 +37,20 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
-from broker.inter_broker import BrokerConnection, BrokerUnavailable
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.config.kafka_config import KafkaConfig
+    from broker.coordinator.share.service import ShareCoordinatorService
+    from broker.metadata.metadata_cache import MetadataCache
+    from broker.security.client import ClientSecurity
 
 log = logging.getLogger("broker.share.persister")
 
@@ -88,10 +93,27 @@ class _Backoff:
         await asyncio.sleep(ms / 1000)
 
 
+class RpcPersisterServer(Protocol):
+    """The broker as its persister sees it (KafkaServer): its id, config and inter-broker security, the metadata
+    cache (where the share coordinators are) and its own share coordinator (which partition a key is on)."""
+
+    broker_id: int
+    config: KafkaConfig
+    inter_broker_security: ClientSecurity
+    metadata_cache: MetadataCache
+    share_coordinator: ShareCoordinatorService
+
+
+LocalAnswer = Callable[[int], Callable[[Any, Any], Any]]
+
+
 class RpcPersister:
-    def __init__(self, server: KafkaServer, *, backoff_ms: int = 1000, backoff_max_ms: int = 30_000,
-                 max_attempts: int = 5) -> None:
+    def __init__(self, server: RpcPersisterServer, local_answer: LocalAnswer, *, backoff_ms: int = 1000,
+                 backoff_max_ms: int = 30_000, max_attempts: int = 5) -> None:
+        """`local_answer(api_key)`: the `answer(server, request)` of that state RPC's handler, for a share coordinator
+        on this very broker (the handlers sit above this room, so the broker hands it in)."""
         self.server = server
+        self.local_answer = local_answer
         self.backoff_ms = backoff_ms
         self.backoff_max_ms = backoff_max_ms
         self.max_attempts = max_attempts
@@ -232,7 +254,7 @@ class RpcPersister:
 
     async def _send(self, node: int, key: ShareKey, api_key: int, request: Any) -> Any:
         if node == self.server.broker_id:
-            p = _partition_result(await _local_answer(api_key)(self.server, request), key)
+            p = _partition_result(await self.local_answer(api_key)(self.server, request), key)
         else:
             if self.server.metadata_cache.alive_broker(node) is None:
                 raise _Retry(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node} is not alive")
@@ -335,9 +357,3 @@ def _partition_result(response: Any, key: ShareKey) -> Any:
 
 def _topic_id(topic_id: bytes | uuid.UUID) -> uuid.UUID:
     return topic_id if isinstance(topic_id, uuid.UUID) else uuid.UUID(bytes=bytes(topic_id))
-
-
-def _local_answer(api_key: int) -> Callable[[Any, Any], Any]:
-    """The handler's own `answer` (imported here: the handlers sit above this package)."""
-    from broker.apis import HANDLERS
-    return HANDLERS[api_key].answer  # type: ignore[no-any-return]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.share.persister import PersisterStateBatch, RecordState, SharePartitionState
+from broker.coordinator.share.persister import PersisterStateBatch, RecordState, SharePartitionState
 from protocol.errors import ErrorCode
 
 ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, ACK_RENEW = 0, 1, 2, 3, 4

@@ -21,10 +21,10 @@ from typing import Any
 from broker.apis import fetch as fetch_api
 from broker.apis import offset_for_leader_epoch as offset_for_leader_epoch_api
 from broker.apis.base import RequestContext
-from broker.fetch_session import FetchSessionCache
-from broker.metadata_cache import MetadataCache, PartitionMetadata
-from broker.partition import PartitionState
-from broker.replica_manager import ReplicaManager
+from broker.cluster.partition import PartitionState
+from broker.metadata.metadata_cache import MetadataCache, PartitionMetadata
+from broker.server.fetch_session import FetchSessionCache
+from broker.server.replica_manager import ReplicaManager
 from protocol import (
     SUPPORTED_VERSIONS,
     RecordsRef,

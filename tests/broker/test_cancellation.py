@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.inter_broker import BrokerConnection, _ResponseReader
+from broker.network.inter_broker import BrokerConnection, _ResponseReader
 from protocol import ApiKey, request_class
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, KafkaConfig, parse_properties
-from broker.config_keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
-from broker.config_support import IMPLEMENTED
-from broker.config_types import ConfigType, java_double, parse_value, to_string
-from broker.metadata_version import LATEST_PRODUCTION, MetadataVersion, request_versions
+from broker.common.metadata_version import LATEST_PRODUCTION, MetadataVersion, request_versions
+from broker.config.kafka_config import ConfigError, KafkaConfig, parse_properties
+from broker.config.keys import BROKER_KEYS, TOPIC_KEYS, UpdateMode, broker_synonyms
+from broker.config.support import IMPLEMENTED
+from broker.config.types import ConfigType, java_double, parse_value, to_string
 from protocol import ApiKey
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -191,7 +191,7 @@ def test_example_server_properties_loads() -> None:
 def test_inter_broker_request_versions_follow_kafkas_tables() -> None:
     """The versions a Kafka broker of each inter.broker.protocol.version sends (its controller's requests, its
     replica fetcher's), which ours send too."""
-    from broker.metadata_version import request_versions
+    from broker.common.metadata_version import request_versions
     from protocol import ApiKey
 
     def at(ibp: str) -> tuple[int, ...]:

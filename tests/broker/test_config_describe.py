@@ -3,9 +3,9 @@ synonyms (and Kafka's rule that a topic key's broker synonyms start at the prima
 
 from __future__ import annotations
 
-from broker.config import KafkaConfig
-from broker.config_describe import describe_broker, describe_topic
-from broker.config_types import ConfigSource, ConfigType
+from broker.config.describe import describe_broker, describe_topic
+from broker.config.kafka_config import KafkaConfig
+from broker.config.types import ConfigSource, ConfigType
 
 DEFAULT, STATIC, DYN_DEFAULT, DYN_BROKER, TOPIC = (
     ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,

@@ -10,9 +10,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from broker.delayed_fetch import FetchParams, FetchPartitionData, PartitionFetchInfo
-from broker.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED, Partition, PartitionState
-from broker.replica_manager import ReplicaManager
+from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED, Partition, PartitionState
+from broker.server.delayed_fetch import FetchParams, FetchPartitionData, PartitionFetchInfo
+from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from storage import AppendOrigin, LogConfig
 from tests.storage.txn_support import idempotent_batch, marker, txn_batch

@@ -10,8 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.config import KafkaConfig
-from broker.config_admin import (
+from broker.config.alter import (
     APPEND,
     DELETE,
     SET,
@@ -21,10 +20,11 @@ from broker.config_admin import (
     broker_list_default,
     topic_list_default,
 )
-from broker.config_types import ConfigError
-from broker.dynamic_config import check_persistable, from_persistent, loggable, validate
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore
-from broker.metadata import LocalMetadataStore
+from broker.config.dynamic import check_persistable, from_persistent, loggable, validate
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore
+from broker.config.kafka_config import KafkaConfig
+from broker.config.types import ConfigError
+from broker.metadata.store import LocalMetadataStore
 from protocol.errors import ErrorCode
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from broker.apis import fetch
-from broker.delayed_fetch import FetchPartitionData
-from broker.fetch_session import CachedPartition
-from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
+from broker.server.delayed_fetch import FetchPartitionData
+from broker.server.fetch_session import CachedPartition
 from protocol import ApiKey, ErrorCode, decode_request, decode_response, encode_request, encode_response, request_class
 from storage import TopicPartition
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from broker.metadata_cache import PartitionMetadata
+from broker.metadata.metadata_cache import PartitionMetadata
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from broker.config import KafkaConfig
-from broker.fetcher import ReplicaFetcher
-from broker.metadata_cache import PartitionMetadata
-from broker.partition import Partition, PartitionState
-from broker.replica_manager import ReplicaManager
-from broker.server import KafkaServer
+from broker.cluster.partition import Partition, PartitionState
+from broker.config.kafka_config import KafkaConfig
+from broker.kafka_server import KafkaServer
+from broker.metadata.metadata_cache import PartitionMetadata
+from broker.server.fetcher import ReplicaFetcher
+from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_batches
 from storage import Log, LogConfig

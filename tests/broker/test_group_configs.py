@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from broker.config import KafkaConfig
-from broker.group_configs import GroupConfigs, by_duration_ms
+from broker.config.group_configs import GroupConfigs, by_duration_ms
+from broker.config.kafka_config import KafkaConfig
 
 
 def test_by_duration_reads_iso_8601_durations() -> None:

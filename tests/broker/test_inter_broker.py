@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.inter_broker import _ResponseReader
+from broker.network.inter_broker import _ResponseReader
 
 
 def _feed(reader: _ResponseReader, data: bytes, rng: random.Random) -> None:
@@ -79,7 +79,7 @@ def test_a_connection_the_broker_closed_while_idle_is_opened_again(broker) -> No
     # A replica fetcher idle while its leader restarts: the old transport is closed, and the next request must
     # open a new connection (uvloop refuses writes on a closed transport; a fetcher that kept the dead
     # connection never fetched again, seen in test_controlled_shutdown).
-    from broker.inter_broker import BrokerConnection
+    from broker.network.inter_broker import BrokerConnection
     from protocol import ApiKey, request_class
 
     Meta = request_class(ApiKey.METADATA)

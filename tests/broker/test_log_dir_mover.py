@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.log_dir_mover import ReplicaAlterLogDirsManager
+from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
 from records.record import build_batch
 from storage import Log, LogConfig, TopicPartition
 

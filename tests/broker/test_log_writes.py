@@ -1,4 +1,4 @@
-"""Appends off the event loop (broker.log_writes), through real sockets and stock clients: a write that hangs
+"""Appends off the event loop (broker.server.log_writes), through real sockets and stock clients: a write that hangs
 holds up only the producers of its partition; consumers, metadata and the partitions of the other writer
 threads carry on, and the stalled produce is answered once its bytes are written."""
 
@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.log_writes import WRITERS_PER_DIR
+from broker.server.log_writes import WRITERS_PER_DIR
 from broker.testing import EmbeddedBroker
 from storage import log_writer as log_writer_module
 
@@ -120,7 +120,7 @@ def test_a_stalled_write_holds_only_its_own_partition(broker: EmbeddedBroker, st
 
 
 def test_a_producers_next_request_is_appended_while_the_previous_waits(broker: EmbeddedBroker, stall: Stall) -> None:
-    """broker.network.Deferred: a produce waiting for its write does not hold up the connection's next
+    """broker.network.socket_server.Deferred: a produce waiting for its write does not hold up the connection's next
     request (Kafka would wait), and the answers still come back in request order."""
     import socket
 
@@ -167,7 +167,7 @@ def test_a_wait_for_a_write_ends_when_the_log_is_truncated_under_it(tmp_path: Pa
     for them (a produce answer, a follower's next fetch) is told they are gone instead of waiting forever."""
     import asyncio
 
-    from broker.log_writes import LogWrites
+    from broker.server.log_writes import LogWrites
     from storage import Log, LogConfig, TopicPartition
     from tests.storage.conftest import build_batch
 
@@ -201,7 +201,7 @@ def test_a_new_leader_epoch_starts_after_the_appends_the_writer_still_holds(tmp_
     fetch the same batches again without end."""
     import asyncio
 
-    from broker.log_writes import LogWrites
+    from broker.server.log_writes import LogWrites
 
     from .replication import TP, lead, records, replica_manager
 

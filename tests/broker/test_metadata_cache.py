@@ -22,7 +22,7 @@ import pytest
 
 from broker.apis import describe_cluster, metadata
 from broker.apis.base import RequestContext
-from broker.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
+from broker.metadata.metadata_cache import BrokerEndpoint, MetadataCache, PartitionMetadata
 from protocol import ApiKey, ErrorCode, decode_request, decode_response, encode_request, encode_response, request_class
 
 TOPIC_ID = uuid.UUID(int=7)
@@ -157,7 +157,7 @@ def test_brokers_are_listed_with_the_endpoints_of_the_clients_listener() -> None
     """UpdateMetadata carries every listener of every broker; a client sees the endpoints of the listener it
     came in on, and a broker without that listener is left out (Kafka's getAliveBrokerNodes(listenerName))."""
     from broker.controller.requests import build_update_metadata, parse_update_metadata
-    from broker.metadata_cache import ListenerEndpoint
+    from broker.metadata.metadata_cache import ListenerEndpoint
 
     def broker(b: int, *names: str) -> BrokerEndpoint:
         listeners = tuple(ListenerEndpoint(n, f"h{b}.{n.lower()}", 9000 + 10 * b + i, "SSL" if n == "SSL" else

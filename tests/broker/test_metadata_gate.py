@@ -12,7 +12,7 @@ import asyncio
 import select
 import socket
 
-from broker.metadata_cache import BrokerEndpoint
+from broker.metadata.metadata_cache import BrokerEndpoint
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from tests.broker.wire import recv, send

@@ -198,7 +198,7 @@ def test_out_of_descriptors_pauses_accepting_instead_of_spinning() -> None:
     import asyncio
     import errno
 
-    from broker.network import Response, SocketServer
+    from broker.network.socket_server import Response, SocketServer
 
     class OutOfDescriptors:
         def __init__(self, sock: socket.socket, seconds: float) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.errors import KafkaApiError
-from broker.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition, PartitionState
+from broker.cluster.partition import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Partition, PartitionState
+from broker.common.errors import KafkaApiError
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from storage import AppendOrigin, InvalidRecordError, Log, LogConfig, TopicPartition

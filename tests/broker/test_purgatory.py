@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.purgatory import DelayedOperation, Purgatory
+from broker.server.purgatory import DelayedOperation, Purgatory
 
 
 class Op(DelayedOperation):

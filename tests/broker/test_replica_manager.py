@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.delayed_fetch import FetchParams, PartitionFetchInfo
-from broker.delayed_produce import ProducePartitionResult
-from broker.partition import FETCH_LOG_END, Partition
-from broker.replica_manager import ReplicaManager
+from broker.cluster.partition import FETCH_LOG_END, Partition
+from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
+from broker.server.delayed_produce import ProducePartitionResult
+from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 

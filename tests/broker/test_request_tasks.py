@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.network import Response, SocketServer
+from broker.network.socket_server import Response, SocketServer
 
 
 async def serve(handler: Any) -> SocketServer:

@@ -20,7 +20,7 @@ def test_broker_start_up_imports_neither_the_kafka_python_client_nor_unused_mess
     out = _run(
         """
         import sys
-        import broker.__main__, broker.server
+        import broker.__main__, broker.kafka_server
         loaded = [m for m in ("kafka.admin", "kafka.consumer.group", "kafka.producer", "kafka.protocol.admin",
                               "kafka.protocol.sasl", "protocol.inter_broker_messages", "construct")
                   if m in sys.modules]

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from broker.delayed_produce import ProducePartitionResult
-from broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from broker.replica_manager import ReplicaManager
+from broker.metadata.metadata_cache import BrokerEndpoint, PartitionMetadata
+from broker.server.delayed_produce import ProducePartitionResult
+from broker.server.replica_manager import ReplicaManager
+from broker.server.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
+from broker.server.txn_verification import TransactionSupportedOperation as Op
 from broker.testing import EmbeddedBroker
-from broker.txn_verification import TRANSACTION_STATE_TOPIC, AddPartitionsToTxnManager
-from broker.txn_verification import TransactionSupportedOperation as Op
 from protocol import decode_request, encode_response, request_class, response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

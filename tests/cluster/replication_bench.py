@@ -20,7 +20,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from broker.cluster import LocalCluster
+from broker.local_cluster import LocalCluster
 from tests.cluster.support import Zk, create_topic, wait_until
 
 VALUE = b"x" * 100

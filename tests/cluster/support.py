@@ -35,7 +35,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from broker.cluster import LocalCluster
+from broker.local_cluster import LocalCluster
 from protocol import ApiKey, decode_response, encode_request, request_class
 from protocol.errors import ErrorCode
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from broker.cluster.partition import PartitionState
 from broker.controller.requests import build_leader_and_isr
-from broker.metadata_cache import BrokerEndpoint
-from broker.partition import PartitionState
+from broker.metadata.metadata_cache import BrokerEndpoint
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 from tests.cluster.support import (

@@ -17,7 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.kraft.zk_apis import ZK_BROKER_ONLY
 from broker.testing import BrokerProcess, EmbeddedBroker

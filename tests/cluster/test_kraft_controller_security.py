@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey

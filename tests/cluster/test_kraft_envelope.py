@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker, free_port
 from protocol import ApiKey, request_class

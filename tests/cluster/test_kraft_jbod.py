@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.kraft.format import format_dirs
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class

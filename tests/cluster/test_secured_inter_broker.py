@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker.cluster import LocalCluster
+from broker.local_cluster import LocalCluster
 from broker.testing import free_port
 from tests.cluster.support import Zk, create_topic, metadata, wait_isr, wait_until
 from tests.security.support import Pki, plain_jaas

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.coordinator.share.records import ShareKey
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

@@ -57,7 +57,9 @@ def test_idempotent_round_trip_with_group(broker: Any, codec: str) -> None:
     for p, off in delivered:
         by_partition.setdefault(p, []).append(off)
     assert by_partition == {p: list(range(PER_CODEC // PARTITIONS)) for p in range(PARTITIONS)}
-    assert stored_codecs(broker.data_dir, topic) == {codec}
+    # As produced, never recompressed (librdkafka may send a batch uncompressed when that is smaller: "none")
+    stored = stored_codecs(broker.data_dir, topic)
+    assert codec in stored and stored <= {codec, "none"}, stored
 
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,

@@ -64,7 +64,10 @@ def test_produce_consume_round_trip(broker: Any, codec: str) -> None:
     lines = b"".join(m.key + b"\t" + (m.value or b"") + b"\n" for m in sent)
     kcat("-b", broker.bootstrap, "-P", "-t", topic, "-K", "\t", "-Z", "-z", codec,
          "-H", f"codec={codec}", "-H", "client=kcat", "-X", "linger.ms=5", stdin=lines)
-    assert stored_codecs(broker.data_dir, topic) == {codec}
+    # Stored as produced, never recompressed; librdkafka sends a batch uncompressed when compressing it would not
+    # make it smaller (a lone small record, as a loaded machine's linger may give), so "none" may appear too.
+    stored = stored_codecs(broker.data_dir, topic)
+    assert codec in stored and stored <= {codec, "none"}, stored
 
     out = kcat("-b", broker.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-J", "-q")
     received = []

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from broker.inter_broker import BrokerConnection
 from broker.kraft.lifecycle import SUPPORTED_FEATURES
+from broker.network.inter_broker import BrokerConnection
 from protocol import ApiKey, request_class
 from realkafka import KRAFT_KAFKA_LATEST
 from tests.interop.support import Nodes

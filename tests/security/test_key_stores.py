@@ -18,7 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.security.key_stores import KeyStoreError, read_key_store, read_trust_store
 from broker.testing import EmbeddedBroker, free_port
 from tests.security.support import Pki

@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.security.oauthbearer import InvalidToken, OAuthBearerServer, listener_validator, unsecured_validator
 from broker.security.sasl_errors import AuthenticationFailed, InvalidSaslMessage
 from broker.testing import EmbeddedBroker, free_port

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.security.principal_mapping import InvalidRule, NoMatchingRule, SslPrincipalMapper
 from broker.testing import EmbeddedBroker, free_port
 from tests.security.support import Pki

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from broker.config import ConfigError
+from broker.config.kafka_config import ConfigError
 from broker.security import scram
 from broker.security.sasl import parse_jaas
 

@@ -71,7 +71,7 @@ from broker.coordinator.group.schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from broker.coordinator.runtime import LoadedBatch, TransactionalAppend
+from broker.coordinator.runtime import LoadedBatch, TransactionalAppend, partition_for
 from storage.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -81,21 +81,6 @@ E = GroupErrorCode
 AppendRecords = Callable[..., Awaitable[int]]
 Record = tuple[bytes | memoryview, bytes | memoryview | None]
 Tombstones = list[tuple[bytes, bytes | None]]
-
-
-def java_string_hashcode(s: str) -> int:
-    """Java's String.hashCode: over UTF-16 code units, with 32-bit signed overflow."""
-    h = 0
-    raw = s.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    h = java_string_hashcode(group_id)
-    # Kafka's Utils.abs: Integer.MIN_VALUE maps to 0, not to itself.
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
 class GroupMetadataManager:

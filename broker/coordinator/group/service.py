@@ -20,24 +20,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from broker.config.group_configs import GroupConfigsServer, group_configs
 from broker.coordinator.group.config import GroupCoordinatorConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.group.share_group import share_group_config
-from broker.coordinator.runtime import CoordinatorRuntime, TransactionalAppend
-from broker.group_configs import group_configs
-
-if TYPE_CHECKING:
-    from broker.server import KafkaServer
+from broker.coordinator.runtime import CoordinatorRuntime, CoordinatorServer, TransactionalAppend
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+
+class GroupCoordinatorServer(CoordinatorServer, GroupConfigsServer, Protocol):
+    """The broker as the group coordinator sees it (KafkaServer): a coordinator's server whose group configs
+    (share groups') it reads."""
 
 
 class MetadataCacheTopics:
     """The broker's metadata cache as the consumer-group coordinator's topics image."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: GroupCoordinatorServer) -> None:
         self.server = server
 
     def topic(self, name: str) -> tuple[uuid.UUID, int] | None:
@@ -52,7 +54,7 @@ class MetadataCacheTopics:
 
 
 class GroupService:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: GroupCoordinatorServer) -> None:
         self.server = server
         cfg = server.config
         self.num_partitions = cfg["offsets.topic.num.partitions"]
@@ -73,7 +75,6 @@ class GroupService:
         ), topics_image=MetadataCacheTopics(server))
         self.coordinator.share_config = share_group_config(cfg)
         self.coordinator.share_group_configs = lambda group_id: group_configs(server).cached(group_id)
-        self.coordinator.share_persister = lambda: _share_persister(server)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC, self.coordinator.manager, server.replica_manager,
                                           append_timeout_ms=cfg["offsets.commit.timeout.ms"])
         server.replica_manager.on_leadership_change.append(self.runtime.on_leadership_change)
@@ -117,11 +118,6 @@ class GroupService:
         await self.coordinator.manager.wait_background()
 
 
-def start_group_coordinator(server: KafkaServer) -> GroupService:
+def start_group_coordinator(server: GroupCoordinatorServer) -> GroupService:
     return GroupService(server)
 
-
-def _share_persister(server: KafkaServer) -> object:
-    """The persister the share-partition leaders of this broker use (one store for both sides)."""
-    from broker.share.manager import share_partition_manager  # the share package builds on this one
-    return share_partition_manager(server).persister

@@ -28,8 +28,7 @@ from typing import Any
 from broker.coordinator.group import share_state_metadata as state_md
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.share_group import ShareGroup
-from broker.share.manager import persister_error_code
-from broker.share.persister import PersisterError
+from broker.coordinator.share.persister import PersisterError, persister_error_code
 
 PartitionResult = tuple[int, int, str | None]  # partition, error, message
 AlterTopicResult = tuple[str, uuid.UUID | None, list[PartitionResult]]

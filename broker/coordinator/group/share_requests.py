@@ -51,7 +51,7 @@ from broker.coordinator.group.share_group import (
     ShareGroupMember,
     simple_assign,
 )
-from broker.share.persister import PersisterError
+from broker.coordinator.share.persister import PersisterError
 
 if TYPE_CHECKING:
     from broker.coordinator.group.consumer_requests import TopicsImage
@@ -76,10 +76,10 @@ class ShareGroupRequests:
     manager: GroupMetadataManager
     topics_image: TopicsImage
     share_config: ShareGroupConfig = ShareGroupConfig()
-    # A group's configs (broker/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
+    # A group's configs (broker/config/group_configs.py: share.session.timeout.ms, share.heartbeat.interval.ms), set by
     # the broker; they override `share_config` for that group.
     share_group_configs: Callable[[str], Mapping[str, str]] = staticmethod(lambda group_id: {})  # type: ignore[assignment]
-    # The broker's share-state Persister (broker/share/persister.py), set by the broker: the coordinator
+    # The broker's share-state Persister (broker/coordinator/share/persister.py), set by the broker: the coordinator
     # initializes and deletes share-partition state through it (Kafka 4.1). None: every subscribed partition
     # is assignable and no state is initialized here (a bare coordinator).
     share_persister: Callable[[], Any] | None = None

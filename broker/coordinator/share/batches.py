@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from broker.share.persister import PersisterStateBatch
+from broker.coordinator.share.persister import PersisterStateBatch
 
 
 def combine(so_far: Iterable[PersisterStateBatch], new: Iterable[PersisterStateBatch],

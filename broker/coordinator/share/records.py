@@ -23,7 +23,7 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 
-from broker.share.persister import PersisterStateBatch
+from broker.coordinator.share.persister import PersisterStateBatch
 from protocol.codec import uvarint_bytes
 
 SNAPSHOT = 0

@@ -25,23 +25,20 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from broker.coordinator.runtime import CoordinatorRuntime
+from broker.coordinator.runtime import CoordinatorRuntime, CoordinatorServer
 from broker.coordinator.share.config import ShareCoordinatorConfig
 from broker.coordinator.share.records import ShareKey
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC, ShareStateManager
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
-if TYPE_CHECKING:
-    from broker.server import KafkaServer
-
 log = logging.getLogger("broker.coordinator.share")
 
 
 class ShareCoordinatorService:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: CoordinatorServer) -> None:
         self.server = server
         cfg = server.config
         self.config = ShareCoordinatorConfig(
@@ -160,5 +157,5 @@ class ShareCoordinatorService:
         await self.runtime.shutdown()
 
 
-def start_share_coordinator(server: KafkaServer) -> ShareCoordinatorService:
+def start_share_coordinator(server: CoordinatorServer) -> ShareCoordinatorService:
     return ShareCoordinatorService(server)

@@ -47,10 +47,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
+from broker.common.errors import KafkaApiError
 from broker.coordinator.runtime import LoadedBatch
+from broker.coordinator.runtime import partition_for as java_hash_partition
 from broker.coordinator.share.batches import combine
 from broker.coordinator.share.config import ShareCoordinatorConfig
+from broker.coordinator.share.persister import PersisterStateBatch
 from broker.coordinator.share.records import (
     SNAPSHOT,
     UPDATE,
@@ -65,8 +67,6 @@ from broker.coordinator.share.records import (
     encode_snapshot,
     encode_update,
 )
-from broker.errors import KafkaApiError
-from broker.share.persister import PersisterStateBatch
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.coordinator.share")

@@ -37,7 +37,6 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.controller.producer_ids import ProducerIdsUnavailable
 from broker.coordinator.transaction.metadata import (
     MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -48,6 +47,7 @@ from broker.coordinator.transaction.metadata import (
     TxnTransitMetadata,
     is_epoch_exhausted,
 )
+from broker.coordinator.transaction.producer_id_manager import ProducerIdsUnavailable
 from broker.coordinator.transaction.state_manager import TransactionStateManager, now_ms
 from protocol.errors import ErrorCode
 from storage import TopicPartition

@@ -38,13 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
 from broker.coordinator.transaction.state_manager import TransactionStateManager
-from broker.inter_broker import PLAINTEXT_CLIENT, BrokerConnection, BrokerUnavailable, ClientSecurity
+from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
+from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.metadata_cache import MetadataCache
+    from broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger("broker.coordinator.transaction")
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.coordinator.runtime import CoordinatorRuntime
+from broker.coordinator.runtime import CoordinatorRuntime, CoordinatorServer
 from broker.coordinator.transaction.config import TransactionConfig
 from broker.coordinator.transaction.coordinator import TransactionCoordinator
 from broker.coordinator.transaction.markers import TransactionMarkerChannelManager
@@ -30,13 +30,23 @@ from broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from storage import TopicPartition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
+    from broker.security.client import ClientSecurity
 
 log = logging.getLogger("broker.coordinator.transaction")
 
 
+class TransactionServer(CoordinatorServer, Protocol):
+    """The broker as the transaction coordinator sees it (KafkaServer): a coordinator's server, plus its id and
+    inter-broker security (the markers it sends) and its producer id manager."""
+
+    broker_id: int
+    inter_broker_security: ClientSecurity
+    producer_ids: ProducerIdManager | None
+
+
 class TransactionService:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: TransactionServer) -> None:
         self.server = server
         cfg = server.config
         self.config = TransactionConfig(
@@ -138,5 +148,5 @@ class TransactionService:
         await self.markers.shutdown()
 
 
-def start_transaction_coordinator(server: KafkaServer) -> TransactionService:
+def start_transaction_coordinator(server: TransactionServer) -> TransactionService:
     return TransactionService(server)

@@ -29,7 +29,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from broker.coordinator.group.metadata_manager import partition_for as java_hash_partition
+from broker.common.errors import KafkaApiError
+from broker.coordinator.runtime import partition_for as java_hash_partition
 from broker.coordinator.transaction.config import TransactionConfig
 from broker.coordinator.transaction.log import TxnLogError, decode_key, decode_value, encode_key, encode_value
 from broker.coordinator.transaction.metadata import (
@@ -38,7 +39,6 @@ from broker.coordinator.transaction.metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
-from broker.errors import KafkaApiError
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.coordinator.transaction")

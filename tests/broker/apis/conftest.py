@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.cluster import LocalCluster
+from broker.local_cluster import LocalCluster
 from broker.testing import EmbeddedBroker
 
 from .support import Brokers

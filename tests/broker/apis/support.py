@@ -62,7 +62,7 @@ class Brokers:
         started: what it sends on to the controller cannot be delivered. Started on first use, stopped with the
         session."""
         if allow_everyone not in self._kraft:
-            from broker.config import KafkaConfig
+            from broker.config.kafka_config import KafkaConfig
             from broker.kraft.format import format_dirs
             from tests.kraft_controller import ControllerThread
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.cluster.partition import Partition, PartitionState
 from broker.coordinator import runtime as runtime_module
 from broker.coordinator.group import GroupCoordinatorConfig, GroupMetadataManager
 from broker.coordinator.group.schema import (
@@ -23,7 +24,6 @@ from broker.coordinator.group.schema import (
     encode_offset_commit_value,
 )
 from broker.coordinator.runtime import CoordinatorRuntime, Record
-from broker.partition import Partition, PartitionState
 from protocol.records import ControlRecordType, build_batch, build_control_batch
 from storage import AppendOrigin, Log, LogConfig, TopicPartition
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from broker.coordinator.share.batches import combine
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.coordinator.share.records import (
     SNAPSHOT,
     UPDATE,
@@ -30,7 +31,6 @@ from broker.coordinator.share.records import (
     topic_id_string,
 )
 from broker.coordinator.share.state import SHARE_GROUP_STATE_TOPIC
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.testing import EmbeddedBroker, free_port
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

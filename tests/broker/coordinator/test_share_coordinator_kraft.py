@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
+from broker.coordinator.share.persister import PersisterStateBatch, SharePartitionState
 from broker.kraft.format import format_dirs
-from broker.share.persister import PersisterStateBatch, SharePartitionState
 from broker.testing import EmbeddedBroker
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, KafkaConfig
+from broker.common.metadata_version import MetadataVersion
+from broker.config.kafka_config import ConfigError, KafkaConfig
 from broker.kraft.format import FormatterError, feature_level, feature_release, format_dirs
 from broker.kraft.snapshot import read_snapshot_records
-from broker.metadata_version import MetadataVersion
 from storage.checkpoints import read_properties, uuid_from_kafka_str
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from broker.inter_broker import BrokerConnection
+from broker.network.inter_broker import BrokerConnection
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.kraft_controller import KRaftController

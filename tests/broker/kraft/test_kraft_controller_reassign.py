@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.inter_broker import BrokerConnection
+from broker.network.inter_broker import BrokerConnection
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 from tests.broker.kraft.test_kraft_controller_fixture import alter, create, run, started, unfenced

@@ -7,10 +7,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from broker.dynamic_config_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
+from broker.config.dynamic_store import DEFAULT_ENTITY, BrokerConfigStore, write_entity_config
 from broker.kraft.image import AclEntry, ConfigurationsImage, MetadataImage, ScramCredential
 from broker.kraft.security_sync import image_quotas, quota_entity, sync_image_security
-from broker.metadata import LocalMetadataStore
+from broker.metadata.store import LocalMetadataStore
 from broker.security.acl import AccessControlEntry, AclOperation, PatternType, PermissionType, ResourcePattern
 from broker.security.acl import ResourceType as RT
 from broker.security.acl_store import AclStore

@@ -30,15 +30,13 @@ from broker.metadata import (
     InvalidReplicaAssignmentError,
     InvalidTopicError,
     LeaderAndIsr,
-    LocalMetadataStore,
     MetadataCorruptError,
     NodeExistsError,
     PartitionStateExistsError,
     TopicExistsError,
     UnknownTopicError,
-    ZkMetadataStore,
 )
-from broker.metadata.store import LOCAL_STATE_FILE, TreeMetadataStore
+from broker.metadata.store import LOCAL_STATE_FILE, LocalMetadataStore, TreeMetadataStore, ZkMetadataStore
 from broker.metadata.znodes import topic_id_to_string
 from storage.values import TopicPartition
 from tests.zookeeper import ZooKeeperServer, chroot_connect
@@ -492,7 +490,7 @@ def test_controller_failover_fences_the_old_controller(connect):
 _CRASHING_BROKER = textwrap.dedent(
     """
     import sys, time
-    from broker.metadata import ZkMetadataStore
+    from broker.metadata.store import ZkMetadataStore
     store = ZkMetadataStore(sys.argv[1], session_timeout_ms=800)
     store.register_broker(9, ["PLAINTEXT://127.0.0.1:9999"])
     print(store.elect_controller(9), flush=True)

@@ -1,5 +1,5 @@
-"""The in-memory Persister honours the share coordinator's rules (broker/share/persister.py's contract), and a
-share-partition leader fenced by it reloads its state."""
+"""The in-memory Persister honours the share coordinator's rules (the contract of
+broker/coordinator/share/persister.py), and a share-partition leader fenced by it reloads its state."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.coordinator.share.memory_persister import InMemoryPersister
+from broker.coordinator.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.share.manager import share_partition_manager
-from broker.share.memory_persister import InMemoryPersister
-from broker.share.persister import PersisterError, PersisterStateBatch, SharePartitionState
 from broker.testing import EmbeddedBroker
 from protocol.errors import ErrorCode
 from storage import TopicPartition

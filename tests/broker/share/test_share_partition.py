@@ -3,7 +3,7 @@ and what is persisted and restored."""
 
 from __future__ import annotations
 
-from broker.share.persister import PersisterStateBatch, RecordState, SharePartitionState
+from broker.coordinator.share.persister import PersisterStateBatch, RecordState, SharePartitionState
 from broker.share.share_partition import AcquiredRange, SharePartition
 from protocol.errors import ErrorCode
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.coordinator.group.metadata_manager import java_string_hashcode, partition_for
 from broker.coordinator.group.schema import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -24,6 +23,7 @@ from broker.coordinator.group.schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from broker.coordinator.runtime import java_string_hashcode, partition_for
 
 
 def s16(text: str) -> bytes:
