@@ -147,6 +147,7 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128  # Kafka 4.0
+    REBOOTSTRAP_REQUIRED = 129  # Kafka 4.0 (KIP-1102); ApiVersions v5 (KIP-1242)
 
     @property
     def retriable(self) -> bool:

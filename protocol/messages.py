@@ -79,7 +79,7 @@ _SOURCES: dict[int, tuple[str, str]] = {  # "module:Class" of the request and of
     ApiKey.DESCRIBE_GROUPS: _pair_in(_KAFKA + "admin.groups", "DescribeGroups"),
     ApiKey.LIST_GROUPS: _pair_in(_KAFKA + "admin.groups", "ListGroups"),
     ApiKey.SASL_HANDSHAKE: _pair_in(_KAFKA + "sasl", "SaslHandshake"),
-    ApiKey.API_VERSIONS: _pair_in(_KAFKA + "metadata.api_versions", "ApiVersions"),
+    ApiKey.API_VERSIONS: _pair_in("protocol.api_versions_messages", "ApiVersions"),  # v5: KIP-1242
     ApiKey.CREATE_TOPICS: _pair_in(_KAFKA + "admin.topics", "CreateTopics"),
     ApiKey.DELETE_TOPICS: _pair_in(_KAFKA + "admin.topics", "DeleteTopics"),
     ApiKey.DELETE_RECORDS: _pair_in(_KAFKA + "admin.topics", "DeleteRecords"),

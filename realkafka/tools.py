@@ -37,6 +37,8 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
                                   "kafka.admin.ReassignPartitionsCommand"),
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
     "kafka-client-metrics": ("org.apache.kafka.tools.ClientMetricsCommand",),
+    "kafka-broker-api-versions": ("org.apache.kafka.tools.BrokerApiVersionsCommand",
+                                  "kafka.admin.BrokerApiVersionsCommand"),
     "kafka-producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",),
     "kafka-consumer-perf-test": ("org.apache.kafka.tools.ConsumerPerformance",),
 }

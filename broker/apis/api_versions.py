@@ -1,4 +1,4 @@
-"""ApiVersions (key 18), versions 0–4.
+"""ApiVersions (key 18), versions 0–5.
 
 Answers with the version ranges of the registered handler modules (`broker.apis.advertised_versions()`),
 the broker's only table of what it serves, so it can never claim an API or version nobody implemented.
@@ -7,6 +7,10 @@ with UNSUPPORTED_VERSION and only ApiVersions' own range (as Kafka does, KIP-511
 at a version we serve.
 v3+ carries the client's software name and version (KIP-511): either one not matching Kafka's pattern (letters,
 digits, '-' and '.', starting and ending with a letter or digit) answers INVALID_REQUEST and no ranges.
+v5 carries the cluster id and node id the client means to reach (KIP-1242, Kafka 4.4's clients send it): a
+non-null ClusterId that is not this cluster's, or with a NodeId that is not this broker's, answers
+REBOOTSTRAP_REQUIRED and no ranges, so the client drops its stale metadata and bootstraps again (as Kafka 4.4's
+KafkaApis; a null ClusterId skips the check).
 A KRaft broker leaves out the ZooKeeper-mode and controller-only APIs, any other broker the KRaft-only ones
 (broker/kraft/zk_apis.py).
 v3+ advertises features (KIP-584) as Kafka 3.9's brokers do:
@@ -38,8 +42,9 @@ from protocol.errors import ErrorCode
 
 API_KEY = 18
 MIN_VERSION = 0
-MAX_VERSION = 4
-ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST)
+MAX_VERSION = 5
+ERRORS: tuple[ErrorCode, ...] = (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INVALID_REQUEST,
+                                 ErrorCode.REBOOTSTRAP_REQUIRED)
 
 # What a ZooKeeper-mode or single-node broker finalizes (and says it supports): the group protocols we implement,
 # not the levels a KRaft broker accepts to join a Kafka 4.4 cluster (share.version 2's dead-letter topics are not
@@ -58,6 +63,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             SOFTWARE_NAME_OR_VERSION.fullmatch(value or "")
             for value in (request.client_software_name, request.client_software_version)):
         return response_for(request, error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
+    if request.API_VERSION >= 5 and request.cluster_id is not None and (
+            request.cluster_id != ctx.server.metadata_cache.cluster_id or request.node_id != ctx.server.broker_id):
+        return response_for(request, error_code=ErrorCode.REBOOTSTRAP_REQUIRED, api_keys=[], throttle_time_ms=0)
     if request.API_VERSION >= 3 and ctx.connection is not None:  # what client-metrics subscriptions match on
         ctx.connection.client_software = (request.client_software_name, request.client_software_version)
     Resp = response_type(request)

@@ -124,11 +124,32 @@ def test_api_versions_lists_the_handlers_within_the_codec(conn: Any) -> None:
     resp = roundtrip(conn, api_versions_request(3), 7)
     assert resp.error_code == 0
     ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-    # every handler's range, but for the KRaft-only APIs a single-node broker does not enable (zk_apis)
-    assert ranges == {k: r for k, r in apis.advertised_versions().items() if k not in zk_apis.KRAFT_BROKER_ONLY}
+    # every handler's range, but for the KRaft-only APIs a single-node broker does not enable (zk_apis) and, with no
+    # metrics.prometheus.listener, KIP-714's push APIs (no telemetry receiver)
+    left_out = zk_apis.KRAFT_BROKER_ONLY | apis.api_versions.TELEMETRY_APIS
+    assert ranges == {k: r for k, r in apis.advertised_versions().items() if k not in left_out}
     assert ApiKey.DESCRIBE_QUORUM in apis.advertised_versions() and ApiKey.DESCRIBE_QUORUM not in ranges
     assert all(SUPPORTED_VERSIONS[k][0] <= low <= high <= SUPPORTED_VERSIONS[k][1]
                for k, (low, high) in ranges.items())
+
+
+def test_api_versions_v5_checks_the_cluster_and_node_the_client_means(conn: Any, broker: Any) -> None:
+    """KIP-1242 (Kafka 4.4's clients): the right cluster and node, or no cluster id, get the ranges; another
+    cluster, or this cluster with another node id, get REBOOTSTRAP_REQUIRED and no ranges."""
+    cluster_id, node_id = broker.server.metadata_cache.cluster_id, broker.server.broker_id
+    v5 = request_class(ApiKey.API_VERSIONS)[5]
+
+    def ask(**ids: Any) -> Any:
+        return roundtrip(conn, v5(client_software_name="raw", client_software_version="1", **ids), 9)
+
+    for ids in ({"cluster_id": cluster_id, "node_id": node_id}, {"cluster_id": None, "node_id": node_id + 7}, {}):
+        resp = ask(**ids)
+        assert resp.error_code == 0 and resp.api_keys, ids
+        assert {k.api_key: k.max_version for k in resp.api_keys}[ApiKey.API_VERSIONS] == 5
+    for ids in ({"cluster_id": "another-cluster", "node_id": node_id},
+                {"cluster_id": cluster_id, "node_id": node_id + 1}):
+        resp = ask(**ids)
+        assert (resp.error_code, list(resp.api_keys)) == (ErrorCode.REBOOTSTRAP_REQUIRED, []), ids
 
 
 def test_api_versions_at_an_unserved_version_gets_the_v0_fallback_and_one_log_line(

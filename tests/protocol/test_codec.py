@@ -138,11 +138,11 @@ def test_unsupported_api_versions_request_gets_the_v0_fallback() -> None:
     assert header.client_id == 'cli'
     fallback = api_versions_fallback_response(header)
     # Kafka (KIP-511): header v0, v0 body, UNSUPPORTED_VERSION, only ApiVersions' own range.
-    assert fallback == struct.pack('>ihihhh', 1234, 35, 1, 18, 0, 4)
+    assert fallback == struct.pack('>ihihhh', 1234, 35, 1, 18, 0, 5)
     decoded = decode_response(fallback, ApiKey.API_VERSIONS, 3)  # a v3 client reads it as v0
     assert decoded.API_VERSION == 0
     assert decoded.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 5)]
 
 
 def test_unsupported_version_of_other_api_carries_the_header() -> None:

@@ -24,10 +24,17 @@ def unsupported_version(b: Brokers) -> Any:
         return recv(s, ApiKey.API_VERSIONS, 0)
 
 
+def rebootstrap_required(b: Brokers) -> Any:
+    # KIP-1242: a Kafka 4.4 client names the cluster it means to reach; another cluster's id is refused
+    return b.call(Req[5](client_software_name="raw", client_software_version="1", cluster_id="another-cluster",
+                         node_id=b.single.server.broker_id))
+
+
 PRODUCERS: dict[ErrorCode, Producer] = {
     ErrorCode.UNSUPPORTED_VERSION: unsupported_version,
     ErrorCode.INVALID_REQUEST: lambda b: b.call(Req[3](client_software_name="bad name!",
                                                        client_software_version="1")),
+    ErrorCode.REBOOTSTRAP_REQUIRED: rebootstrap_required,
 }
 
 test_errors = error_path_test(api_versions, PRODUCERS)
