@@ -107,7 +107,7 @@ class HandlerLeader:
 
     def __init__(self, rm: ReplicaManager) -> None:
         self.server = SimpleNamespace(replica_manager=rm, metadata_cache=rm.metadata_cache,
-                                      fetch_sessions=FetchSessionCache(10), authorizer=None)
+                                      fetch_sessions=FetchSessionCache(10), authorizer=None, metrics=None)
         self.asked_epochs: list[int] = []  # leader epochs the follower asked OffsetForLeaderEpoch about
         self.fetch_errors: list[int] = []  # partition error codes of the fetch answers
 
