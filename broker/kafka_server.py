@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import logging
 import time
 import uuid
@@ -42,7 +41,6 @@ from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
-from broker.kraft import admin as kraft_admin
 from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.security import sasl, tls
@@ -141,6 +139,9 @@ class KafkaServer:
         self.cleaner = LogCleaner()
         self._cleaning = False
         self.log_dir_mover = ReplicaAlterLogDirsManager(self.replica_manager, self.cleaner)
+        # A KRaft broker sends these APIs' controller requests in an Envelope (broker/kraft/admin.py, set at start).
+        self._forwarded_apis: frozenset[int] = frozenset()
+        self._kraft_admin: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -159,7 +160,11 @@ class KafkaServer:
         self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         if self.config.is_kraft:  # process.roles: a KRaftBroker answers the controller's calls
+            from broker.kraft import admin as kraft_admin
             from broker.kraft.broker_server import KRaftBroker
+
+            self._kraft_admin = kraft_admin
+            self._forwarded_apis = kraft_admin.FORWARDED_APIS
 
             self.controller = KRaftBroker(self)  # type: ignore[assignment]
         else:
@@ -276,12 +281,14 @@ class KafkaServer:
 
         self.transaction_coordinator = start_transaction_coordinator(self)
         # The markers of partitions this broker leads are written in-process, by the WriteTxnMarkers handler's code.
-        self.transaction_coordinator.markers.write_local = functools.partial(apis.write_txn_markers.write_marker, self)
+        # Looked up at the call, not now: the handler modules load on first use (broker/apis/__init__.py).
+        self.transaction_coordinator.markers.write_local = \
+            lambda *args, **kwargs: apis.write_txn_markers.write_marker(self, *args, **kwargs)
         # So are the KIP-890 verifications of transactions this broker coordinates, by the AddPartitionsToTxn handler's.
-        self.replica_manager.add_partitions_to_txn.verify_local = functools.partial(
-            apis.add_partitions_to_txn.verify_partitions, self)
-        self.replica_manager.add_partitions_to_txn.add_local = functools.partial(
-            apis.add_partitions_to_txn.add_partitions, self)
+        self.replica_manager.add_partitions_to_txn.verify_local = \
+            lambda *args, **kwargs: apis.add_partitions_to_txn.verify_partitions(self, *args, **kwargs)
+        self.replica_manager.add_partitions_to_txn.add_local = \
+            lambda *args, **kwargs: apis.add_partitions_to_txn.add_partitions(self, *args, **kwargs)
         self.transaction_coordinator.startup()
 
     def _start_share_coordinator(self) -> None:
@@ -290,7 +297,7 @@ class KafkaServer:
 
         self.share_coordinator = start_share_coordinator(self)
         # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
-        self.share_persister = RpcPersister(self, lambda api_key: apis.HANDLERS[api_key].answer)
+        self.share_persister = RpcPersister(self, lambda api_key: apis.handler(api_key).answer)
         self.share_coordinator.startup()
 
     async def shutdown(self) -> None:
@@ -494,8 +501,8 @@ class KafkaServer:
         start = time.perf_counter_ns()
         if len(frame) >= 8:
             api_key, version = unpack_from(">hh", frame, 0)
-            handler = apis.HANDLERS.get(api_key)
-            if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
+            served = apis.VERSIONS.get(api_key)
+            if served is None or not served[0] <= version <= served[1]:
                 return self._not_served(conn, frame, api_key, version)
             if not self.metadata_ready.is_set() and api_key not in _SERVED_BEFORE_METADATA:
                 return self._after_metadata(conn, frame)
@@ -513,11 +520,11 @@ class KafkaServer:
         ctx = RequestContext(self, conn, api_key, header.request_api_version, header.correlation_id,
                              header.client_id)
         try:
-            result = apis.HANDLERS[api_key].handle(ctx, request)
+            result = (apis.LOADED.get(api_key) or apis.handler(api_key)).handle(ctx, request)
         except Exception as e:  # noqa: BLE001 - one request's failure is answered, the broker goes on
             return self._failed(ctx, request, e)
-        if api_key in kraft_admin.FORWARDED_APIS and self.config.is_kraft and asyncio.iscoroutine(result):
-            result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
+        if api_key in self._forwarded_apis and asyncio.iscoroutine(result):
+            result = self._kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             return None
@@ -558,7 +565,7 @@ class KafkaServer:
         connection (Kafka: InvalidRequestException "... which is not enabled", then the channel closed)."""
         name = api_name(api_key)
         if api_key == ApiKey.API_VERSIONS:
-            served = (apis.api_versions.MIN_VERSION, apis.api_versions.MAX_VERSION)
+            served = apis.VERSIONS[ApiKey.API_VERSIONS]
             log.info("%s: %s v%d is not served (v%d-v%d): answering UNSUPPORTED_VERSION", conn, name, version,
                      *served)
             correlation_id = unpack_from(">i", frame, 4)[0]
