@@ -44,7 +44,6 @@ from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.security import sasl, tls
-from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
 from broker.security.quotas import ClientQuotas
@@ -103,7 +102,7 @@ class KafkaServer:
         self.topic_configs = TopicConfigs(config)
         self.dynamic_config = DynamicBrokerConfig(self)
         self.quotas = ClientQuotas(self.config["quota.window.num"], self.config["quota.window.size.seconds"])
-        self.authorizer = authorizer_from_config(config)  # None: no authorization (authorizer.class.name empty)
+        self.authorizer = self._authorizer(config)  # None: no authorization (authorizer.class.name empty)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
                                       topic_configs=self.topic_configs.overrides,
                                       producer_state_config=ProducerStateManagerConfig(
@@ -142,6 +141,15 @@ class KafkaServer:
         # A KRaft broker sends these APIs' controller requests in an Envelope (broker/kraft/admin.py, set at start).
         self._forwarded_apis: frozenset[int] = frozenset()
         self._kraft_admin: Any = None
+
+    @staticmethod
+    def _authorizer(config: KafkaConfig) -> Any:
+        # The ACL authorizer and its store are imported only by a broker configured with one (issue 35).
+        if not (config.get("authorizer.class.name") or "").strip():
+            return None
+        from broker.security.authorizer import from_config
+
+        return from_config(config)
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -20,10 +20,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
+# `cryptography` is imported by the functions that parse keys and certificates, not here: its import costs ~30 ms
+# (a fifth of a plain broker's start-up before issue 35) and only a broker with a PKCS12 or JKS store needs it.
 
 _JKS_MAGIC = 0xFEEDFEED
 _JKS_WHITENER = b"Mighty Aphrodite"  # fixed text Java's JKS mixes into the integrity digest
@@ -37,6 +37,7 @@ class KeyStoreError(Exception):
 
 def read_key_store(store_type: str, path: str, store_password: str | None,
                    key_password: str | None) -> tuple[bytes, bytes]:
+    serialization, pkcs12 = _serialization()
     data = _read(path)
     if store_type == "PKCS12":
         try:
@@ -64,6 +65,7 @@ def read_key_store(store_type: str, path: str, store_password: str | None,
 
 
 def read_trust_store(store_type: str, path: str, password: str | None) -> str:
+    serialization, pkcs12 = _serialization()
     data = _read(path)
     if store_type == "PKCS12":
         try:
@@ -96,7 +98,17 @@ def _secret(password: str | None) -> bytes | None:
     return password.encode() if password else None
 
 
+def _serialization() -> tuple[Any, Any]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    return serialization, pkcs12
+
+
 def _pem(der: bytes) -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     return x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM)
 
 
