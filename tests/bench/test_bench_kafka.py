@@ -24,7 +24,7 @@ def test_kafka_targets_are_parsed_apart_from_bootstrap_addresses(tmp_path: Path)
 
 
 def test_kafka_target_starts_serves_a_produce_scenario_and_reports_its_cpu(tmp_path: Path) -> None:
-    target = KafkaTarget(tmp_path)
+    target = KafkaTarget(tmp_path, warmup_messages=1_000)
     scenario = ProduceScenario(1, "1", "none", 5_000, 1)
     ctx = Context(quick=True, work_dir=tmp_path, results_dir=tmp_path, stamp="t", deadline=time.monotonic() + 120)
     try:
