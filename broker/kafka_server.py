@@ -67,6 +67,7 @@ from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
 log = logging.getLogger("broker.server")
 
@@ -128,8 +129,10 @@ class KafkaServer:
         self.controller: Controller | None = None
         self.group_coordinator: Any = None
         self.transaction_coordinator: Any = None
-        self.share_coordinator: Any = None
-        self.share_persister: Any = None  # broker/share/rpc_persister.py: share-partition leaders' Persister
+        # The share coordinator and the share-partition leaders' Persister (broker/share/rpc_persister.py) start on
+        # first use (the properties below).
+        self._share_coordinator: Any = None
+        self._rpc_persister: Any = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
         # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
@@ -188,7 +191,10 @@ class KafkaServer:
         # controller hands out during its start-up: it must be listening before that.
         self._start_group_coordinator()
         self._start_transaction_coordinator()
-        self._start_share_coordinator()
+        # Not the share coordinator: it starts on first use, or with the first leadership change of
+        # __share_group_state (a broker restarted with share-group state), as KIP-932 groups are rare and their
+        # modules are a good part of a start-up (issue 35).
+        self.replica_manager.on_leadership_change.append(self._share_state_leadership)
         await self.controller.startup()
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
@@ -299,14 +305,35 @@ class KafkaServer:
             lambda *args, **kwargs: apis.add_partitions_to_txn.add_partitions(self, *args, **kwargs)
         self.transaction_coordinator.startup()
 
-    def _start_share_coordinator(self) -> None:
-        from broker.coordinator.share.service import start_share_coordinator
-        from broker.share.rpc_persister import RpcPersister
+    @property
+    def share_coordinator(self) -> Any:
+        """The share coordinator (KIP-932, __share_group_state), started by the first caller."""
+        if self._share_coordinator is None:
+            from broker.coordinator.share.service import start_share_coordinator
 
-        self.share_coordinator = start_share_coordinator(self)
-        # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
-        self.share_persister = RpcPersister(self, lambda api_key: apis.handler(api_key).answer)
-        self.share_coordinator.startup()
+            coordinator = start_share_coordinator(self)
+            coordinator.startup()
+            self._share_coordinator = coordinator
+        return self._share_coordinator
+
+    @property
+    def share_persister(self) -> Any:
+        """The Persister of this broker's share-partition leaders (broker/share/rpc_persister.py), made by the first
+        caller."""
+        if self._rpc_persister is None:
+            from broker.share.rpc_persister import RpcPersister
+
+            # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
+            self._rpc_persister = RpcPersister(self, lambda api_key: apis.handler(api_key).answer)
+        return self._rpc_persister
+
+    def _share_state_leadership(self, new_leaders: list[Any], new_followers: list[Any]) -> None:
+        """Until the share coordinator runs: start it when this broker leads or follows __share_group_state, and hand
+        it this change (it registers for the later ones itself)."""
+        if self._share_coordinator is not None:
+            return
+        if any(p.topic_partition.topic == SHARE_GROUP_STATE_TOPIC for p in (*new_leaders, *new_followers)):
+            self.share_coordinator.runtime.on_leadership_change(new_leaders, new_followers)
 
     async def shutdown(self) -> None:
         if self._stopping:
@@ -335,12 +362,13 @@ class KafkaServer:
                 await self.transaction_coordinator.shutdown()
             except Exception:
                 log.exception("transaction coordinator shutdown failed")
-        if self.share_coordinator is not None:
+        if self._share_coordinator is not None:
             try:
-                await self.share_coordinator.shutdown()
+                await self._share_coordinator.shutdown()
             except Exception:
                 log.exception("share coordinator shutdown failed")
-            self.share_persister.close()
+        if self._rpc_persister is not None:
+            self._rpc_persister.close()
         if self.group_coordinator is not None:
             try:
                 await self.group_coordinator.shutdown()
@@ -653,10 +681,10 @@ class KafkaServer:
             for tp in partitions:
                 if tp.topic == TRANSACTION_STATE_TOPIC:
                     self.transaction_coordinator.on_resignation(tp.partition)
-        if self.share_coordinator is not None:
+        if self._share_coordinator is not None:
             for tp in partitions:
-                if tp.topic == "__share_group_state":
-                    self.share_coordinator.on_resignation(tp.partition)
+                if tp.topic == SHARE_GROUP_STATE_TOPIC:
+                    self._share_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
 
     async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int

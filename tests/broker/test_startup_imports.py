@@ -34,6 +34,8 @@ NOT_AT_DEFAULT_START = (
     "broker.security.authorizer",  # ACLs (authorizer.class.name)
     "broker.security.acl_store",
     "broker.share.manager",  # share-partition leaders, on the first ShareFetch
+    "broker.share.rpc_persister",  # their Persister, with them
+    "broker.coordinator.share.service",  # the share coordinator, on first use or __share_group_state leadership
     "broker.apis.produce",  # every handler but ApiVersions loads on its API's first request
     "broker.apis.fetch",
     "broker.apis.metadata",
