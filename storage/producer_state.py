@@ -322,7 +322,8 @@ class ProducerAppendInfo:
 class ProducerStateManager:
     def __init__(self, dir: Path, topic_partition: object = None,
                  config: ProducerStateManagerConfig | None = None) -> None:
-        self.dir = Path(dir)
+        # The caller's Path when it is one: its log's, shared (Path(path) copies, ~450 bytes per partition each).
+        self.dir = dir if isinstance(dir, Path) else Path(dir)
         self.topic_partition = topic_partition if topic_partition is not None else self.dir.name
         self.config = config if config is not None else ProducerStateManagerConfig()
         self.producers: dict[int, ProducerStateEntry] = {}
