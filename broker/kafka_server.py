@@ -127,7 +127,7 @@ class KafkaServer:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
-        self.group_coordinator: Any = None
+        self._group_coordinator: Any = None  # started on first use (the property below)
         self.transaction_coordinator: Any = None
         # The share coordinator and the share-partition leaders' Persister (broker/share/rpc_persister.py) start on
         # first use (the properties below).
@@ -187,14 +187,12 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.replica_manager.isr_updater = self.update_isr
-        # The group coordinator listens for leadership of __consumer_offsets partitions, which the
-        # controller hands out during its start-up: it must be listening before that.
-        self._start_group_coordinator()
         self._start_transaction_coordinator()
-        # Not the share coordinator: it starts on first use, or with the first leadership change of
-        # __share_group_state (a broker restarted with share-group state), as KIP-932 groups are rare and their
-        # modules are a good part of a start-up (issue 35).
-        self.replica_manager.on_leadership_change.append(self._share_state_leadership)
+        # The group and share coordinators start on first use (a group request, FindCoordinator), or with the first
+        # leadership change of their topic, which the controller may hand out during its start-up (a broker
+        # restarted with groups): the hook must be listening before that. Their modules were a third of a start-up
+        # (issue 35), and a broker that serves no groups never needs them.
+        self.replica_manager.on_leadership_change.append(self._coordinator_leadership)
         await self.controller.startup()
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
@@ -276,13 +274,18 @@ class KafkaServer:
         (started with the broker, before any produce is verified)."""
         return self.transaction_coordinator.partition_for(transactional_id)
 
-    def _start_group_coordinator(self) -> None:
-        from broker.coordinator.group.service import start_group_coordinator
+    @property
+    def group_coordinator(self) -> Any:
+        """The group coordinator (__consumer_offsets), started by the first caller."""
+        if self._group_coordinator is None:
+            from broker.coordinator.group.service import start_group_coordinator
 
-        self.group_coordinator = start_group_coordinator(self)
-        # Share groups' offsets go through the persister of this broker's share-partition leaders (one store for
-        # both sides); the group coordinator is below broker/share/ and gets it from here.
-        self.group_coordinator.coordinator.share_persister = self._share_persister
+            coordinator = start_group_coordinator(self)
+            # Share groups' offsets go through the persister of this broker's share-partition leaders (one store for
+            # both sides); the group coordinator is below broker/share/ and gets it from here.
+            coordinator.coordinator.share_persister = self._share_persister
+            self._group_coordinator = coordinator
+        return self._group_coordinator
 
     def _share_persister(self) -> object:
         """The persister the share-partition leaders of this broker use (one store for both sides)."""
@@ -327,12 +330,15 @@ class KafkaServer:
             self._rpc_persister = RpcPersister(self, lambda api_key: apis.handler(api_key).answer)
         return self._rpc_persister
 
-    def _share_state_leadership(self, new_leaders: list[Any], new_followers: list[Any]) -> None:
-        """Until the share coordinator runs: start it when this broker leads or follows __share_group_state, and hand
-        it this change (it registers for the later ones itself)."""
-        if self._share_coordinator is not None:
+    def _coordinator_leadership(self, new_leaders: list[Any], new_followers: list[Any]) -> None:
+        """Until the group or share coordinator runs: start it when this broker leads or follows a partition of its
+        topic, and hand it this change (it registers for the later ones itself)."""
+        if self._group_coordinator is not None and self._share_coordinator is not None:
             return
-        if any(p.topic_partition.topic == SHARE_GROUP_STATE_TOPIC for p in (*new_leaders, *new_followers)):
+        topics = {p.topic_partition.topic for p in (*new_leaders, *new_followers)}
+        if self._group_coordinator is None and GROUP_METADATA_TOPIC in topics:
+            self.group_coordinator.runtime.on_leadership_change(new_leaders, new_followers)
+        if self._share_coordinator is None and SHARE_GROUP_STATE_TOPIC in topics:
             self.share_coordinator.runtime.on_leadership_change(new_leaders, new_followers)
 
     async def shutdown(self) -> None:
@@ -369,9 +375,9 @@ class KafkaServer:
                 log.exception("share coordinator shutdown failed")
         if self._rpc_persister is not None:
             self._rpc_persister.close()
-        if self.group_coordinator is not None:
+        if self._group_coordinator is not None:
             try:
-                await self.group_coordinator.shutdown()
+                await self._group_coordinator.shutdown()
             except Exception:
                 log.exception("group coordinator shutdown failed")
         if self.fetcher_manager is not None:
@@ -673,10 +679,10 @@ class KafkaServer:
 
     def apply_stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> dict[TopicPartition, ErrorCode]:
-        if self.group_coordinator is not None:
+        if self._group_coordinator is not None:
             for tp in partitions:
                 if tp.topic == GROUP_METADATA_TOPIC:
-                    self.group_coordinator.on_resignation(tp.partition)
+                    self._group_coordinator.on_resignation(tp.partition)
         if self.transaction_coordinator is not None:
             for tp in partitions:
                 if tp.topic == TRANSACTION_STATE_TOPIC:

@@ -36,6 +36,8 @@ NOT_AT_DEFAULT_START = (
     "broker.share.manager",  # share-partition leaders, on the first ShareFetch
     "broker.share.rpc_persister",  # their Persister, with them
     "broker.coordinator.share.service",  # the share coordinator, on first use or __share_group_state leadership
+    "broker.coordinator.group.service",  # the group coordinator, on first use or __consumer_offsets leadership
+    "broker.coordinator.group.coordinator",
     "broker.apis.produce",  # every handler but ApiVersions loads on its API's first request
     "broker.apis.fetch",
     "broker.apis.metadata",
