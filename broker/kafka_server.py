@@ -315,7 +315,13 @@ class KafkaServer:
             from broker.coordinator.share.service import start_share_coordinator
 
             coordinator = start_share_coordinator(self)
-            coordinator.startup()
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # asked from outside the broker's loop (a test's thread): its timers go there
+                assert self.loop is not None
+                self.loop.call_soon_threadsafe(coordinator.startup)
+            else:
+                coordinator.startup()
             self._share_coordinator = coordinator
         return self._share_coordinator
 

@@ -135,3 +135,23 @@ def test_a_default_start_imports_no_unconfigured_feature(tmp_path: Path) -> None
     loaded = set(dump.read_text().split())
     assert {"broker.kafka_server", "broker.apis.api_versions"} <= loaded
     assert sorted(loaded & set(NOT_AT_DEFAULT_START)) == []
+
+
+def test_the_group_and_share_coordinators_start_on_first_use(tmp_path: Path) -> None:
+    """Not at start (above); then the first caller starts each, on the broker's loop even when it asks from another
+    thread, and later callers get the same one."""
+    from broker.testing import EmbeddedBroker
+
+    b = EmbeddedBroker(data_dir=tmp_path / "b", port=free_port()).start()
+    try:
+        server = b.server
+        assert server._group_coordinator is None and server._share_coordinator is None
+        groups, shares = server.group_coordinator, server.share_coordinator  # from this (the test's) thread
+        assert server.group_coordinator is groups and server.share_coordinator is shares
+        deadline = time.monotonic() + 10
+        while len(shares._timers) < 2 and time.monotonic() < deadline:  # its prune and snapshot timers, on the loop
+            time.sleep(0.05)
+        assert len(shares._timers) == 2
+        assert groups.runtime.on_leadership_change in server.replica_manager.on_leadership_change
+    finally:
+        b.stop()
