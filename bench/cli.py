@@ -1,4 +1,4 @@
-"""`python -m bench [--quick] [--target ours,mock,HOST:PORT] [--scenarios a,b] [--profile]`.
+"""`python -m bench [--quick] [--target ours,mock,kafka,kafka:VERSION,HOST:PORT] [--scenarios a,b] [--profile]`.
 
 Contract: starts each target, runs every selected scenario with repetitions interleaved across
 targets (ours, mock, ours, mock, ...) to cancel machine drift, prints the table of medians with
@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "--targets",
         dest="target",
         default="ours,mock",
-        help="comma-separated: ours, mock, HOST:PORT (default ours,mock)",
+        help="comma-separated: ours, mock, kafka (Apache Kafka 4.4.0 started by the bench), kafka:VERSION, "
+        "HOST:PORT (default ours,mock)",
     )
     parser.add_argument("--scenarios", help="comma-separated substrings of scenario ids to run (default all)")
     parser.add_argument("--profile", action="store_true", help="py-spy profiles of our broker's hot paths")

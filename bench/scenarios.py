@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.runner import LoadError, LoadProcess, delete_topics, ensure_partitions, run_load
-from bench.targets import AttachedTarget, MockProcess, OurBrokerCli, Target, TargetError, wait_topics_gone
+from bench.targets import (
+    AttachedTarget,
+    KafkaProcess,
+    KafkaTarget,
+    MockProcess,
+    OurBrokerCli,
+    Target,
+    TargetError,
+    wait_topics_gone,
+)
 from bench.wire import wait_for_api_versions
 
 KIB = 1024
@@ -70,8 +79,9 @@ Values = dict[str, float]
 # throughput it tells whether the client, not the broker, was the limit on this 2-core machine.
 CLIENT_CPU = Metric("client CPU", "cores", False, compare=False)
 # CPU seconds the broker process spent per GB moved (user + system, all threads): its efficiency, independent of
-# how much CPU the client left it. Only for brokers whose process we know (ours, the mock).
-BROKER_CPU = Metric("broker CPU", "s/GB", False, compare=False, optional=True)
+# how much CPU the client left it. Only for brokers whose process we know (ours, the mock, a Kafka JVM we started);
+# the ours/peer ratio says how much more (> 1) or less CPU ours spends on the same gigabyte.
+BROKER_CPU = Metric("broker CPU", "s/GB", False, optional=True)
 
 
 def _broker_cpu(target: Target, cpu_before: float | None, data_bytes: float) -> Values:
@@ -369,6 +379,16 @@ def _start_fresh(target: Target, ctx: Context, prefix: str) -> tuple[Any, float]
             broker.stop()
             raise TargetError(f"our broker did not answer ApiVersions: {exc} | output: {tail}") from exc
         return broker, answered - broker.spawned_at
+    if isinstance(target, KafkaTarget):
+        kafka = KafkaProcess(target.version, _fresh_dir(ctx, prefix).parent)
+        kafka.format()  # a JVM of its own before the clock starts: a KRaft user formats once, not at every start
+        kafka.spawn()
+        try:
+            answered = kafka.wait_answering(time.monotonic() + ctx.timeout(120))
+        except TargetError:
+            kafka.stop()
+            raise
+        return kafka, answered - kafka.spawned_at
     mock = MockProcess()
     spawned_at = time.monotonic()
     mock.spawn()
@@ -399,11 +419,10 @@ class StartupScenario(Scenario):
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
         broker, seconds = _start_fresh(target, ctx, "startup-")
         broker.stop()
-        notes = (
-            ["includes interpreter start (python -m broker)"]
-            if target.kind == "ours"
-            else ["python + confluent_kafka import + mock cluster start"]
-        )
+        notes = {
+            "ours": ["includes interpreter start (python -m broker)"],
+            "kafka": ["JVM start of kafka.Kafka (KRaft combined node, formatted beforehand) to its first answer"],
+        }.get(target.kind, ["python + confluent_kafka import + mock cluster start"])
         return {"seconds": seconds}, notes
 
 
@@ -451,6 +470,8 @@ class PartitionsScenario(Scenario):
             broker.stop()
         if target.kind == "mock":
             notes.append("RSS of a python process hosting librdkafka; topics auto-created, 4 partitions each")
+        elif target.kind == "kafka":
+            notes.append("RSS of the JVM (512 MB heap, -Xms512m: heap pages count once touched)")
         return values, notes
 
 
@@ -465,8 +486,10 @@ class RecoveryScenario(Scenario):
         self.metrics = [Metric("first ApiVersions", "s", False), Metric("data served", "s", False, goal=3.0)]
 
     def not_applicable(self, target: Target) -> str | None:
+        if target.kind == "mock":
+            return "mock keeps no log on disk"
         if target.kind != "ours":
-            return "mock keeps no log on disk" if target.kind == "mock" else "needs a broker process we own"
+            return "needs a broker process of ours (restarted on the same log dir)"
         return None
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
@@ -539,6 +562,8 @@ class ReplicatedScenario(Scenario):
         ]
 
     def not_applicable(self, target: Target) -> str | None:
+        if target.kind == "kafka":
+            return "a three-node Kafka cluster is not started by the bench"
         return "needs a cluster the harness starts itself" if target.kind == "external" else None
 
     def _cluster(self, target: Target, ctx: Context) -> Target:

@@ -1,15 +1,16 @@
 """Brokers the benchmark runs against: ours, librdkafka's mock cluster, or any bootstrap address.
 
 Contract:
-- `parse_targets("ours,mock,127.0.0.1:9092")` -> list of `Target` (not started).
+- `parse_targets("ours,mock,kafka,kafka:3.7.2,127.0.0.1:9092")` -> list of `Target` (not started); `kafka` is
+  Apache Kafka `DEFAULT_KAFKA_VERSION` (`kafka:VERSION` another), a KRaft combined node the harness starts.
 - `Target.start()` brings the broker up (or just remembers the address for an external one) and
   sets `bootstrap`; `Target.stop()` is idempotent and never raises; `Target.pid` is the broker
-  process id when we own it (RSS, profiles), else None; `Target.kind` is "ours", "mock" or
-  "external"; `Target.name` is the label printed in the table.
+  process id when we own it (RSS, broker CPU, profiles), else None; `Target.kind` is "ours", "mock",
+  "kafka" or "external"; `Target.name` is the label printed in the table.
 - `OurBrokerCli` and `MockProcess` are single broker processes spawned directly by the harness
   for the scenarios that time the process itself (start-up, recovery after kill -9, RSS with
   1,000 partitions); they do not go through `broker.testing` so that no helper's polling
-  interval ends up inside the measurement.
+  interval ends up inside the measurement. `KafkaProcess` is the same for a real Kafka node.
 Every process we spawn listens on 127.0.0.1 only and is stopped by `stop()`/`kill()`.
 """
 
@@ -308,6 +309,171 @@ class OursTarget(Target):
         self.pid = None
 
 
+# Apache Kafka's release the bench compares against by default (`--target kafka`); `kafka:VERSION` picks another
+# (3.7.x is the last with ZooKeeper mode, here run as KRaft too).
+DEFAULT_KAFKA_VERSION = "4.4.0"
+# kafka-server-start.sh's JVM (G1, -server) with the 512 MB heap of the issue's runs: realkafka's test JVM (serial
+# GC, C1 only) starts faster but would understate Kafka's throughput and overstate its CPU per GB.
+KAFKA_BENCH_JVM_OPTIONS = ("-Xms512m", "-Xmx512m", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                           "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                           "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true")
+# Deleted topics leave the disk after a second (Kafka waits a minute by default, and its deleting task first runs
+# log.initial.task.delay.ms, 30 s, after start), the delay broker.testing gives ours: each scenario's data is gone
+# before the next one starts (`wait_removed_from_disk`). One partition per topic unless asked, as ours.
+# Messages (1 KiB) produced and read back once after Kafka starts, before any measurement (`KafkaTarget._warm_up`).
+KAFKA_WARMUP_MESSAGES = 100_000
+KAFKA_BENCH_PROPERTIES = {"log.segment.delete.delay.ms": "1000", "log.initial.task.delay.ms": "0",
+                          "num.partitions": "1"}
+
+
+class KafkaProcess:
+    """A real Apache Kafka KRaft combined node (broker and controller in one JVM, `realkafka.node.kraft_node`) on
+    free loopback ports, its files under `directory`. `format()` runs Kafka's storage tool (a JVM of its own, not
+    part of any measurement); `spawn()` starts `kafka.Kafka` and records when, so the start-up scenario times it
+    as it times ours; `pid` is the broker's JVM itself (no wrapper script), whose CPU and RSS are the broker's."""
+
+    def __init__(self, version: str, directory: Path) -> None:
+        from realkafka.node import kraft_node
+
+        controller_port = free_port()
+        self.version = version
+        self.node = kraft_node(version, 1, "broker,controller", directory, voters=f"1@127.0.0.1:{controller_port}",
+                               port=free_port(), controller_port=controller_port, overrides=KAFKA_BENCH_PROPERTIES,
+                               jvm_options=KAFKA_BENCH_JVM_OPTIONS)
+        self.spawned_at = 0.0
+
+    @property
+    def bootstrap(self) -> str:
+        return self.node.bootstrap
+
+    @property
+    def port(self) -> int:
+        return self.node.port
+
+    @property
+    def pid(self) -> int | None:
+        return self.node.proc.pid if self.node.proc else None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.node.log_dirs[0]
+
+    def format(self) -> None:
+        from realkafka.jars import JarsUnavailable
+        from realkafka.node import new_cluster_id
+
+        try:
+            self.node.format(new_cluster_id())
+        except (JarsUnavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
+            raise TargetError(f"Kafka {self.version}: {exc}") from exc
+
+    def spawn(self) -> None:
+        from realkafka.node import write_properties
+
+        write_properties(self.node.config_path, self.node.properties)
+        with open(self.node.directory / "stdout.log", "ab") as out:
+            self.spawned_at = time.monotonic()
+            self.node.proc = subprocess.Popen(self.node.java("kafka.Kafka", [str(self.node.config_path)]),
+                                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              start_new_session=True)
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Format, spawn and wait until the broker answers ApiVersions and has a controller (CreateTopics works)."""
+        self.format()
+        self.spawn()
+        try:
+            self.wait_answering(time.monotonic() + timeout_s)
+        except TargetError:
+            self.stop()
+            raise
+
+    def wait_answering(self, deadline: float) -> float:
+        """The time.monotonic() of the first answered ApiVersions; TargetError if the JVM exits or time runs out."""
+        from bench.wire import ProbeError, wait_for_api_versions
+
+        while True:
+            # Slices of a second: a JVM that exits (a port taken, a bad property) is noticed at once.
+            try:
+                return wait_for_api_versions("127.0.0.1", self.port, min(deadline, time.monotonic() + 1.0))
+            except ProbeError as exc:
+                proc = self.node.proc
+                if proc is None or proc.poll() is not None or time.monotonic() >= deadline:
+                    code = None if proc is None else proc.returncode
+                    raise TargetError(f"Kafka {self.version} did not answer ApiVersions (exit code {code}): {exc} "
+                                      f"| {self.output_tail()}") from exc
+
+    def output_tail(self) -> str:
+        return self.node.log_tail(20)[-1500:]
+
+    def kill(self) -> None:
+        self.node.kill()
+        self.node.proc = None
+
+    def stop(self) -> None:
+        """SIGTERM (Kafka's controlled shutdown), kill -9 after 30 s."""
+        from realkafka.node import terminate
+
+        terminate(self.node.proc, 30)
+        self.node.proc = None
+
+
+class KafkaTarget(Target):
+    """Apache Kafka `version` as a KRaft combined node the harness starts and stops (`KafkaProcess`)."""
+
+    kind = "kafka"
+
+    def __init__(self, work_dir: Path, version: str = DEFAULT_KAFKA_VERSION,
+                 warmup_messages: int = KAFKA_WARMUP_MESSAGES) -> None:
+        super().__init__(f"kafka-{version}")
+        self.version = version
+        self.warmup_messages = warmup_messages
+        self._work_dir = work_dir
+        self._process: KafkaProcess | None = None
+
+    def start(self) -> None:
+        directory = Path(tempfile.mkdtemp(prefix=f"kafka-{self.version}-", dir=self._work_dir))
+        process = KafkaProcess(self.version, directory)
+        process.start()
+        self._process = process
+        self.bootstrap = process.bootstrap
+        self.pid = process.pid
+        if self.warmup_messages:
+            try:
+                self._warm_up()
+            except Exception as exc:  # noqa: BLE001 - a failed warm-up leaves a cold JVM, not a failed run
+                print(f"bench: warming Kafka {self.version} up failed: {exc}", file=sys.stderr)
+
+    def _warm_up(self) -> None:
+        """Produce `warmup_messages` and read them back once before anything is measured: the JVM interprets, then
+        compiles its hot paths, and without this the first repetitions measured that (the first produce's broker
+        CPU per GB was twice the others'). Ours has nothing to warm up."""
+        from bench.runner import delete_topics, ensure_partitions, run_load
+
+        tps = ensure_partitions(self, "bench-warmup", 1, 60)
+        try:
+            run_load({"kind": "produce", "bootstrap": self.bootstrap, "tps": tps, "count": self.warmup_messages,
+                      "size": 1024, "acks": "1", "compression": "none", "linger_ms": 5, "batch_bytes": 1 << 20}, 120)
+            run_load({"kind": "consume", "bootstrap": self.bootstrap, "tps": tps, "expected": self.warmup_messages},
+                     120)
+        finally:
+            delete_topics(self, {"bench-warmup"})
+
+    def wait_removed_from_disk(self, topics: set[str], timeout_s: float) -> bool:
+        # Kafka renames a deleted partition's directory to `<topic>-<p>.<id>-delete` and removes it
+        # log.segment.delete.delay.ms (1 s here) later: `<topic>-*` matches both.
+        return True if self._process is None else wait_topics_gone(self._process.data_dir, topics, timeout_s)
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        try:
+            self._process.stop()
+        except Exception:  # noqa: BLE001 - stopping must never hide the results
+            pass
+        self._process = None
+        self.pid = None
+
+
 def parse_targets(spec: str, work_dir: Path) -> list[Target]:
     targets: list[Target] = []
     for item in (part.strip() for part in spec.split(",")):
@@ -317,10 +483,15 @@ def parse_targets(spec: str, work_dir: Path) -> list[Target]:
             targets.append(OursTarget(work_dir))
         elif item == "mock":
             targets.append(MockTarget())
+        elif item == "kafka" or item.startswith("kafka:"):
+            version = item.partition(":")[2] or DEFAULT_KAFKA_VERSION
+            if not version[:1].isdigit():
+                raise ValueError(f"bad Kafka version in target {item!r}: use e.g. kafka:4.4.0")
+            targets.append(KafkaTarget(work_dir, version))
         elif ":" in item:
             targets.append(ExternalTarget(item))
         else:
-            raise ValueError(f"unknown target {item!r}: use ours, mock or host:port")
+            raise ValueError(f"unknown target {item!r}: use ours, mock, kafka, kafka:VERSION or host:port")
     if not targets:
         raise ValueError("no targets given")
     return targets

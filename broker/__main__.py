@@ -23,7 +23,9 @@ from pathlib import Path
 
 from broker import lazy_packages
 
-lazy_packages.install("kafka")  # before anything imports kafka-python: its __init__ loads the whole client
+# Before anything imports them: kafka-python's __init__ loads the whole client; crc32c's looks its version up in
+# the installed distributions (importlib.metadata), while records/ and storage/ import only its extension module.
+lazy_packages.install("kafka", "crc32c")
 
 from broker.config.kafka_config import ConfigError, KafkaConfig  # noqa: E402 - after the stand-in above
 

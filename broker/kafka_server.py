@@ -42,14 +42,12 @@ from broker.config.topics import TopicConfigs
 from broker.controller import LEADER_DURING_DELETE, Controller
 from broker.controller.producer_ids import FileProducerIdManager
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
-from broker.kraft import admin as kraft_admin
 from broker.metadata.metadata_cache import BrokerEndpoint, ListenerEndpoint, MetadataCache, PartitionMetadata
 from broker.metrics.broker_metrics import BrokerMetrics
 from broker.metrics.broker_state import metric_families
 from broker.metrics.prometheus import PrometheusEndpoint
 from broker.network.socket_server import Connection, Deferred, Response, SendfileChunk, SocketServer
 from broker.security import sasl, tls
-from broker.security.authorizer import from_config as authorizer_from_config
 from broker.security.client import inter_broker_security
 from broker.security.credentials import CredentialStore
 from broker.security.quotas import ClientQuotas
@@ -73,6 +71,7 @@ from storage.cleaner import LogCleaner
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
 log = logging.getLogger("broker.server")
 
@@ -108,7 +107,7 @@ class KafkaServer:
         self.topic_configs = TopicConfigs(config)
         self.dynamic_config = DynamicBrokerConfig(self)
         self.quotas = ClientQuotas(self.config["quota.window.num"], self.config["quota.window.size.seconds"])
-        self.authorizer = authorizer_from_config(config)  # None: no authorization (authorizer.class.name empty)
+        self.authorizer = self._authorizer(config)  # None: no authorization (authorizer.class.name empty)
         self.log_manager = LogManager(config.log_dirs, self.topic_configs.default_log_config(),
                                       topic_configs=self.topic_configs.overrides,
                                       producer_state_config=ProducerStateManagerConfig(
@@ -136,10 +135,12 @@ class KafkaServer:
         self.metrics_endpoint: PrometheusEndpoint | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Controller | None = None
-        self.group_coordinator: Any = None
+        self._group_coordinator: Any = None  # started on first use (the property below)
         self.transaction_coordinator: Any = None
-        self.share_coordinator: Any = None
-        self.share_persister: Any = None  # broker/share/rpc_persister.py: share-partition leaders' Persister
+        # The share coordinator and the share-partition leaders' Persister (broker/share/rpc_persister.py) start on
+        # first use (the properties below).
+        self._share_coordinator: Any = None
+        self._rpc_persister: Any = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self._flushing: set[Any] = set()
         # Work handed to io_executor (flushes, compaction, file deletion), kept so shutdown awaits it
@@ -148,6 +149,18 @@ class KafkaServer:
         self.cleaner = LogCleaner()
         self._cleaning = False
         self.log_dir_mover = ReplicaAlterLogDirsManager(self.replica_manager, self.cleaner)
+        # A KRaft broker sends these APIs' controller requests in an Envelope (broker/kraft/admin.py, set at start).
+        self._forwarded_apis: frozenset[int] = frozenset()
+        self._kraft_admin: Any = None
+
+    @staticmethod
+    def _authorizer(config: KafkaConfig) -> Any:
+        # The ACL authorizer and its store are imported only by a broker configured with one (issue 35).
+        if not (config.get("authorizer.class.name") or "").strip():
+            return None
+        from broker.security.authorizer import from_config
+
+        return from_config(config)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -166,7 +179,11 @@ class KafkaServer:
         self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()
         if self.config.is_kraft:  # process.roles: a KRaftBroker answers the controller's calls
+            from broker.kraft import admin as kraft_admin
             from broker.kraft.broker_server import KRaftBroker
+
+            self._kraft_admin = kraft_admin
+            self._forwarded_apis = kraft_admin.FORWARDED_APIS
 
             self.controller = KRaftBroker(self)  # type: ignore[assignment]
         else:
@@ -178,11 +195,12 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.replica_manager.isr_updater = self.update_isr
-        # The group coordinator listens for leadership of __consumer_offsets partitions, which the
-        # controller hands out during its start-up: it must be listening before that.
-        self._start_group_coordinator()
         self._start_transaction_coordinator()
-        self._start_share_coordinator()
+        # The group and share coordinators start on first use (a group request, FindCoordinator), or with the first
+        # leadership change of their topic, which the controller may hand out during its start-up (a broker
+        # restarted with groups): the hook must be listening before that. Their modules were a third of a start-up
+        # (issue 35), and a broker that serves no groups never needs them.
+        self.replica_manager.on_leadership_change.append(self._coordinator_leadership)
         await self.controller.startup()
         # Logs were opened before the topics' overrides and the dynamic broker configs were read.
         self.refresh_log_configs()
@@ -270,13 +288,18 @@ class KafkaServer:
         (started with the broker, before any produce is verified)."""
         return self.transaction_coordinator.partition_for(transactional_id)
 
-    def _start_group_coordinator(self) -> None:
-        from broker.coordinator.group.service import start_group_coordinator
+    @property
+    def group_coordinator(self) -> Any:
+        """The group coordinator (__consumer_offsets), started by the first caller."""
+        if self._group_coordinator is None:
+            from broker.coordinator.group.service import start_group_coordinator
 
-        self.group_coordinator = start_group_coordinator(self)
-        # Share groups' offsets go through the persister of this broker's share-partition leaders (one store for
-        # both sides); the group coordinator is below broker/share/ and gets it from here.
-        self.group_coordinator.coordinator.share_persister = self._share_persister
+            coordinator = start_group_coordinator(self)
+            # Share groups' offsets go through the persister of this broker's share-partition leaders (one store for
+            # both sides); the group coordinator is below broker/share/ and gets it from here.
+            coordinator.coordinator.share_persister = self._share_persister
+            self._group_coordinator = coordinator
+        return self._group_coordinator
 
     def _share_persister(self) -> object:
         """The persister the share-partition leaders of this broker use (one store for both sides)."""
@@ -289,22 +312,54 @@ class KafkaServer:
 
         self.transaction_coordinator = start_transaction_coordinator(self)
         # The markers of partitions this broker leads are written in-process, by the WriteTxnMarkers handler's code.
-        self.transaction_coordinator.markers.write_local = functools.partial(apis.write_txn_markers.write_marker, self)
+        # Looked up at the call, not now: the handler modules load on first use (broker/apis/__init__.py).
+        self.transaction_coordinator.markers.write_local = \
+            lambda *args, **kwargs: apis.write_txn_markers.write_marker(self, *args, **kwargs)
         # So are the KIP-890 verifications of transactions this broker coordinates, by the AddPartitionsToTxn handler's.
-        self.replica_manager.add_partitions_to_txn.verify_local = functools.partial(
-            apis.add_partitions_to_txn.verify_partitions, self)
-        self.replica_manager.add_partitions_to_txn.add_local = functools.partial(
-            apis.add_partitions_to_txn.add_partitions, self)
+        self.replica_manager.add_partitions_to_txn.verify_local = \
+            lambda *args, **kwargs: apis.add_partitions_to_txn.verify_partitions(self, *args, **kwargs)
+        self.replica_manager.add_partitions_to_txn.add_local = \
+            lambda *args, **kwargs: apis.add_partitions_to_txn.add_partitions(self, *args, **kwargs)
         self.transaction_coordinator.startup()
 
-    def _start_share_coordinator(self) -> None:
-        from broker.coordinator.share.service import start_share_coordinator
-        from broker.share.rpc_persister import RpcPersister
+    @property
+    def share_coordinator(self) -> Any:
+        """The share coordinator (KIP-932, __share_group_state), started by the first caller."""
+        if self._share_coordinator is None:
+            from broker.coordinator.share.service import start_share_coordinator
 
-        self.share_coordinator = start_share_coordinator(self)
-        # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
-        self.share_persister = RpcPersister(self, lambda api_key: apis.HANDLERS[api_key].answer)
-        self.share_coordinator.startup()
+            coordinator = start_share_coordinator(self)
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # asked from outside the broker's loop (a test's thread): its timers go there
+                assert self.loop is not None
+                self.loop.call_soon_threadsafe(coordinator.startup)
+            else:
+                coordinator.startup()
+            self._share_coordinator = coordinator
+        return self._share_coordinator
+
+    @property
+    def share_persister(self) -> Any:
+        """The Persister of this broker's share-partition leaders (broker/share/rpc_persister.py), made by the first
+        caller."""
+        if self._rpc_persister is None:
+            from broker.share.rpc_persister import RpcPersister
+
+            # A share coordinator on this broker is asked in-process, by its state RPC handler's own `answer`.
+            self._rpc_persister = RpcPersister(self, lambda api_key: apis.handler(api_key).answer)
+        return self._rpc_persister
+
+    def _coordinator_leadership(self, new_leaders: list[Any], new_followers: list[Any]) -> None:
+        """Until the group or share coordinator runs: start it when this broker leads or follows a partition of its
+        topic, and hand it this change (it registers for the later ones itself)."""
+        if self._group_coordinator is not None and self._share_coordinator is not None:
+            return
+        topics = {p.topic_partition.topic for p in (*new_leaders, *new_followers)}
+        if self._group_coordinator is None and GROUP_METADATA_TOPIC in topics:
+            self.group_coordinator.runtime.on_leadership_change(new_leaders, new_followers)
+        if self._share_coordinator is None and SHARE_GROUP_STATE_TOPIC in topics:
+            self.share_coordinator.runtime.on_leadership_change(new_leaders, new_followers)
 
     async def shutdown(self) -> None:
         if self._stopping:
@@ -335,15 +390,16 @@ class KafkaServer:
                 await self.transaction_coordinator.shutdown()
             except Exception:
                 log.exception("transaction coordinator shutdown failed")
-        if self.share_coordinator is not None:
+        if self._share_coordinator is not None:
             try:
-                await self.share_coordinator.shutdown()
+                await self._share_coordinator.shutdown()
             except Exception:
                 log.exception("share coordinator shutdown failed")
-            self.share_persister.close()
-        if self.group_coordinator is not None:
+        if self._rpc_persister is not None:
+            self._rpc_persister.close()
+        if self._group_coordinator is not None:
             try:
-                await self.group_coordinator.shutdown()
+                await self._group_coordinator.shutdown()
             except Exception:
                 log.exception("group coordinator shutdown failed")
         if self.fetcher_manager is not None:
@@ -511,8 +567,8 @@ class KafkaServer:
         start = time.perf_counter_ns()
         if len(frame) >= 8:
             api_key, version = unpack_from(">hh", frame, 0)
-            handler = apis.HANDLERS.get(api_key)
-            if handler is None or not handler.MIN_VERSION <= version <= handler.MAX_VERSION:
+            served = apis.VERSIONS.get(api_key)
+            if served is None or not served[0] <= version <= served[1]:
                 return self._not_served(conn, frame, api_key, version)
             if not self.metadata_ready.is_set() and api_key not in _SERVED_BEFORE_METADATA:
                 return self._after_metadata(conn, frame)
@@ -532,11 +588,11 @@ class KafkaServer:
         if self.metrics is not None:
             ctx.timer = self.metrics.timer(api_key, ctx.api_version, conn.frame_arrived_ns, start)
         try:
-            result = apis.HANDLERS[api_key].handle(ctx, request)
+            result = (apis.LOADED.get(api_key) or apis.handler(api_key)).handle(ctx, request)
         except Exception as e:  # noqa: BLE001 - one request's failure is answered, the broker goes on
             return self._failed(ctx, request, e)
-        if api_key in kraft_admin.FORWARDED_APIS and self.config.is_kraft and asyncio.iscoroutine(result):
-            result = kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
+        if api_key in self._forwarded_apis and asyncio.iscoroutine(result):
+            result = self._kraft_admin.as_client(ctx, result)  # its controller requests go in an Envelope (KIP-590)
         ctx.handler_ns = time.perf_counter_ns() - start
         if result is None:
             self._no_answer(ctx)
@@ -579,7 +635,7 @@ class KafkaServer:
         connection (Kafka: InvalidRequestException "... which is not enabled", then the channel closed)."""
         name = api_name(api_key)
         if api_key == ApiKey.API_VERSIONS:
-            served = (apis.api_versions.MIN_VERSION, apis.api_versions.MAX_VERSION)
+            served = apis.VERSIONS[ApiKey.API_VERSIONS]
             log.info("%s: %s v%d is not served (v%d-v%d): answering UNSUPPORTED_VERSION", conn, name, version,
                      *served)
             correlation_id = unpack_from(">i", frame, 4)[0]
@@ -661,18 +717,18 @@ class KafkaServer:
 
     def apply_stop_replica(self, controller_id: int, controller_epoch: int, partitions: list[TopicPartition],
                            delete: bool) -> dict[TopicPartition, ErrorCode]:
-        if self.group_coordinator is not None:
+        if self._group_coordinator is not None:
             for tp in partitions:
                 if tp.topic == GROUP_METADATA_TOPIC:
-                    self.group_coordinator.on_resignation(tp.partition)
+                    self._group_coordinator.on_resignation(tp.partition)
         if self.transaction_coordinator is not None:
             for tp in partitions:
                 if tp.topic == TRANSACTION_STATE_TOPIC:
                     self.transaction_coordinator.on_resignation(tp.partition)
-        if self.share_coordinator is not None:
+        if self._share_coordinator is not None:
             for tp in partitions:
-                if tp.topic == "__share_group_state":
-                    self.share_coordinator.on_resignation(tp.partition)
+                if tp.topic == SHARE_GROUP_STATE_TOPIC:
+                    self._share_coordinator.on_resignation(tp.partition)
         return self.replica_manager.stop_replicas(partitions, delete)
 
     async def update_isr(self, partition: Any, new_isr: list[int], partition_epoch: int

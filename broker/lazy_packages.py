@@ -2,8 +2,10 @@
 
 Why: kafka-python's `__init__` imports its whole client (KafkaAdminClient, KafkaConsumer,
 KafkaProducer and their networking, about 100 ms), while the broker only needs `kafka.protocol`'s
-message classes. Start-up has a 0.3 s budget (issue 7), so `python -m broker` installs a stand-in
-before anything imports kafka.
+message classes; crc32c's `__init__` looks its own version up in the installed distributions
+(`importlib.metadata`, 30-200 ms on a busy machine), while records/ and storage/ need only its extension
+module `crc32c._crc32c`. Start-up has a 0.3 s budget (issue 7), so `python -m broker` installs stand-ins
+before anything imports either.
 
 A stand-in has the real `__path__`, so `import kafka.protocol.x` finds its submodules as usual.
 The first attribute lookup it cannot answer (`from kafka import KafkaConsumer`) runs the real

@@ -18,12 +18,12 @@ Contract:
 from __future__ import annotations
 
 import importlib
+import sys
 import weakref
 from typing import Any
 
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.consumer.fetch import FetchResponse as _KafkaPythonFetchResponse
 
 from protocol import kafka_python_ext
 from protocol.api_keys import ApiKey
@@ -44,8 +44,12 @@ class FetchResponse(ApiMessage):
 
 
 # Defining FetchResponse registered it in kafka-python's response registry; give kafka-python clients
-# running in this process their own class back, so their consumers keep receiving bytes.
-ResponseClassRegistry.register_response_class(weakref.proxy(_KafkaPythonFetchResponse))
+# running in this process their own class back, so their consumers keep receiving bytes. If kafka-python's fetch
+# module is not loaded yet, defining its FetchResponse when it is will register that class over ours by itself:
+# importing it here only for this cost broker start-up ~10 ms (kafka.protocol.consumer loads four APIs' schemas).
+_kafka_python_fetch = sys.modules.get("kafka.protocol.consumer.fetch")
+if _kafka_python_fetch is not None:
+    ResponseClassRegistry.register_response_class(weakref.proxy(_kafka_python_fetch.FetchResponse))
 
 
 # --- where every API's classes live; each is imported on first use ------------------------------------

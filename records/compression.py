@@ -24,10 +24,18 @@ from __future__ import annotations
 import struct
 import zlib
 from enum import IntEnum
-
-import cramjam
+from typing import Any
 
 from records.errors import CorruptRecordError, InvalidRecordError
+
+
+def _cramjam() -> Any:
+    """cramjam (lz4, snappy, zstd), imported by the first batch that needs it: its extension module is 1.4 MB of a
+    broker's resident memory, which a broker that never sees those codecs does without (issue 35). After the first
+    call this is a dictionary lookup."""
+    import cramjam
+
+    return cramjam
 
 __all__ = [
     "Compression",
@@ -130,7 +138,7 @@ def lz4_frame_compress(
     parts = [header, bytes((hc,))]
     for start in range(0, len(view), _LZ4_BLOCK_SIZE):
         chunk = view[start:start + _LZ4_BLOCK_SIZE]
-        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        block = bytes(_cramjam().lz4.compress_block(chunk, store_size=False))
         if len(block) >= len(chunk):
             parts.append(struct.pack("<I", len(chunk) | _LZ4_UNCOMPRESSED_BIT))
             parts.append(bytes(chunk))
@@ -183,8 +191,8 @@ def lz4_frame_decompress(data: bytes | bytearray | memoryview, max_size: int | N
         fixed = bytearray(view)
         fixed[pos - 1] = correct_hc
         try:
-            out = bytes(cramjam.lz4.decompress(bytes(fixed)))
-        except cramjam.DecompressionError as exc:
+            out = bytes(_cramjam().lz4.decompress(bytes(fixed)))
+        except _cramjam().DecompressionError as exc:
             raise CorruptRecordError(f"lz4 frame cannot be decompressed: {exc}") from None
         if max_size is not None and len(out) > max_size:
             raise CorruptRecordError(f"lz4 output exceeds limit {max_size}")
@@ -217,8 +225,8 @@ def lz4_frame_decompress(data: bytes | bytearray | memoryview, max_size: int | N
             out_block = bytes(block)
         else:
             try:
-                produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=max_block)
-            except cramjam.DecompressionError as exc:
+                produced = _cramjam().lz4.decompress_block_into(block, scratch, output_len=max_block)
+            except _cramjam().DecompressionError as exc:
                 raise CorruptRecordError(f"lz4 block cannot be decompressed: {exc}") from None
             out_block = bytes(scratch[:produced])
         total += len(out_block)
@@ -239,7 +247,7 @@ def snappy_xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data).cast("B")
     parts = [_XERIAL_HEADER]
     for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
-        block = bytes(cramjam.snappy.compress_raw(view[start:start + _XERIAL_BLOCK_SIZE]))
+        block = bytes(_cramjam().snappy.compress_raw(view[start:start + _XERIAL_BLOCK_SIZE]))
         parts.append(struct.pack(">i", len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -247,14 +255,14 @@ def snappy_xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
 
 def _snappy_raw(block: memoryview, budget: int | None) -> bytes:
     try:
-        size = cramjam.snappy.decompress_raw_len(block)
-    except cramjam.DecompressionError as exc:
+        size = _cramjam().snappy.decompress_raw_len(block)
+    except _cramjam().DecompressionError as exc:
         raise CorruptRecordError(f"snappy block has a bad length preamble: {exc}") from None
     if budget is not None and size > budget:
         raise CorruptRecordError(f"snappy output exceeds limit (block of {size} bytes)")
     try:
-        return bytes(cramjam.snappy.decompress_raw(block))
-    except cramjam.DecompressionError as exc:
+        return bytes(_cramjam().snappy.decompress_raw(block))
+    except _cramjam().DecompressionError as exc:
         raise CorruptRecordError(f"snappy block cannot be decompressed: {exc}") from None
 
 
@@ -330,8 +338,8 @@ def _zstd_decompress(view: memoryview, max_size: int | None) -> bytes:
         raise CorruptRecordError("zstd frame has bad magic")
     if max_size is None:
         try:
-            return bytes(cramjam.zstd.decompress(view))
-        except cramjam.DecompressionError as exc:
+            return bytes(_cramjam().zstd.decompress(view))
+        except _cramjam().DecompressionError as exc:
             raise CorruptRecordError(f"zstd frame cannot be decompressed: {exc}") from None
     # decompress_into stops with an error when its buffer is full, so every allocation is bounded. Start at
     # the declared content size (Java's streaming writer leaves it out; then guess) and grow 4x up to the
@@ -344,8 +352,8 @@ def _zstd_decompress(view: memoryview, max_size: int | None) -> bytes:
     while True:
         out = bytearray(size)
         try:
-            produced = cramjam.zstd.decompress_into(view, out)
-        except cramjam.DecompressionError as exc:
+            produced = _cramjam().zstd.decompress_into(view, out)
+        except _cramjam().DecompressionError as exc:
             if "whole buffer" not in str(exc):
                 raise CorruptRecordError(f"zstd frame cannot be decompressed: {exc}") from None
             produced = size
@@ -362,13 +370,13 @@ def compress(codec: Compression, data: bytes | bytearray | memoryview) -> bytes:
     if codec == Compression.NONE:
         return bytes(data)
     if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        return bytes(_cramjam().gzip.compress(data))
     if codec == Compression.SNAPPY:
         return snappy_xerial_compress(data)
     if codec == Compression.LZ4:
         return lz4_frame_compress(data)
     if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=3))
+        return bytes(_cramjam().zstd.compress(data, level=3))
     raise InvalidRecordError(f"unknown compression codec {codec}")
 
 

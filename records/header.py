@@ -27,7 +27,9 @@ import struct
 from enum import IntEnum
 from typing import NamedTuple
 
-from crc32c import crc32c
+# The extension module itself: `python -m broker` stands in for the crc32c package (broker/lazy_packages.py), whose
+# __init__ looks its own version up in the installed distributions (importlib.metadata: 30-200 ms at start-up).
+from crc32c._crc32c import crc32c
 
 from records.compression import Compression
 from records.errors import CorruptRecordError, InvalidRecordError

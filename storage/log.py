@@ -74,7 +74,8 @@ def _now_ms() -> int:
 class Log(LogTransactions, LogRetention):
     def __init__(self, dir: Path, config: LogConfig, topic_partition: TopicPartition,
                  producer_state_config: ProducerStateManagerConfig | None = None) -> None:
-        self.dir = Path(dir)
+        # The caller's Path when it is one: its log's, shared (Path(path) copies, ~450 bytes per partition each).
+        self.dir = dir if isinstance(dir, Path) else Path(dir)
         self.config = config
         self.topic_partition = topic_partition
         self.segments: list[LogSegment] = []

@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import crc32c
+# The extension module itself: `python -m broker` stands in for the crc32c package (broker/lazy_packages.py), whose
+# __init__ looks its own version up in the installed distributions (importlib.metadata: 30-200 ms at start-up).
+from crc32c._crc32c import crc32c
 
 from records.header import NO_PRODUCER_EPOCH, NO_SEQUENCE
 from storage.checkpoints import fsync_dir
@@ -320,7 +322,8 @@ class ProducerAppendInfo:
 class ProducerStateManager:
     def __init__(self, dir: Path, topic_partition: object = None,
                  config: ProducerStateManagerConfig | None = None) -> None:
-        self.dir = Path(dir)
+        # The caller's Path when it is one: its log's, shared (Path(path) copies, ~450 bytes per partition each).
+        self.dir = dir if isinstance(dir, Path) else Path(dir)
         self.topic_partition = topic_partition if topic_partition is not None else self.dir.name
         self.config = config if config is not None else ProducerStateManagerConfig()
         self.producers: dict[int, ProducerStateEntry] = {}
@@ -539,7 +542,7 @@ def write_snapshot(path: Path, entries, *, sync: bool) -> None:  # noqa: ANN001 
         )
         count += 1
     entries_bytes = struct.pack(">i", count) + body
-    data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(entries_bytes)) + entries_bytes
+    data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c(entries_bytes)) + entries_bytes
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -559,7 +562,7 @@ def read_snapshot(path: Path) -> list[ProducerStateEntry]:
     version, crc, count = _SNAP_HEADER.unpack_from(data)
     if version != SNAPSHOT_VERSION:
         raise CorruptLogError(f"snapshot {path.name}: unsupported version {version}")
-    if crc32c.crc32c(memoryview(data)[6:]) != crc:
+    if crc32c(memoryview(data)[6:]) != crc:
         raise CorruptLogError(f"snapshot {path.name}: CRC mismatch")
     if not 0 <= count <= _MAX_SNAPSHOT_ENTRIES or len(data) != _SNAP_HEADER.size + count * _SNAP_ENTRY.size:
         raise CorruptLogError(f"snapshot {path.name}: bad entry count {count}")

@@ -36,8 +36,6 @@ from typing import Any
 
 from broker.apis.base import RequestContext, response_for, response_type
 from broker.kraft import zk_apis
-from broker.kraft.image import METADATA_VERSION_FEATURE
-from broker.kraft.lifecycle import SUPPORTED_FEATURES
 from protocol.errors import ErrorCode
 
 API_KEY = 18
@@ -92,6 +90,11 @@ def features(ctx: RequestContext) -> tuple[dict[str, tuple[int, int]], dict[str,
     loader = getattr(ctx.server.controller, "loader", None)
     if loader is None:
         return dict(ZK_MODE_FEATURES), {name: hi for name, (_, hi) in ZK_MODE_FEATURES.items()}, 0
+    # Only a KRaft broker has a loader, and it has loaded these modules already; imported here so that a ZooKeeper-mode
+    # broker's first ApiVersions does not load the KRaft image and its record schemas (issue 35).
+    from broker.kraft.image import METADATA_VERSION_FEATURE
+    from broker.kraft.lifecycle import SUPPORTED_FEATURES
+
     image = loader.image
     finalized = dict(image.features.finalized_versions)
     if image.features.metadata_version is not None:

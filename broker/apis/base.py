@@ -19,15 +19,14 @@ from collections.abc import Coroutine, Generator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.controller.config_admin import ConfigAdminServer
-from broker.controller.controller import ControllerServer
 from broker.security.acl import ANONYMOUS, CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from broker.security.quotas import REQUEST_PERCENTAGE, MutationQuota
-from broker.share.manager import ShareServer
 from protocol import response_class
 from storage import TopicPartition
 
 if TYPE_CHECKING:
+    from broker.controller.config_admin import ConfigAdminServer
+    from broker.controller.controller import ControllerServer
     from broker.coordinator.group.service import GroupService
     from broker.coordinator.share.service import ShareCoordinatorService
     from broker.coordinator.transaction.service import TransactionService
@@ -37,6 +36,17 @@ if TYPE_CHECKING:
     from broker.security.quotas import ClientQuotas
     from broker.server.fetch_session import FetchSessionCache
     from broker.server.log_dir_mover import ReplicaAlterLogDirsManager
+    from broker.share.manager import ShareServer
+
+    class _CalledByRoomsBelow(ControllerServer, ConfigAdminServer, ShareServer, Protocol):
+        pass
+else:
+    # At run time HandlerServer is a Protocol of its own: inheriting the three protocols would import the
+    # controller's, config admin's and share-partition leaders' modules with every handler (issue 35: start-up
+    # imports only what a start uses). Type checkers see the full protocol; tests/broker/test_rooms.py checks
+    # KafkaServer against each of the three as well.
+    class _CalledByRoomsBelow(Protocol):
+        pass
 
 
 # Kafka's cluster actions (ApiKeys.clusterAction): inter-broker requests, outside client quotas.
@@ -73,7 +83,7 @@ def _steps(coro: Coroutine[Any, Any, Any], ctx: RequestContext) -> Generator[Any
             value, error = None, e
 
 
-class HandlerServer(ControllerServer, ConfigAdminServer, ShareServer, Protocol):
+class HandlerServer(_CalledByRoomsBelow, Protocol):
     """The broker as its request handlers see it: the services they call (KafkaServer is the one implementation;
     Kafka's KafkaApis is given the same services). Handlers pass it on as what the rooms below them ask for: a
     ControllerServer, a ConfigAdminServer, a ShareServer."""

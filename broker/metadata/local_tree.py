@@ -306,6 +306,20 @@ class LocalTree(ZNodeTree):
             self._mutate([Create(path, data, ephemeral)], in_transaction=False)
             return path
 
+    def ensure_paths(self, paths: Sequence[str]) -> None:
+        # A new single-node broker creates its store's ~17 persistent paths before it serves: one write and fsync of
+        # the state file for all of them, not one each (38 fsyncs were 0.35 s of a start-up on a busy disk).
+        with self._lock:
+            missing: list[str] = []
+            for path in paths:
+                current = ""
+                for part in (p for p in path.split("/") if p):
+                    current += "/" + part
+                    if current not in self._nodes and current not in missing:
+                        missing.append(current)  # parents before their children
+            if missing:
+                self.commit_many([[Create(path)] for path in missing])
+
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> int:
         return self._mutate([SetData(path, data, version)], in_transaction=False)[0]
 

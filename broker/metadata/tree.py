@@ -140,6 +140,11 @@ class ZNodeTree(ABC):
     def close(self) -> None:
         """End the session: ephemeral nodes go away, watches stop."""
 
+    def ensure_paths(self, paths: Sequence[str]) -> None:
+        """`ensure_path` for each of `paths`; a tree may create them all in one write (LocalTree does)."""
+        for path in paths:
+            self.ensure_path(path)
+
     def ensure_path(self, path: str) -> None:
         """Create `path` and its missing parents with empty data; existing nodes are left alone."""
         parts = [p for p in path.split("/") if p]

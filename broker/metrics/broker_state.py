@@ -131,7 +131,9 @@ def _network(server: Any) -> list[Family]:
 
 
 def _coordinators(server: Any) -> list[Family]:
-    manager = getattr(getattr(server.group_coordinator, "coordinator", None), "manager", None)
+    # the coordinator as it is: a scrape must not start it (KafkaServer starts it on first use)
+    coordinator = getattr(server, "_group_coordinator", None)
+    manager = getattr(getattr(coordinator, "coordinator", None), "manager", None)
     groups = list(manager.groups.values()) if manager is not None else []
     offsets = sum(len(getattr(g, "offsets", ())) for g in groups)
     gm = "kafka_coordinator_group_groupmetadatamanager_"

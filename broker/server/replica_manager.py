@@ -214,7 +214,9 @@ class ReplicaManager:
         now = now_ms()
         new_leaders = self.make_leaders(to_lead, now)
         new_followers = self.make_followers(to_follow)
-        for cb in self.on_leadership_change:
+        # A copy: a callback may register another (the broker starts its share coordinator on the first change to
+        # __share_group_state and hands it that change itself).
+        for cb in tuple(self.on_leadership_change):
             cb(new_leaders, new_followers)
         return errors
 

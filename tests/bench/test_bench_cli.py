@@ -29,9 +29,9 @@ def test_list_prints_every_scenario_id() -> None:
 
 
 def test_unknown_target_is_a_usage_error(tmp_path: Path) -> None:
-    proc = _bench("--quick", "--target", "ours,kafka", "--results-dir", str(tmp_path))
+    proc = _bench("--quick", "--target", "ours,kafak", "--results-dir", str(tmp_path))
     assert proc.returncode == 2
-    assert "unknown target 'kafka'" in proc.stderr
+    assert "unknown target 'kafak'" in proc.stderr
     assert not list(tmp_path.glob("*.json"))
 
 

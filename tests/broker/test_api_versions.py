@@ -49,6 +49,25 @@ def test_every_handler_module_is_registered() -> None:
     assert len(apis.HANDLERS) == len(on_disk)
 
 
+def test_the_served_table_says_what_each_handler_module_says() -> None:
+    """broker.apis.SERVED is read at start instead of importing the handlers (issue 35): each row must be its
+    module's own API_KEY, MIN_VERSION and MAX_VERSION."""
+    rows = {key: (served.module, served.min_version, served.max_version) for key, served in apis.SERVED.items()}
+    modules = {m.API_KEY: (m.__name__.rsplit(".", 1)[1], m.MIN_VERSION, m.MAX_VERSION)
+               for m in handler_modules_on_disk()}
+    assert rows == modules
+
+
+def test_a_handler_module_that_disagrees_with_its_row_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from broker.apis import SERVED, Served
+
+    monkeypatch.setitem(SERVED, ApiKey.METADATA, Served("metadata", 0, 99))
+    monkeypatch.delitem(apis.LOADED, ApiKey.METADATA, raising=False)
+    with pytest.raises(HandlerRegistrationError, match="broker.apis.metadata serves METADATA v0-v12 but "
+                                                       "broker.apis.SERVED says METADATA v0-v99"):
+        apis.handler(ApiKey.METADATA)
+
+
 def test_advertised_ranges_are_inside_what_the_codec_supports() -> None:
     advertised = apis.advertised_versions()
     assert ApiKey.API_VERSIONS in advertised and ApiKey.PRODUCE in advertised

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-import re2
+# google-re2 is imported by the first pattern compiled, not with the group coordinator: few groups subscribe by
+# regex, and a broker's start-up imports only what it uses (issue 35).
 
 # RE2's error codes (re2/regexp.cc) -> RE2/J's descriptions (com.google.re2j.Parser), for Kafka's message.
 _RE2J_DESCRIPTIONS = {
@@ -40,20 +41,22 @@ _RE2J_DESCRIPTIONS = {
 }
 
 
-def _options() -> re2.Options:
+@lru_cache(maxsize=1)
+def _re2() -> tuple[Any, Any]:
+    """The re2 module and the options every pattern is compiled with."""
+    import re2
+
     options = re2.Options()
     options.log_errors = False  # an invalid pattern is the member's error, answered; not the broker's to log
-    return options
-
-
-_OPTIONS = _options()
+    return re2, options
 
 
 @lru_cache(maxsize=1024)
 def _compile(pattern: str) -> Any:
     """The compiled pattern, or RE2/J's description of its error."""
+    re2, options = _re2()
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, options)
     except re2.error as e:
         text = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         code = text.split(": ", 1)[0]

@@ -38,8 +38,7 @@ class TreeMetadataStore(BrokerZnodes, ControllerZnodes, TopicZnodes, ConfigZnode
 
     def __init__(self, tree: ZNodeTree, dispatch: Dispatch | None = None) -> None:
         super().__init__(tree, dispatch)
-        for path in znodes.PERSISTENT_PATHS:
-            tree.ensure_path(path)
+        tree.ensure_paths(list(znodes.PERSISTENT_PATHS))
         tree.on_session_renewed(self._reregister)
 
     def __enter__(self) -> TreeMetadataStore:
