@@ -214,20 +214,33 @@ class SharePartition:
 
     # ---------------------------------------------------------------- persistence
     def persisted_state(self, state_epoch: int, leader_epoch: int) -> SharePartitionState:
+        # Called after every acknowledgement over the whole window (up to max_in_flight offsets): runs are
+        # tracked in locals and a batch object is made once per run, not once per offset (that allocation was
+        # most of a share-group consumer's cost on the broker, franz-go's TestShareGroupETL).
         batches: list[PersisterStateBatch] = []
+        records = self.records
+        acquired, available = RecordState.ACQUIRED, RecordState.AVAILABLE
+        run_first = run_last = -2
+        run_state: RecordState | None = None
+        run_count = 0
         for offset in range(self.start_offset, self.end_offset):
-            info = self.records.get(offset)
+            info = records.get(offset)
             if info is None:
                 continue
-            state = RecordState.AVAILABLE if info.state is RecordState.ACQUIRED else info.state
-            if state is RecordState.AVAILABLE and info.delivery_count == 0:
+            state, count = info.state, info.delivery_count
+            if state is acquired:
+                state = available
+            if state is available and count == 0:
                 continue
-            last = batches[-1] if batches else None
-            if (last is not None and last.last_offset + 1 == offset and last.delivery_state == state
-                    and last.delivery_count == info.delivery_count):
-                batches[-1] = PersisterStateBatch(last.first_offset, offset, int(state), info.delivery_count)
-            else:
-                batches.append(PersisterStateBatch(offset, offset, int(state), info.delivery_count))
+            if offset == run_last + 1 and state is run_state and count == run_count:
+                run_last = offset
+                continue
+            if run_state is not None:
+                batches.append(PersisterStateBatch(run_first, run_last, int(run_state), run_count))
+            run_first = run_last = offset
+            run_state, run_count = state, count
+        if run_state is not None:
+            batches.append(PersisterStateBatch(run_first, run_last, int(run_state), run_count))
         return SharePartitionState(state_epoch, self.start_offset, batches, leader_epoch)
 
     def restore(self, state: SharePartitionState) -> None:
