@@ -61,6 +61,12 @@ class SharePartition:
         self.record_lock_duration_ms = record_lock_duration_ms
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
+        # Kept as the states change, so a fetch need not walk the window (up to max_in_flight offsets) to learn
+        # them: how many offsets are AVAILABLE, and a lower bound of the ACQUIRED offsets' lock deadlines (None:
+        # none is acquired). The bound may be below the true earliest deadline (that record was acknowledged
+        # since); the walk it then triggers recomputes it.
+        self._available = 0
+        self._deadline_floor: int | None = None
 
     # ---------------------------------------------------------------- the window
     @property
@@ -78,6 +84,8 @@ class SharePartition:
         first = max(first_offset, self.end_offset)
         for offset in range(first, last_offset + 1):
             self.records[offset] = InFlight(RecordState.AVAILABLE if deliverable else RecordState.ARCHIVED)
+        if deliverable:
+            self._available += last_offset + 1 - first
         self.batch_last[first] = last_offset
         self.end_offset = last_offset + 1
 
@@ -86,7 +94,9 @@ class SharePartition:
         if offset <= self.start_offset:
             return
         for o in range(self.start_offset, min(offset, self.end_offset)):
-            self.records.pop(o, None)
+            info = self.records.pop(o, None)
+            if info is not None and info.state is RecordState.AVAILABLE:
+                self._available -= 1
             self.batch_last.pop(o, None)
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
@@ -97,6 +107,8 @@ class SharePartition:
         """Acquire up to `max_records` AVAILABLE offsets for `member_id`: redeliveries first, then offsets
         never delivered, a fetched batch at a time (so the limit may be exceeded to keep a batch whole), or
         with `record_limit` (Kafka 4.2's record-limit acquire mode) never more than `max_records`."""
+        if self._available <= 0:
+            return []  # nothing to hand out: the window is not walked (many members poll one partition)
         acquired: list[int] = []
         fresh: list[int] = []
         for offset in range(self.start_offset, self.end_offset):
@@ -118,10 +130,14 @@ class SharePartition:
             info = self.records[offset]
             info.state, info.member_id, info.deadline_ms = RecordState.ACQUIRED, member_id, deadline
             info.delivery_count += 1
+        if acquired:
+            self._available -= len(acquired)
+            if self._deadline_floor is None or deadline < self._deadline_floor:
+                self._deadline_floor = deadline
         return self._ranges(sorted(acquired))
 
     def available_count(self) -> int:
-        return sum(1 for i in self.records.values() if i.state is RecordState.AVAILABLE)
+        return self._available
 
     def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
         out: list[AcquiredRange] = []
@@ -134,7 +150,7 @@ class SharePartition:
         return out
 
     def has_available(self) -> bool:
-        return any(i.state is RecordState.AVAILABLE for i in self.records.values())
+        return self._available > 0
 
     # ---------------------------------------------------------------- acknowledgement and release
     def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]],
@@ -157,7 +173,7 @@ class SharePartition:
             info = self.records[offset]
             if ack == ACK_RENEW:
                 assert renew_at_ms is not None
-                info.deadline_ms = renew_at_ms + self.record_lock_duration_ms
+                info.deadline_ms = renew_at_ms + self.record_lock_duration_ms  # later: the floor stays a bound
             elif ack == ACK_ACCEPT:
                 self._settle(info, RecordState.ACKNOWLEDGED)
             elif ack == ACK_RELEASE:
@@ -167,9 +183,11 @@ class SharePartition:
         self._advance_start()
         return ErrorCode.NONE
 
-    @staticmethod
-    def _settle(info: InFlight, state: RecordState) -> None:
+    def _settle(self, info: InFlight, state: RecordState) -> None:
+        """An ACQUIRED offset leaves that state."""
         info.state, info.member_id, info.deadline_ms = state, None, 0
+        if state is RecordState.AVAILABLE:
+            self._available += 1
 
     def _release(self, info: InFlight) -> None:
         final = info.delivery_count >= self.delivery_count_limit
@@ -188,18 +206,25 @@ class SharePartition:
 
     def expire_locks(self, now_ms: int) -> bool:
         """Release offsets whose acquisition lock ran out; whether any did."""
+        if self._deadline_floor is None or now_ms < self._deadline_floor:
+            return False  # no lock can have run out yet
         expired = False
+        floor: int | None = None
         for info in self.records.values():
-            if info.state is RecordState.ACQUIRED and info.deadline_ms <= now_ms:
-                self._release(info)
-                expired = True
+            if info.state is RecordState.ACQUIRED:
+                if info.deadline_ms <= now_ms:
+                    self._release(info)
+                    expired = True
+                elif floor is None or info.deadline_ms < floor:
+                    floor = info.deadline_ms
+        self._deadline_floor = floor
         if expired:
             self._advance_start()
         return expired
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = [i.deadline_ms for i in self.records.values() if i.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
+        """When a lock may run out next (at the earliest; None: no offset is acquired)."""
+        return self._deadline_floor
 
     def _advance_start(self) -> None:
         offset = self.start_offset
@@ -247,6 +272,7 @@ class SharePartition:
         self.start_offset = self.end_offset = state.start_offset
         self.records = {}
         self.batch_last = {}
+        self._deadline_floor = None  # nothing restored is acquired
         for batch in state.batches:
             if batch.last_offset < state.start_offset:
                 continue
@@ -262,4 +288,5 @@ class SharePartition:
                 if offset not in self.records:
                     self.records[offset] = InFlight()
             self.end_offset = end
+        self._available = sum(1 for i in self.records.values() if i.state is RecordState.AVAILABLE)
         self._advance_start()
