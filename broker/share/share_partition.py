@@ -56,6 +56,9 @@ class SharePartition:
                  max_in_flight: int = 2000) -> None:
         self.start_offset = start_offset
         self.end_offset = start_offset
+        # offset -> its state, for the offsets of the window only, in ascending offset order (add_fetched appends
+        # past the end, the window's start pops from the front, restore sorts): the walks below iterate the
+        # dict rather than look each offset of the range up.
         self.records: dict[int, InFlight] = {}
         self.batch_last: dict[int, int] = {}  # first offset of a fetched batch -> its last offset
         self.record_lock_duration_ms = record_lock_duration_ms
@@ -111,11 +114,10 @@ class SharePartition:
             return []  # nothing to hand out: the window is not walked (many members poll one partition)
         acquired: list[int] = []
         fresh: list[int] = []
-        for offset in range(self.start_offset, self.end_offset):
-            info = self.records.get(offset)
-            if info is None or info.state is not RecordState.AVAILABLE:
-                continue
-            (acquired if info.delivery_count > 0 else fresh).append(offset)
+        available = RecordState.AVAILABLE
+        for offset, info in self.records.items():
+            if info.state is available:
+                (acquired if info.delivery_count > 0 else fresh).append(offset)
         del acquired[max_records:]
         i = 0
         while i < len(fresh) and len(acquired) < max_records:
@@ -248,10 +250,7 @@ class SharePartition:
         run_first = run_last = -2
         run_state: RecordState | None = None
         run_count = 0
-        for offset in range(self.start_offset, self.end_offset):
-            info = records.get(offset)
-            if info is None:
-                continue
+        for offset, info in records.items():
             state, count = info.state, info.delivery_count
             if state is acquired:
                 state = available
@@ -287,6 +286,7 @@ class SharePartition:
             for offset in range(state.start_offset, end):
                 if offset not in self.records:
                     self.records[offset] = InFlight()
+            self.records = dict(sorted(self.records.items()))  # the gaps were added last: offset order again
             self.end_offset = end
         self._available = sum(1 for i in self.records.values() if i.state is RecordState.AVAILABLE)
         self._advance_start()
