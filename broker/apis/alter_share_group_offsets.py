@@ -4,11 +4,13 @@
 The group coordinator records the partitions as initializing, initializes their share-partition state with the
 new start offsets through the persister and records them as initialized (broker/coordinator/group/
 share_offsets.py); what this broker's share-partition leaders held for them is dropped, so the next ShareFetch
-reads the new state.
-Errors: top level INVALID_REQUEST (an empty group id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id), NON_EMPTY_GROUP (members remain),
-GROUP_AUTHORIZATION_FAILED (READ on the group, with an authorizer); per partition TOPIC_AUTHORIZATION_FAILED
-(READ on the topic), UNKNOWN_TOPIC_OR_PARTITION, or the persister's error.
+reads the new state. As Kafka 4.2+, a share group that does not exist yet is created, empty, with that state:
+an admin may set where a group starts before any consumer joins it.
+Errors: top level INVALID_GROUP_ID (an empty group id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (the id is a classic or consumer group's), NON_EMPTY_GROUP (members
+remain), GROUP_AUTHORIZATION_FAILED (READ on the group, with an authorizer); per partition
+TOPIC_AUTHORIZATION_FAILED (READ on the topic), UNKNOWN_TOPIC_OR_PARTITION (an unknown topic, no topic id, or a
+partition beyond its count), or the persister's error.
 A share-partition leader on another broker reads the new state once the group's last share session there has
 ended (broker/share/manager.py).
 Gaps: one where share sessions of the empty group remain open keeps what it holds until its next state write is
@@ -31,7 +33,7 @@ API_KEY = 91
 MIN_VERSION = 0
 MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.INVALID_REQUEST, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NON_EMPTY_GROUP,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 )

@@ -4,11 +4,12 @@
 The group coordinator moves the topics from initialized to deleting, deletes their partitions' state through
 the persister and forgets them (broker/coordinator/group/share_offsets.py); what this broker's share-partition
 leaders held for them is dropped.
-Errors: top level INVALID_REQUEST (an empty group id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id), NON_EMPTY_GROUP (members remain),
+Errors: top level INVALID_GROUP_ID (an empty group id, as Kafka 4.2+), NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id: none at
+all, or a classic or consumer group's), NON_EMPTY_GROUP (members remain),
 GROUP_AUTHORIZATION_FAILED (DELETE on the group, with an authorizer); per topic TOPIC_AUTHORIZATION_FAILED
-(READ on the topic), UNKNOWN_TOPIC_OR_PARTITION (an unknown topic, or one the group has no state for), or
-the persister's error.
+(READ on the topic), UNKNOWN_TOPIC_OR_PARTITION (an unknown topic, or one the group has no state for; neither
+answered with a topic id, as Kafka), or the persister's error.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ API_KEY = 92
 MIN_VERSION = 0
 MAX_VERSION = 0
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.INVALID_REQUEST, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NON_EMPTY_GROUP,
     ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 )

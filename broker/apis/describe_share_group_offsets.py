@@ -3,17 +3,21 @@
 
 Per group, per partition: the share-partition start offset (the first offset not yet acknowledged or
 archived) and its leader epoch, read through the share-state persister (ReadShareGroupStateSummary). Topics
-null: every partition of the topics the group subscribes to that has state; named topics: those partitions,
-start offset -1 where the group has no state yet.
-Errors: per group INVALID_GROUP_ID (an empty id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND (no share group of that id), GROUP_AUTHORIZATION_FAILED
-(DESCRIBE on the group, with an authorizer); per partition TOPIC_AUTHORIZATION_FAILED (DESCRIBE on the topic),
-UNKNOWN_TOPIC_OR_PARTITION, or the persister's error.
+null: every partition of the topics the group subscribes to that has state, and the initialized ones; named
+topics: those partitions, start offset -1 where the group has no state yet.
+As Kafka 4.2-4.4, the group need not exist: the offsets are the share-partition state, so a group id with no
+share group (never created, or a classic or consumer group) answers no error, with no topics when all are asked
+for and start offset -1 for named partitions; a named topic that does not exist answers the same (start
+offset -1, no topic id, no error).
+Errors: per group INVALID_GROUP_ID (an empty id; Kafka 4.4 answers it with nothing at all), NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_AUTHORIZATION_FAILED (DESCRIBE on the group, with
+an authorizer); per partition TOPIC_AUTHORIZATION_FAILED (DESCRIBE on the topic), UNKNOWN_TOPIC_OR_PARTITION (a
+partition beyond an existing topic's count: Kafka 4.4 leaves that request unanswered), or the persister's error.
 v1 (Kafka 4.2, KIP-1226) adds each partition's Lag: the records from the start offset to the high watermark
 not yet acknowledged or archived; -1 where it is unknown (no state, the leader unreachable).
 The lag is exact where this broker holds the share partition; elsewhere it is the leader's high watermark
 (ListOffsets to it) less the start offset and the share coordinator's delivery-complete count
-(ReadShareGroupStateSummary v1). Topics null: the subscribed topics' partitions and the initialized ones.
+(ReadShareGroupStateSummary v1).
 Gaps: with the in-memory persister (broker/share/persisters.py) only state held on this broker is seen.
 """
 
@@ -36,7 +40,7 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 )
 _ZERO = uuid.UUID(int=0)
@@ -53,11 +57,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             groups.append(Group(group_id=group_id, topics=[], error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
         [(_, code, group)] = await coordinator.share_group_describe([group_id])
-        if group is None:
+        if code not in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND):
             groups.append(Group(group_id=group_id, topics=[], error_code=code))
             continue
         if asked.topics is None:
-            # Every partition with state (Kafka 4.1: the initialized ones) and of the subscribed topics.
+            if group is None:  # no share group: no state, nothing listed (Kafka 4.2+ answers no error)
+                groups.append(Group(group_id=group_id, topics=[], error_code=0))
+                continue
+            # Every partition with state (Kafka: the initialized ones) and of the subscribed topics.
             wanted = {name: list(range(count)) for name, (_, count) in sorted(group.subscription_metadata.items())}
             for tid, v in group.state_metadata.initialized.items():
                 name = coordinator.topics_image.name_of(tid)
@@ -86,7 +93,9 @@ async def _topic(ctx: RequestContext, Group: Any, group_id: str, name: str, part
         error, start, epoch, done = ErrorCode.NONE, -1, -1, -1
         if not allowed:
             error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif topic_id is None or cache.partition(name, p) is None:
+        elif topic_id is None:
+            epoch = 0  # Kafka 4.2+: an unknown topic has no state: start offset -1, leader epoch 0, no error
+        elif cache.partition(name, p) is None:
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             try:

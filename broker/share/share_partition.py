@@ -56,11 +56,20 @@ class SharePartition:
                  max_in_flight: int = 2000) -> None:
         self.start_offset = start_offset
         self.end_offset = start_offset
+        # offset -> its state, for the offsets of the window only, in ascending offset order (add_fetched appends
+        # past the end, the window's start pops from the front, restore sorts): the walks below iterate the
+        # dict rather than look each offset of the range up.
         self.records: dict[int, InFlight] = {}
         self.batch_last: dict[int, int] = {}  # first offset of a fetched batch -> its last offset
         self.record_lock_duration_ms = record_lock_duration_ms
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
+        # Kept as the states change, so a fetch need not walk the window (up to max_in_flight offsets) to learn
+        # them: how many offsets are AVAILABLE, and a lower bound of the ACQUIRED offsets' lock deadlines (None:
+        # none is acquired). The bound may be below the true earliest deadline (that record was acknowledged
+        # since); the walk it then triggers recomputes it.
+        self._available = 0
+        self._deadline_floor: int | None = None
 
     # ---------------------------------------------------------------- the window
     @property
@@ -78,6 +87,8 @@ class SharePartition:
         first = max(first_offset, self.end_offset)
         for offset in range(first, last_offset + 1):
             self.records[offset] = InFlight(RecordState.AVAILABLE if deliverable else RecordState.ARCHIVED)
+        if deliverable:
+            self._available += last_offset + 1 - first
         self.batch_last[first] = last_offset
         self.end_offset = last_offset + 1
 
@@ -86,7 +97,9 @@ class SharePartition:
         if offset <= self.start_offset:
             return
         for o in range(self.start_offset, min(offset, self.end_offset)):
-            self.records.pop(o, None)
+            info = self.records.pop(o, None)
+            if info is not None and info.state is RecordState.AVAILABLE:
+                self._available -= 1
             self.batch_last.pop(o, None)
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
@@ -97,13 +110,14 @@ class SharePartition:
         """Acquire up to `max_records` AVAILABLE offsets for `member_id`: redeliveries first, then offsets
         never delivered, a fetched batch at a time (so the limit may be exceeded to keep a batch whole), or
         with `record_limit` (Kafka 4.2's record-limit acquire mode) never more than `max_records`."""
+        if self._available <= 0:
+            return []  # nothing to hand out: the window is not walked (many members poll one partition)
         acquired: list[int] = []
         fresh: list[int] = []
-        for offset in range(self.start_offset, self.end_offset):
-            info = self.records.get(offset)
-            if info is None or info.state is not RecordState.AVAILABLE:
-                continue
-            (acquired if info.delivery_count > 0 else fresh).append(offset)
+        available = RecordState.AVAILABLE
+        for offset, info in self.records.items():
+            if info.state is available:
+                (acquired if info.delivery_count > 0 else fresh).append(offset)
         del acquired[max_records:]
         i = 0
         while i < len(fresh) and len(acquired) < max_records:
@@ -118,10 +132,14 @@ class SharePartition:
             info = self.records[offset]
             info.state, info.member_id, info.deadline_ms = RecordState.ACQUIRED, member_id, deadline
             info.delivery_count += 1
+        if acquired:
+            self._available -= len(acquired)
+            if self._deadline_floor is None or deadline < self._deadline_floor:
+                self._deadline_floor = deadline
         return self._ranges(sorted(acquired))
 
     def available_count(self) -> int:
-        return sum(1 for i in self.records.values() if i.state is RecordState.AVAILABLE)
+        return self._available
 
     def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
         out: list[AcquiredRange] = []
@@ -134,7 +152,7 @@ class SharePartition:
         return out
 
     def has_available(self) -> bool:
-        return any(i.state is RecordState.AVAILABLE for i in self.records.values())
+        return self._available > 0
 
     # ---------------------------------------------------------------- acknowledgement and release
     def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]],
@@ -157,7 +175,7 @@ class SharePartition:
             info = self.records[offset]
             if ack == ACK_RENEW:
                 assert renew_at_ms is not None
-                info.deadline_ms = renew_at_ms + self.record_lock_duration_ms
+                info.deadline_ms = renew_at_ms + self.record_lock_duration_ms  # later: the floor stays a bound
             elif ack == ACK_ACCEPT:
                 self._settle(info, RecordState.ACKNOWLEDGED)
             elif ack == ACK_RELEASE:
@@ -167,9 +185,11 @@ class SharePartition:
         self._advance_start()
         return ErrorCode.NONE
 
-    @staticmethod
-    def _settle(info: InFlight, state: RecordState) -> None:
+    def _settle(self, info: InFlight, state: RecordState) -> None:
+        """An ACQUIRED offset leaves that state."""
         info.state, info.member_id, info.deadline_ms = state, None, 0
+        if state is RecordState.AVAILABLE:
+            self._available += 1
 
     def _release(self, info: InFlight) -> None:
         final = info.delivery_count >= self.delivery_count_limit
@@ -188,18 +208,25 @@ class SharePartition:
 
     def expire_locks(self, now_ms: int) -> bool:
         """Release offsets whose acquisition lock ran out; whether any did."""
+        if self._deadline_floor is None or now_ms < self._deadline_floor:
+            return False  # no lock can have run out yet
         expired = False
+        floor: int | None = None
         for info in self.records.values():
-            if info.state is RecordState.ACQUIRED and info.deadline_ms <= now_ms:
-                self._release(info)
-                expired = True
+            if info.state is RecordState.ACQUIRED:
+                if info.deadline_ms <= now_ms:
+                    self._release(info)
+                    expired = True
+                elif floor is None or info.deadline_ms < floor:
+                    floor = info.deadline_ms
+        self._deadline_floor = floor
         if expired:
             self._advance_start()
         return expired
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = [i.deadline_ms for i in self.records.values() if i.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
+        """When a lock may run out next (at the earliest; None: no offset is acquired)."""
+        return self._deadline_floor
 
     def _advance_start(self) -> None:
         offset = self.start_offset
@@ -214,26 +241,37 @@ class SharePartition:
 
     # ---------------------------------------------------------------- persistence
     def persisted_state(self, state_epoch: int, leader_epoch: int) -> SharePartitionState:
+        # Called after every acknowledgement over the whole window (up to max_in_flight offsets): runs are
+        # tracked in locals and a batch object is made once per run, not once per offset (that allocation was
+        # most of a share-group consumer's cost on the broker, franz-go's TestShareGroupETL).
         batches: list[PersisterStateBatch] = []
-        for offset in range(self.start_offset, self.end_offset):
-            info = self.records.get(offset)
-            if info is None:
+        records = self.records
+        acquired, available = RecordState.ACQUIRED, RecordState.AVAILABLE
+        run_first = run_last = -2
+        run_state: RecordState | None = None
+        run_count = 0
+        for offset, info in records.items():
+            state, count = info.state, info.delivery_count
+            if state is acquired:
+                state = available
+            if state is available and count == 0:
                 continue
-            state = RecordState.AVAILABLE if info.state is RecordState.ACQUIRED else info.state
-            if state is RecordState.AVAILABLE and info.delivery_count == 0:
+            if offset == run_last + 1 and state is run_state and count == run_count:
+                run_last = offset
                 continue
-            last = batches[-1] if batches else None
-            if (last is not None and last.last_offset + 1 == offset and last.delivery_state == state
-                    and last.delivery_count == info.delivery_count):
-                batches[-1] = PersisterStateBatch(last.first_offset, offset, int(state), info.delivery_count)
-            else:
-                batches.append(PersisterStateBatch(offset, offset, int(state), info.delivery_count))
+            if run_state is not None:
+                batches.append(PersisterStateBatch(run_first, run_last, int(run_state), run_count))
+            run_first = run_last = offset
+            run_state, run_count = state, count
+        if run_state is not None:
+            batches.append(PersisterStateBatch(run_first, run_last, int(run_state), run_count))
         return SharePartitionState(state_epoch, self.start_offset, batches, leader_epoch)
 
     def restore(self, state: SharePartitionState) -> None:
         self.start_offset = self.end_offset = state.start_offset
         self.records = {}
         self.batch_last = {}
+        self._deadline_floor = None  # nothing restored is acquired
         for batch in state.batches:
             if batch.last_offset < state.start_offset:
                 continue
@@ -248,5 +286,7 @@ class SharePartition:
             for offset in range(state.start_offset, end):
                 if offset not in self.records:
                     self.records[offset] = InFlight()
+            self.records = dict(sorted(self.records.items()))  # the gaps were added last: offset order again
             self.end_offset = end
+        self._available = sum(1 for i in self.records.values() if i.state is RecordState.AVAILABLE)
         self._advance_start()

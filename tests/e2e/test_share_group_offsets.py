@@ -85,7 +85,10 @@ def test_share_group_offsets_are_described_with_lag_altered_and_deleted(broker_f
     assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [
         (0, 0), (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert after_alter[0][:2] == (0, 1)
-    assert unknown.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    # Kafka 4.2+: a share group that does not exist is created, empty, with the state set.
+    assert unknown.error_code == 0
+    assert [(p.partition_index, p.error_code) for t in unknown.responses for p in t.partitions] == [
+        (0, 0), (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     # The records from the new start offset are delivered again (offsets 1..6), then the state is deleted.
     assert seen == [0, 1, 2, 3, 4, 1, 2, 3, 4, 5, 6]
     assert deleted.error_code == 0
@@ -191,3 +194,48 @@ def test_delete_groups_of_a_share_group_whose_topic_was_deleted(broker_factory: 
         deleted = roundtrip(s, request_class(ApiKey.DELETE_GROUPS)[2](groups_names=[group]), 3)
     assert [r.error_code for r in deleted.results] == [0]
     assert time.monotonic() - started < 3
+
+
+def test_an_admin_starts_a_share_group_no_consumer_joined_yet_at_an_offset(broker_factory: Any, tmp_path: Any) -> None:
+    """Kafka 4.2+: AlterShareGroupOffsets on a share group that does not exist creates it, empty, with the
+    partition's state at the start offset given (franz-go's TestShareGroupOffsetsAdmin does this); the group and
+    its state outlive a restart, and the group's first consumer (confluent-kafka's ShareConsumer) starts there."""
+    broker = start(broker_factory, data_dir=tmp_path / "b")
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-admin-first"
+    create_topic(broker.bootstrap, topic, 1)
+    produce(broker.bootstrap, topic, 10, 1)
+    G = DESCRIBE.DescribeShareGroupOffsetsRequestGroup
+
+    def all_offsets(s: socket.socket) -> list[tuple[str, int, int, int]]:
+        resp = roundtrip(s, DESCRIBE[1](groups=[G(group_id=group, topics=None)]), 5)
+        assert resp.groups[0].error_code == 0, resp
+        return [(t.topic_name, p.partition_index, p.start_offset, p.error_code) for t in resp.groups[0].topics
+                for p in t.partitions]
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        before = all_offsets(s)  # no group yet: no error, nothing listed
+        altered = alter(s, group, topic, 6)
+        listed = roundtrip(s, request_class(ApiKey.LIST_GROUPS)[5](states_filter=[], types_filter=["share"]), 6)
+        named, every = describe(s, group, topic), all_offsets(s)
+    assert before == []
+    assert altered.error_code == 0
+    assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [
+        (0, 0), (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert [(g.group_id, g.group_state, g.group_type) for g in listed.groups] == [(group, "Empty", "share")]
+    assert named == [(0, 6, 4, 0)] and every == [(topic, 0, 6, 0)]
+
+    broker.stop()
+    broker = start(broker_factory, data_dir=tmp_path / "b")
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        find = request_class(ApiKey.FIND_COORDINATOR)[3](key=group, key_type=0)
+        wait_until(lambda: roundtrip(s, find, 0).error_code == 0, 30, "the group coordinator")
+        assert all_offsets(s) == [(topic, 0, 6, 0)]
+    assert broker.server.group_coordinator.coordinator.share_groups[group].group_epoch == 0
+    seen: list[int] = []
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    try:
+        poll_until(consumer, lambda: len(seen) >= 4, 30, lambda m: seen.append(m.offset()))
+    finally:
+        consumer.close()
+    assert seen == [6, 7, 8, 9]

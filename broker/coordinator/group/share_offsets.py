@@ -1,43 +1,56 @@
-"""AlterShareGroupOffsets and DeleteShareGroupOffsets in the group coordinator (KIP-932, Kafka 4.1's
+"""AlterShareGroupOffsets and DeleteShareGroupOffsets in the group coordinator (KIP-932, Kafka 4.2-4.4's
 GroupMetadataManager rules), on the share-partition state recorded in ShareGroupStatePartitionMetadata
 (share_state_metadata.py) and kept by the share coordinator (through the persister).
 
 Contract:
-- Both need a share group this coordinator owns (the coordinator's errors; GROUP_ID_NOT_FOUND for no share
-  group of that id) with no members (NON_EMPTY_GROUP), as Kafka.
+- Both need a group id (INVALID_GROUP_ID for an empty one, as Kafka 4.2+), this coordinator (its errors), a group
+  that is not a classic or consumer group (GROUP_ID_NOT_FOUND, "Group X is not a share group.") and no members
+  (NON_EMPTY_GROUP).
 - `alter_share_group_offsets(coordinator, group_id, topics)`: per partition UNKNOWN_TOPIC_OR_PARTITION for an
   unknown topic or partition; the others enter `initializing`, are initialized through the persister with
   their new start offset (state epoch: the group epoch, or one above the stored one when that is not below it,
   so a share-partition leader still holding the old state is fenced on its next write) and move to
   `initialized`; a persister failure is that partition's error (COORDINATOR_NOT_AVAILABLE / UNKNOWN_SERVER_ERROR
-  as Kafka's SharePartition maps them).
-- `delete_share_group_offsets(coordinator, group_id, names)`: per topic UNKNOWN_TOPIC_OR_PARTITION for an
-  unknown topic or one without state; the others leave `initialized` for `deleting`, their partitions' state
-  is deleted through the persister, and they leave `deleting` (a failure leaves them there, to be deleted
-  again by the next request or DeleteGroups).
+  as Kafka's SharePartition maps them). A share group that does not exist yet is created empty (epoch 0) by
+  the first of these records, as Kafka 4.2+ does (its replay of ShareGroupStatePartitionMetadata creates the
+  group): an admin sets a group's start offsets before any consumer joins. Nothing to initialize (every topic
+  unknown) creates nothing.
+- `delete_share_group_offsets(coordinator, group_id, names)`: GROUP_ID_NOT_FOUND for a group that does not exist;
+  per topic UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or one without state (no topic id, as Kafka); the
+  others leave `initialized` for `deleting`, their partitions' state is deleted through the persister, and they
+  leave `deleting` (a failure leaves them there, to be deleted again by the next request or DeleteGroups).
 Results are (top-level error, message, per-topic results); the caller drops what this broker's share-partition
 leaders hold for the changed partitions.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
 
 from broker.coordinator.group import share_state_metadata as state_md
 from broker.coordinator.group.errors import GroupErrorCode as E
+from broker.coordinator.group.metadata import GroupState
 from broker.coordinator.group.share_group import ShareGroup
 from broker.coordinator.share.persister import PersisterError, persister_error_code
+
+log = logging.getLogger(__name__)
 
 PartitionResult = tuple[int, int, str | None]  # partition, error, message
 AlterTopicResult = tuple[str, uuid.UUID | None, list[PartitionResult]]
 DeleteTopicResult = tuple[str, uuid.UUID | None, int, str | None]
 
 
-def _empty_group(coordinator: Any, group_id: str) -> tuple[int, str | None, ShareGroup | None]:
+_UNKNOWN_TOPIC = "This server does not host this topic-partition."
+
+
+def _empty_group(coordinator: Any, group_id: str, *, create: bool) -> tuple[int, str | None, ShareGroup | None]:
+    """The empty share group `group_id`, or why not. `create`: a missing group is a new one, not yet
+    registered (the caller registers it once it has records to write, as Kafka creates it on their replay)."""
     if not group_id:
-        return E.INVALID_REQUEST, "The group id must not be empty.", None
+        return E.INVALID_GROUP_ID, "The group id is invalid.", None
     if coordinator.manager.shutting_down:
         return E.COORDINATOR_NOT_AVAILABLE, None, None
     error = coordinator.manager.partition_error(group_id)
@@ -45,7 +58,12 @@ def _empty_group(coordinator: Any, group_id: str) -> tuple[int, str | None, Shar
         return error, None, None
     group = coordinator.share_groups.get(group_id)
     if group is None:
-        return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
+        entry = coordinator.manager.groups.get(group_id)
+        if entry is not None and not entry.is_in(GroupState.DEAD):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.", None
+        if not create:
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+        return E.NONE, None, ShareGroup(group_id)
     if group.members:
         return E.NON_EMPTY_GROUP, "The group is not empty.", None
     return E.NONE, None, group
@@ -59,7 +77,7 @@ async def _store(coordinator: Any, group: ShareGroup) -> int:
 
 async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: list[tuple[str, list[tuple[int, int]]]]
                                     ) -> tuple[int, str | None, list[AlterTopicResult]]:
-    error, message, group = _empty_group(coordinator, group_id)
+    error, message, group = _empty_group(coordinator, group_id, create=True)
     if group is None:
         return error, message, []
     results: list[AlterTopicResult] = []
@@ -69,7 +87,7 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
     for name, partitions in topics:
         found = coordinator.topics_image.topic(name)
         if found is None:
-            results.append((name, None, [(p, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic.") for p, _ in partitions]))
+            results.append((name, None, [(p, E.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC) for p, _ in partitions]))
             continue
         tid, count = found
         rows = []
@@ -78,13 +96,17 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
                 rows.append((p, E.NONE, None))
                 offsets[(tid, p)] = start
             else:
-                rows.append((p, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown partition."))
+                rows.append((p, E.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC))
         results.append((name, tid, rows))
         ok = frozenset(p for p, code, _ in rows if code == E.NONE)
         if ok:
             wanted[tid] = state_md.InitValue(name, ok, now)
     if not wanted:
         return E.NONE, None, results
+    created = group_id not in coordinator.share_groups
+    if created:
+        coordinator.share_groups[group_id] = group
+        log.info("share group %s: created empty by AlterShareGroupOffsets", group_id)
     md = group.state_metadata.copy()
     md.initializing = state_md.combine(md.initializing, wanted)
     for tid in wanted:
@@ -92,6 +114,8 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
     group.state_metadata = md
     error = await _store(coordinator, group)
     if error != E.NONE:
+        if created and coordinator.share_groups.get(group_id) is group:
+            del coordinator.share_groups[group_id]  # its record is not written: the group does not exist
         return error, None, []
     persister = coordinator.share_persister()
     failed: dict[tuple[uuid.UUID, int], tuple[int, str]] = {}
@@ -118,7 +142,7 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
 
 async def delete_share_group_offsets(coordinator: Any, group_id: str, names: list[str]
                                      ) -> tuple[int, str | None, list[DeleteTopicResult]]:
-    error, message, group = _empty_group(coordinator, group_id)
+    error, message, group = _empty_group(coordinator, group_id, create=False)
     if group is None:
         return error, message, []
     results: list[DeleteTopicResult] = []
@@ -127,7 +151,7 @@ async def delete_share_group_offsets(coordinator: Any, group_id: str, names: lis
     for name in names:
         found = coordinator.topics_image.topic(name)
         if found is None:
-            results.append((name, None, E.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic."))
+            results.append((name, None, E.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC))
             continue
         tid, count = found
         if tid in md.initialized:
@@ -136,7 +160,8 @@ async def delete_share_group_offsets(coordinator: Any, group_id: str, names: lis
         elif tid in md.deleting:
             to_delete[tid] = state_md.InitValue(name, frozenset(range(count)), 0)
         else:
-            results.append((name, tid, E.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete."))
+            # Kafka answers this one without the topic id too.
+            results.append((name, None, E.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete."))
     if not to_delete:
         return E.NONE, None, results
     group.state_metadata = md

@@ -156,9 +156,11 @@ class ShareGroupReplay:
     def build(self) -> dict[str, ShareGroup]:
         out = {}
         for group_id, g in self.groups.items():
-            if g.epoch is None:
+            # A group with share-partition state but no epoch record is one AlterShareGroupOffsets created
+            # before any member joined: it exists, empty at epoch 0, as Kafka 4.2+ replays it.
+            if g.epoch is None and g.state_metadata is None:
                 continue
-            group = ShareGroup(group_id, group_epoch=g.epoch, assignment_epoch=g.target_epoch,
+            group = ShareGroup(group_id, group_epoch=g.epoch or 0, assignment_epoch=g.target_epoch,
                                subscription_metadata=dict(g.metadata))
             group.members = dict(g.members)
             group.state_metadata = g.state_metadata or StatePartitionMetadata()

@@ -10,7 +10,7 @@ from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
 from .acl_support import denied
-from .group_support import coordinator_ready, loading, not_coordinator, shut_down
+from .group_support import Member, coordinator_ready, loading, not_coordinator, shut_down
 from .share_support import read_denied_topic
 from .support import Brokers, Producer, error_path_test
 from .test_describe_share_group_offsets_errors import share_group
@@ -38,16 +38,17 @@ def topic_denied(b: Brokers) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
-    ErrorCode.INVALID_REQUEST: lambda b: alter(b, ""),
+    ErrorCode.INVALID_GROUP_ID: lambda b: alter(b, ""),
     ErrorCode.NOT_COORDINATOR: lambda b: alter(b, "asgo-any", port=not_coordinator(b)),
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: alter(b, "asgo-loading", port=loading(b, "asgo-loading")),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: alter(b, "asgo-any", port=shut_down(b)),
-    ErrorCode.GROUP_ID_NOT_FOUND: lambda b: (coordinator_ready(b, b.single.port, "asgo-none"),
-                                             alter(b, "asgo-none"))[1],
+    # A missing group is created (Kafka 4.2+); a classic group's id is not a share group's.
+    ErrorCode.GROUP_ID_NOT_FOUND: lambda b: alter(b, Member.join(b, "asgo-classic").group),
     ErrorCode.NON_EMPTY_GROUP: lambda b: alter(b, share_group(b, "asgo-busy")),
     ErrorCode.GROUP_AUTHORIZATION_FAILED: lambda b: alter(b, "asgo-denied", port=denied(b)),
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: topic_denied,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: alter(b, empty_share_group(b, "asgo-unknown"), "no-such-topic"),
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: lambda b: (coordinator_ready(b, b.single.port, "asgo-unknown"),
+                                                     alter(b, "asgo-unknown", "no-such-topic"))[1],
 }
 
 test_errors = error_path_test(alter_share_group_offsets, PRODUCERS)

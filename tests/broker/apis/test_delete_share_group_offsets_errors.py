@@ -30,7 +30,7 @@ def topic_denied(b: Brokers) -> Any:
 
 
 PRODUCERS: dict[ErrorCode, Producer] = {
-    ErrorCode.INVALID_REQUEST: lambda b: delete(b, ""),
+    ErrorCode.INVALID_GROUP_ID: lambda b: delete(b, ""),
     ErrorCode.NOT_COORDINATOR: lambda b: delete(b, "dsgo2-any", port=not_coordinator(b)),
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: lambda b: delete(b, "dsgo2-loading", port=loading(b, "dsgo2-loading")),
     ErrorCode.COORDINATOR_NOT_AVAILABLE: lambda b: delete(b, "dsgo2-any", port=shut_down(b)),

@@ -117,3 +117,54 @@ def test_restore_of_an_empty_state_and_log_truncation() -> None:
     sp.add_fetched(42, 50)
     sp.reset_start(45)
     assert sp.start_offset == 45 and min(sp.records) == 45
+
+
+def test_the_kept_counts_agree_with_the_window_through_random_operations() -> None:
+    """The AVAILABLE count and the lock-deadline bound are kept as states change (a fetch does not walk the
+    window for them): after any sequence of fetches, acquisitions, acknowledgements, releases, expiries,
+    retention moves and restores they agree with a walk of the window, which stays in offset order."""
+    import random
+
+    rng = random.Random(34)
+    sp = share(limit=3)
+    now = 0
+    for _ in range(3000):
+        op = rng.random()
+        if op < 0.2:
+            first = sp.end_offset + rng.choice((0, 0, 0, 2))
+            sp.add_fetched(first, first + rng.randrange(5), deliverable=rng.random() > 0.1)
+        elif op < 0.45:
+            sp.acquire(rng.choice("ab"), rng.randrange(1, 8), now, record_limit=rng.random() < 0.5)
+        elif op < 0.7:
+            member = rng.choice("ab")
+            held = [o for o, i in sp.records.items() if i.state is RecordState.ACQUIRED and i.member_id == member]
+            if held:
+                o = rng.choice(held)
+                sp.acknowledge(member, [(o, o, [rng.choice((1, 2, 3, 4))])], renew_at_ms=now)
+        elif op < 0.8:
+            sp.release_member(rng.choice("ab"))
+        elif op < 0.95:
+            now += rng.randrange(400)
+            sp.expire_locks(now)
+        elif op < 0.98:
+            sp.reset_start(sp.start_offset + rng.randrange(3))
+        else:  # a new leader loads the persisted state (acquired offsets come back available)
+            sp.restore(sp.persisted_state(0, 0))
+        # The window's offsets, in offset order (the walks iterate the dict).
+        assert list(sp.records) == sorted(sp.records)
+        assert all(sp.start_offset <= o < sp.end_offset for o in sp.records)
+        walked = sum(1 for i in sp.records.values() if i.state is RecordState.AVAILABLE)
+        assert sp.available_count() == walked and sp.has_available() == (walked > 0)
+        deadlines = [i.deadline_ms for i in sp.records.values() if i.state is RecordState.ACQUIRED]
+        bound = sp.next_deadline_ms()
+        if deadlines:  # a bound at or below the earliest lock (it may be stale low, never late)
+            assert bound is not None and bound <= min(deadlines)
+        # Nothing whose lock ran out stays acquired past an expiry pass.
+        probe = now + rng.randrange(2000)
+        before = {o: (i.state, i.deadline_ms) for o, i in sp.records.items()}
+        if rng.random() < 0.3:
+            sp.expire_locks(probe)
+            now = probe
+            assert not [o for o, (state, deadline) in before.items()
+                        if state is RecordState.ACQUIRED and deadline <= probe and o in sp.records
+                        and sp.records[o].state is RecordState.ACQUIRED]

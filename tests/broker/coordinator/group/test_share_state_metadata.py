@@ -41,3 +41,20 @@ def test_replay_restores_it_with_the_group_and_a_tombstone_clears_it() -> None:
     key, value = state_partition_metadata_tombstone("g")
     replay.replay(decode_share_key(key), value)  # type: ignore[arg-type]
     assert replay.build()["g"].state_metadata == StatePartitionMetadata()
+
+
+def test_a_group_with_only_state_metadata_replays_as_an_empty_group_until_its_epoch_tombstone() -> None:
+    # AlterShareGroupOffsets on a group no member ever joined writes this record alone (Kafka 4.2+): its replay
+    # is the group, empty at epoch 0.
+    md = StatePartitionMetadata(initialized={T1: InitValue("a", frozenset({0}), 5)})
+    replay = ShareGroupReplay()
+    key, value = state_partition_metadata_record("admin-made", md)
+    replay.replay(decode_share_key(key), value)  # type: ignore[arg-type]
+    group = replay.build()["admin-made"]
+    assert (group.group_epoch, group.assignment_epoch, group.members, group.state) == (0, 0, {}, "Empty")
+    assert group.state_metadata == md
+    # DeleteGroups writes the state tombstone, then the epoch's: nothing is left.
+    tombstones = [state_partition_metadata_tombstone("admin-made"), (group_epoch_record("admin-made", 0)[0], None)]
+    for key, value in tombstones:
+        replay.replay(decode_share_key(key), value)  # type: ignore[arg-type]
+    assert "admin-made" not in replay.build()
