@@ -18,7 +18,7 @@ OLD_NAMES = {"UNKNOWN_SERVER_ERROR": "UNKNOWN", "NONE": "NO_ERROR",
 
 
 # Codes of later Kafka versions kafka-python does not know (its UNKNOWN), with Kafka's values (Errors.java).
-NEWER = {"INVALID_REGULAR_EXPRESSION": 128}
+NEWER = {"INVALID_REGULAR_EXPRESSION": 128, "REBOOTSTRAP_REQUIRED": 129}
 
 
 def test_codes_match_kafka() -> None:
