@@ -65,7 +65,7 @@ class _ClusterSide:
         self.data_dir = work / f"{name}-cluster"
         module = "broker.local_cluster" if (tree / "broker" / "local_cluster.py").exists() else "broker.cluster"
         cmd = [sys.executable, "-m", module, "--brokers", "3", "--data-dir", str(self.data_dir)]
-        for key, value in {"min.insync.replicas": "2", "file.delete.delay.ms": "0", **overrides}.items():
+        for key, value in {"min.insync.replicas": "2", "log.segment.delete.delay.ms": "0", **overrides}.items():
             cmd += ["--override", f"{key}={value}"]
         self.log_path = work / f"{name}-cluster.out"
         self._log = self.log_path.open("wb")
