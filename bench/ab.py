@@ -89,9 +89,9 @@ class _ClusterSide:
             time.sleep(0.2)
         raise RuntimeError(f"{self.name}: no cluster after {timeout_s:.0f} s")
 
-    def broker_pids(self) -> list[int]:
-        """The cluster process's children that run `python -m broker` (ZooKeeper's JVM is left out)."""
-        pids = []
+    def _children(self) -> dict[int, list[bytes]]:
+        """The cluster process's children (brokers and ZooKeeper's JVM) and their command lines."""
+        children = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -100,10 +100,13 @@ class _ClusterSide:
                 cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == self.proc.pid and b"broker" in cmdline and b"-m" in cmdline:
-                pids.append(int(entry.name))
-        return pids
+            if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                children[int(entry.name)] = cmdline
+        return children
+
+    def broker_pids(self) -> list[int]:
+        """The children that run `python -m broker` (ZooKeeper's JVM is left out)."""
+        return [pid for pid, cmdline in self._children().items() if b"broker" in cmdline and b"-m" in cmdline]
 
     def wait_topic_gone(self, topic: str, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -114,6 +117,9 @@ class _ClusterSide:
         return True
 
     def stop(self) -> None:
+        # Named before the signal: a cluster stopped while it was still starting dies without stopping its
+        # children, and ZooKeeper runs in a session of its own, out of reach of killpg.
+        children = self._children() if self.proc.poll() is None else {}
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # controlled shutdown of the brokers, then ZooKeeper
             try:
@@ -124,6 +130,12 @@ class _ClusterSide:
             os.killpg(self.proc.pid, signal.SIGKILL)  # whatever of the session is still there
         except ProcessLookupError:
             pass
+        for pid, cmdline in children.items():
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") == cmdline:  # not a reused pid
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass  # gone already, as after a clean stop
         self._log.close()
 
 
