@@ -1,7 +1,7 @@
 """Client loads, each run in its own process: `python -m bench.loads '<json spec>'`.
 
 Contract: the spec is a JSON object with "kind" (produce, consume, latency_consumer,
-latency_producer, fanout, metadata, rebalance (bench/rebalance.py), share (bench/share_groups.py)) and that
+latency_producer, ack_latency, fanout, metadata, rebalance (bench/rebalance.py), share (bench/share_groups.py)) and that
 kind's parameters (see each function). The
 process prints optional control lines ("READY") and finally exactly one line
 `RESULT <json>`; the JSON has "ok" and either the measurements or "error". Loads that need a
@@ -386,6 +386,62 @@ def latency_producer(spec: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "sent": sent, "achieved_rate": achieved}
 
 
+def ack_latency(spec: dict[str, Any]) -> dict[str, Any]:
+    """tp, rate (msg/s), count, warmup, size, timeout_s, client_conf: an idempotent producer (acks=all) sending at
+    a fixed rate; the time from produce() to each delivery report (librdkafka's own per-message latency), and the
+    CPU the client process used per second of the run (librdkafka's threads included)."""
+    from confluent_kafka import Producer
+
+    topic, partition = spec["tp"]
+    rate = float(spec["rate"])
+    count = int(spec["count"])
+    warmup = int(spec.get("warmup", 0))
+    value = value_pool(int(spec.get("size", 1024)), count=1)[0]
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            latencies.append(msg.latency())
+
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], "enable.idempotence": True, "acks": "all",
+                         "log_level": 3, "on_delivery": on_delivery, **spec.get("client_conf", {})})
+    # Producer id, metadata and connections before the clock starts.
+    producer.produce(topic, value, partition=partition)
+    producer.flush(30)
+    latencies.clear()
+    deadline = time.monotonic() + float(spec.get("timeout_s", 120))
+    cpu_start = _cpu_seconds()
+    start = time.monotonic_ns()
+    sent = 0
+    while sent < count and time.monotonic() < deadline:
+        now = time.monotonic_ns()
+        due = min(count, int((now - start) * rate / 1e9) + 1)
+        while sent < due:
+            producer.produce(topic, value, partition=partition)
+            sent += 1
+        producer.poll(0)
+        pause = (start + sent * 1e9 / rate - time.monotonic_ns()) / 1e9
+        if pause > 0:
+            time.sleep(pause)
+    remaining = producer.flush(max(0.1, deadline - time.monotonic()))
+    seconds = (time.monotonic_ns() - start) / 1e9
+    client_cpu = (_cpu_seconds() - cpu_start) / seconds
+    if remaining or errors:
+        return {"ok": False, "error": f"{remaining} undelivered, errors: {errors[:1]}"}
+    measured = sorted(latencies[warmup:])
+    if not measured:
+        return {"ok": False, "error": "no delivery reports"}
+
+    def pct(q: float) -> float:
+        return measured[min(len(measured) - 1, int(q * len(measured)))] * 1000
+
+    return {"ok": True, "sent": sent, "msg/s": sent / seconds, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+            "client_cpu": client_cpu}
+
+
 def metadata(spec: dict[str, Any]) -> dict[str, Any]:
     """calls: time full Metadata requests (all topics) after one warm-up call; "interval_ms" apart (default 0);
     with "duration_s", as many calls as fit in that time instead."""
@@ -415,6 +471,7 @@ LOADS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "latency_consumer": latency_consumer,
     "latency_producer": latency_producer,
     "metadata": metadata,
+    "ack_latency": ack_latency,
     "rebalance": lambda spec: __import__("bench.rebalance", fromlist=["rebalance_load"]).rebalance_load(spec),
     "share": lambda spec: __import__("bench.share_groups", fromlist=["share_load"]).share_load(spec),
 }

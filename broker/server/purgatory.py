@@ -48,6 +48,18 @@ class DelayedOperation:
             log.exception("delayed operation %s failed to complete", type(self).__name__)
         return True
 
+    def expire_within(self, delay_s: float) -> bool:
+        """Bring a watched operation's deadline forward to `delay_s` from now (never later than it was).
+        False when it is not watched yet (no timer): the caller decides without one."""
+        if self._timer is None or self.completed:
+            return False
+        loop = asyncio.get_running_loop()
+        due = loop.time() + max(0.0, delay_s)
+        if due < self._timer.when():
+            self._timer.cancel()
+            self._timer = loop.call_at(due, self._expire)
+        return True
+
     def _expire(self) -> None:
         self._timer = None
         if self.completed:

@@ -7,10 +7,14 @@ and the events that can answer them (appends, follower fetches, LeaderAndIsr, St
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from broker.cluster.partition import FETCH_HIGH_WATERMARK, FETCH_LOG_END, FETCH_TXN_COMMITTED, Partition, PartitionState
+from broker.server import delayed_fetch as delayed_fetch_module
 from broker.server.delayed_fetch import FetchParams, FetchPartitionData, PartitionFetchInfo
 from broker.server.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
@@ -207,9 +211,9 @@ def test_h_a_follower_fetch_is_answered_when_its_last_fetched_epoch_diverges(tmp
     asyncio.run(scenario())
 
 
-def test_i_a_parked_follower_fetch_is_answered_when_the_hw_moves(tmp_path: Path) -> None:
-    """Ours, not Kafka's: a follower that has everything hears the new HW when it moves (another follower's
-    fetch), not with the next data or after replica.fetch.wait.max.ms."""
+def test_i_a_parked_follower_fetch_hears_a_new_hw_after_the_hold(tmp_path: Path) -> None:
+    """Ours, not Kafka's: a follower that has everything hears the new HW (moved by another follower's fetch)
+    once its fetch has been parked FOLLOWER_HW_HOLD_MS, not only after replica.fetch.wait.max.ms."""
     async def scenario() -> None:
         rm, _ = leader(tmp_path, isr=[0, 1, 2])
         produce(rm, 3)
@@ -218,9 +222,46 @@ def test_i_a_parked_follower_fetch_is_answered_when_the_hw_moves(tmp_path: Path)
         assert parked(caught_up)
         assert rm.partitions[TP].high_watermark == 0
         pending_hw = follower_fetch(rm, 1, 3)  # follower 1 catches up too: the HW moves to 3
+        assert parked(caught_up), "answered with the HW alone before the hold: a round trip per produce"
+        started = time.monotonic()
+        ((_, data),) = await asyncio.wait_for(caught_up, 5)
+        assert data.error == ErrorCode.NONE and data.records is None and data.high_watermark == 3
+        assert time.monotonic() - started < 1, "the HW waited for replica.fetch.wait.max.ms, not the hold"
+        assert parked(pending_hw)  # its own fetch saw HW 3 already: nothing new for it
+
+    asyncio.run(scenario())
+
+
+def test_i_data_within_the_hold_carries_the_new_hw(tmp_path: Path) -> None:
+    """The next produce, within the hold, answers the held fetch at once with its data and the new HW: one
+    answer, as in Kafka, instead of an empty one first."""
+    async def scenario() -> None:
+        rm, _ = leader(tmp_path, isr=[0, 1, 2])
+        produce(rm, 3)
+        follower_fetch(rm, 2, 0, min_bytes=1 << 20, max_wait_ms=0)
+        caught_up = follower_fetch(rm, 2, 3)
+        follower_fetch(rm, 1, 0, min_bytes=1 << 20, max_wait_ms=0)
+        follower_fetch(rm, 1, 3)  # the HW moves to 3
+        assert parked(caught_up)
+        produce(rm, 2)
+        data = answer(caught_up)
+        assert data.error == ErrorCode.NONE and data.size > 0 and data.high_watermark == 3
+
+    asyncio.run(scenario())
+
+
+def test_i_without_a_hold_the_new_hw_is_answered_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch parked longer than the hold hears the HW as soon as it moves (here: a hold of 0)."""
+    monkeypatch.setattr(delayed_fetch_module, "FOLLOWER_HW_HOLD_MS", 0)
+
+    async def scenario() -> None:
+        rm, _ = leader(tmp_path, isr=[0, 1, 2])
+        produce(rm, 3)
+        follower_fetch(rm, 2, 0, min_bytes=1 << 20, max_wait_ms=0)
+        caught_up = follower_fetch(rm, 2, 3)
+        follower_fetch(rm, 1, 3)
         data = answer(caught_up)
         assert data.error == ErrorCode.NONE and data.records is None and data.high_watermark == 3
-        assert parked(pending_hw)  # its own fetch saw HW 3 already: nothing new for it
 
     asyncio.run(scenario())
 

@@ -261,3 +261,74 @@ def test_a_producer_that_vanishes_with_answers_waiting_disturbs_no_one(broker: E
         other.close()
     assert first_record(broker, stalled) == b"gone-0"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
+
+
+def test_an_append_written_within_the_settle_time_is_answered_in_the_same_step(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write the writer finishes while the loop waits (`settle`) is applied at once: the acks=1 answer and the
+    consumer's parked fetch need no trip of the completion back through the loop."""
+    import asyncio
+
+    from broker.cluster.partition import FETCH_HIGH_WATERMARK
+    from broker.server import log_writes as log_writes_module
+    from broker.server.delayed_fetch import FetchParams, PartitionFetchInfo
+    from broker.server.log_writes import LogWrites
+
+    from .replication import TP, lead, records, replica_manager
+
+    monkeypatch.setattr(log_writes_module, "SETTLE_S", 30.0)  # a loaded machine still writes within this
+
+    async def scenario() -> None:
+        rm = replica_manager(tmp_path, 0)
+        rm.log_writes = LogWrites(rm._on_log_end_offset_moved)
+        lead(rm, 1, isr=[0])
+        waiting = rm.fetch_messages(FetchParams(replica_id=-1, max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20,
+                                                isolation=FETCH_HIGH_WATERMARK),
+                                    [(TP, PartitionFetchInfo(0, 1 << 20, current_leader_epoch=1))])
+        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        answer = rm.append_records(30_000, 1, {TP: records(3)})
+        assert isinstance(answer, dict) and answer[TP].error == 0, "the answer waited for the loop"
+        assert waiting.done() and waiting.result()[0][1].high_watermark == 3
+        monkeypatch.setattr(log_writes_module, "SETTLE_MAX_BYTES", 10)  # a larger append is not waited for
+        answer = rm.append_records(30_000, 1, {TP: records(3)})
+        assert isinstance(answer, asyncio.Future)
+        assert (await asyncio.wait_for(answer, 5))[TP].error == 0
+        rm.log_writes.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_stalled_write_holds_the_loop_at_most_one_settle_time(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`settle` gives up after SETTLE_S on a write that hangs, and does not wait at all for the next appends
+    while the writer is still in it: the stall holds up its own waiters, not the loop."""
+    import asyncio
+
+    from broker.server import log_writes as log_writes_module
+    from broker.server.log_writes import LogWrites
+
+    from .replication import TP, lead, records, replica_manager
+
+    s = Stall(f"{TP.topic}-{TP.partition}")
+    monkeypatch.setattr(log_writer_module, "injected_stall", s)
+    monkeypatch.setattr(log_writes_module, "SETTLE_S", 0.2)
+
+    async def scenario() -> None:
+        rm = replica_manager(tmp_path, 0)
+        rm.log_writes = LogWrites(rm._on_log_end_offset_moved)
+        lead(rm, 1, isr=[0])
+        started = time.monotonic()
+        first = rm.append_records(30_000, 1, {TP: records(1)})
+        assert isinstance(first, asyncio.Future)
+        assert 0.15 < time.monotonic() - started < 5
+        assert s.entered.is_set()
+        started = time.monotonic()
+        second = rm.append_records(30_000, 1, {TP: records(1)})
+        assert isinstance(second, asyncio.Future)
+        assert time.monotonic() - started < 0.1, "waited again for a writer already stalled"
+        s.release.set()
+        assert (await asyncio.wait_for(first, 5))[TP].error == 0
+        assert (await asyncio.wait_for(second, 5))[TP].error == 0
+        rm.log_writes.close()
+
+    asyncio.run(scenario())

@@ -71,3 +71,20 @@ def test_shutdown_answers_everyone() -> None:
         p.shutdown()
         assert all(op.expired and op.completions == 1 for op in ops)
     asyncio.run(main())
+
+
+def test_expire_within_brings_the_deadline_forward_never_back() -> None:
+    async def main() -> None:
+        p = Purgatory("t")
+        early = Op(60_000, [False])
+        assert not early.expire_within(0.01), "not watched yet: no deadline to move"
+        p.try_complete_else_watch(early, ["k"])
+        assert early.expire_within(0.01)
+        await asyncio.wait_for(early.done.wait(), 5)
+        assert early.expired and early.completions == 1
+        late = Op(10, [False])
+        p.try_complete_else_watch(late, ["k"])
+        assert late.expire_within(60)  # later than its own deadline: kept
+        await asyncio.wait_for(late.done.wait(), 5)
+        assert late.expired and late.completions == 1
+    asyncio.run(main())
