@@ -304,7 +304,7 @@ class RaftClient:
                                       granting_voters=[LeaderChangeMessage.Voter(voter_id=v)
                                                        for v in sorted(candidate.granted)])
         key, value = encode_control_record(message)
-        self.log.append_control(key, value, state.epoch, now_ms=now)
+        self.log.append_control(key, value, state.epoch)  # record timestamps are wall-clock time, not `now`
         self._leader_appended()
 
     def _to_resigned(self, now: int, preferred: list[int]) -> None:
@@ -366,11 +366,12 @@ class RaftClient:
     # ---- the leader's appends ----------
     def append(self, values: list[bytes], now_ms: int) -> int:
         """Append one batch of record values in the current epoch; the offset of its last record. Raises
-        NotLeaderError unless we lead."""
+        NotLeaderError unless we lead. (`now_ms` is the client's clock, kept for the sans-I/O calling
+        convention; the records' timestamps are wall-clock time.)"""
         if not isinstance(self.state, LeaderState):
             raise NotLeaderError(f"node {self.node_id} is {self.state.name} in epoch {self.state.epoch}, "
                                  f"leader {self.state.leader_id}")
-        _, last = self.log.append_as_leader(values, self.state.epoch, now_ms=now_ms)
+        _, last = self.log.append_as_leader(values, self.state.epoch)
         self._leader_appended()
         return last
 
