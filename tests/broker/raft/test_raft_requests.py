@@ -227,3 +227,55 @@ def test_quorum_state_file_versions(tmp_path: Path) -> None:
         path.write_text(bad)
         with pytest.raises(QuorumStateError):
             FileQuorumStateStore(path).read()
+
+
+def test_begin_and_end_quorum_epoch_and_vote_errors(tmp_path: Path) -> None:
+    client = _client(tmp_path, node_id=3)
+    begin = msg.begin_quorum_epoch_request(1, CLUSTER, epoch=4, leader_id=1, voter_id=3)
+    assert _answer(client, 0, begin).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert (client.state.name, client.epoch, client.leader_id) == ("Follower", 4, 1)
+    assert json.loads((tmp_path / QUORUM_STATE_FILE).read_text())["leaderId"] == 1
+    old = msg.begin_quorum_epoch_request(0, CLUSTER, epoch=3, leader_id=2, voter_id=3)
+    p = _answer(client, 0, old).topics[0].partitions[0]
+    assert (p.error_code, p.leader_id, p.leader_epoch) == (ErrorCode.FENCED_LEADER_EPOCH, 1, 4)
+    misdirected = msg.begin_quorum_epoch_request(1, CLUSTER, epoch=4, leader_id=1, voter_id=2)
+    assert _answer(client, 0, misdirected).topics[0].partitions[0].error_code == ErrorCode.INVALID_VOTER_KEY
+    foreign = msg.begin_quorum_epoch_request(1, "other", epoch=4, leader_id=1, voter_id=3)
+    assert _answer(client, 0, foreign).error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
+    vote = msg.vote_request(2, "other", epoch=9, candidate_id=2, voter_id=3, last_epoch=0, last_offset=0,
+                            pre_vote=False)
+    assert _answer(client, 0, vote).error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert client.epoch == 4  # nothing of another cluster moves us
+    assert _vote(client, 0, candidate=1, epoch=5, version=1).error_code == ErrorCode.NONE
+    misdirected_vote = msg.vote_request(1, CLUSTER, epoch=6, candidate_id=2, voter_id=1, last_epoch=0,
+                                        last_offset=0, pre_vote=False)
+    assert _answer(client, 0, misdirected_vote).topics[0].partitions[0].error_code == ErrorCode.INVALID_VOTER_KEY
+    with pytest.raises(msg.PreVoteUnsupported):
+        msg.vote_request(1, CLUSTER, epoch=6, candidate_id=2, voter_id=1, last_epoch=0, last_offset=0, pre_vote=True)
+    # EndQuorumEpoch from our leader: the first preferred successor starts its election at once.
+    client2 = _client(tmp_path / "two", node_id=2)
+    _answer(client2, 0, msg.begin_quorum_epoch_request(1, CLUSTER, epoch=7, leader_id=1, voter_id=2))
+    end = msg.end_quorum_epoch_request(1, CLUSTER, epoch=7, leader_id=1, preferred=[2, 3])
+    assert _answer(client2, 100, end).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert client2.state.fetch_deadline == 100
+    client2.poll(100)
+    assert client2.state.name == "Prospective" and client2.epoch == 7
+
+
+def test_a_single_voter_leads_alone(tmp_path: Path) -> None:
+    store = FileQuorumStateStore(tmp_path / QUORUM_STATE_FILE, voters=frozenset({1}))
+    client = RaftClient(1, [1], RaftLog(tmp_path), store, now_ms=0, rng=random.Random(0))
+    assert client.poll(0) == []
+    client.poll(client.next_poll_ms(0))
+    assert client.is_leader and client.epoch == 1 and client.high_watermark == 1
+    assert client.append([b"solo"], 0) == 1 and client.high_watermark == 2
+    # No check quorum with one voter: it leads on however long nobody fetches.
+    client.poll(10**9)
+    assert client.is_leader
+
+
+def test_quorum_config_from_kafka_keys() -> None:
+    config = QuorumConfig.from_props({"controller.quorum.election.timeout.ms": "1500",
+                                      "controller.quorum.fetch.timeout.ms": 3000})
+    assert (config.election_timeout_ms, config.fetch_timeout_ms, config.election_backoff_max_ms) == (1500, 3000, 1000)
+    assert (config.request_timeout_ms, config.retry_backoff_ms) == (2000, 20)

@@ -19,6 +19,8 @@ from broker.raft.states import LeaderState
 from tests.broker.raft.sim import Recorder
 
 VOTERS = (1, 2, 3)
+# Kafka's defaults stretched: on a machine busy with a whole test run a follower must not time out on a late fetch.
+CONFIG = QuorumConfig(election_timeout_ms=2000, fetch_timeout_ms=6000, request_timeout_ms=5000)
 
 
 async def _eventually(condition: Any, timeout_s: float = 60.0) -> None:
@@ -41,7 +43,7 @@ def test_three_voters_over_sockets_elect_a_leader_and_commit(tmp_path: Path) -> 
             directory = tmp_path / f"node{i}" / "__cluster_metadata-0"
             client = RaftClient(i, VOTERS, RaftLog(directory),
                                 FileQuorumStateStore(directory / QUORUM_STATE_FILE, voters=frozenset(VOTERS)),
-                                now_ms=now, config=QuorumConfig(), cluster_id="socket-cluster",
+                                now_ms=now, config=CONFIG, cluster_id="socket-cluster",
                                 rng=random.Random(i))
             drivers[i] = RaftDriver(client, endpoints)
             drivers[i].register(recorders[i])
