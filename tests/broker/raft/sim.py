@@ -188,7 +188,8 @@ class Sim:
             return None
         top = max(leaders, key=lambda c: c.epoch)
         followers = [c for c in clients if c is not top]
-        if all(c.leader_id == top.node_id and c.epoch == top.epoch for c in followers):
+        # What each names as its leader (a prospective keeps its old leader to itself: it is not following).
+        if all(c.leader_and_epoch() == LeaderAndEpoch(top.node_id, top.epoch) for c in followers):
             return top
         return None
 
