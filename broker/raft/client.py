@@ -41,8 +41,9 @@ Contract:
 - Known gaps (issue 32): a fetch is answered at once, never parked (Kafka's leader holds an empty fetch up to
   its max wait; our follower pauses `FETCH_IDLE_MS` after an empty answer instead); no append linger or
   batching across calls; no snapshots (FetchSnapshot, log start past 0); no observers' state kept on the leader;
-  no dynamic voters (kraft.version 1: AddRaftVoter, VotersRecord), directory ids are sent as zero; a pre-vote
-  to a peer without Vote v2 fails instead of counting as granted (KIP-996's fallback).
+  no dynamic voters (kraft.version 1: AddRaftVoter, VotersRecord), directory ids are sent as zero. A voter
+  without Vote v2 cannot be asked for a pre-vote: `handle_pre_vote_unsupported` counts it as granted (our reading
+  of KIP-996's compatibility section, not checked against Kafka's code).
 """
 
 from __future__ import annotations
@@ -326,9 +327,11 @@ class RaftClient:
             else:
                 self._to_unattached(now, epoch)
             return True
-        if epoch == self.state.epoch and leader_id >= 0 and leader_id != self.node_id \
-                and leader_id in self.voters and self.state.leader_id < 0 \
-                and isinstance(self.state, (UnattachedState, ProspectiveState, CandidateState)):
+        # The same epoch: whoever did not know its leader follows it now. A prospective that knew it keeps asking:
+        # voters told by EndQuorumEpoch that the leader resigned still name it until the next epoch.
+        s = self.state
+        if epoch == s.epoch and leader_id >= 0 and leader_id != self.node_id and leader_id in self.voters \
+                and isinstance(s, (UnattachedState, ProspectiveState, CandidateState)) and s.leader_id < 0:
             self._to_follower(now, epoch, leader_id)
             return True
         return False
@@ -426,8 +429,12 @@ class RaftClient:
         return self._requests(now)
 
     def _lost_pre_vote(self, now: int) -> None:
+        """Back to following the leader it knew (a fresh fetch timeout), else Unattached after a backoff."""
         s = self.state
-        self._to_unattached(now, s.epoch, s.voted_id, deadline=now + self._binary_backoff_ms())
+        if s.leader_id >= 0:
+            self._to_follower(now, s.epoch, s.leader_id)
+        else:
+            self._to_unattached(now, s.epoch, s.voted_id, deadline=now + self._binary_backoff_ms())
 
     def _ready(self, dest: int, now: int) -> bool:
         return dest not in self._in_flight and self._retry_at.get(dest, 0) <= now
@@ -476,6 +483,16 @@ class RaftClient:
             return
         self._in_flight.pop(request.destination, None)
         self._retry_at[request.destination] = now + self.config.retry_backoff_ms
+
+    def handle_pre_vote_unsupported(self, now: int, request: RaftRequest) -> None:
+        """The voter serves no Vote v2, so it cannot be asked for a pre-vote: KIP-996 counts it as granted (such
+        a voter would not have refused a real election either)."""
+        s = self.state
+        if request.serial != self._serial or not isinstance(s, ProspectiveState):
+            return
+        self._in_flight.pop(request.destination, None)
+        s.granted.add(request.destination)
+        self._maybe_win_pre_vote(now)
 
     def _back_off(self, now: int, request: RaftRequest) -> None:
         self._retry_at[request.destination] = now + self.config.retry_backoff_ms

@@ -29,6 +29,7 @@ from typing import Any
 from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
 from broker.network.socket_server import Connection, Response
 from broker.raft.client import RaftClient, RaftListener, RaftRequest
+from broker.raft.messages import PreVoteUnsupported
 from broker.security.client import PLAINTEXT_CLIENT, ClientSecurity
 from protocol import ApiKey, decode_request, encode_response
 from protocol.codec import api_versions_response
@@ -130,6 +131,8 @@ class RaftDriver:
     async def _send(self, request: RaftRequest) -> None:
         try:
             response = await self._connection(request.destination).send(request.build, request.api_key)
+        except PreVoteUnsupported:
+            self.client.handle_pre_vote_unsupported(_now_ms(), request)
         except BrokerUnavailable as e:
             log.debug("node %d: %s to %d failed: %s", self.client.node_id, request.api_key, request.destination, e)
             self.client.handle_failure(_now_ms(), request)

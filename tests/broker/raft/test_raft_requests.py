@@ -279,3 +279,15 @@ def test_quorum_config_from_kafka_keys() -> None:
                                       "controller.quorum.fetch.timeout.ms": 3000})
     assert (config.election_timeout_ms, config.fetch_timeout_ms, config.election_backoff_max_ms) == (1500, 3000, 1000)
     assert (config.request_timeout_ms, config.retry_backoff_ms) == (2000, 20)
+
+
+def test_a_voter_without_vote_v2_counts_as_granting_the_pre_vote(tmp_path: Path) -> None:
+    client = _client(tmp_path)
+    now = client.next_poll_ms(0)
+    requests = [r for r in client.poll(now) if r.api_key == ApiKey.VOTE]
+    assert client.state.name == "Prospective" and all(r.pre_vote for r in requests)
+    to_2 = next(r for r in requests if r.destination == 2)
+    with pytest.raises(msg.PreVoteUnsupported):
+        to_2.build(1)  # what the driver meets when voter 2 serves Vote v0-1 only
+    client.handle_pre_vote_unsupported(now, to_2)
+    assert client.state.name == "Candidate" and client.epoch == 1
