@@ -58,6 +58,13 @@ class RaftDriver:
     # ---- lifecycle
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-{self.client.node_id}")
+        self._task.add_done_callback(self._on_done)
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        # The loop only ends by stop(); anything else is a bug or a failed disk, and must not pass silently.
+        if not task.cancelled() and task.exception() is not None:
+            log.error("node %d: the Raft client stopped: %r", self.client.node_id, task.exception(),
+                      exc_info=task.exception())
 
     async def stop(self) -> None:
         tasks = [t for t in (self._task, *self._sends) if t is not None]
