@@ -17,6 +17,8 @@ Contract:
   DivergingEpoch: to the smaller of the leader's end offset and our own end of that epoch (or our end of the
   epoch before it when we never had that epoch), so the next fetch's last fetched epoch agrees with the leader.
   It never goes below the high watermark (committed records are never truncated: `ValueError`).
+- Every append is fsynced before it returns (Kafka's KafkaRaftClient flushes before the leader counts its own end
+  offset and before a follower fetches again, so what a majority acknowledged survives a power loss).
 - `read(offset, max_bytes, max_offset)` returns whole batches as bytes (what a Fetch answer carries).
 - `high_watermark` is kept here and only moves forward, capped at the log end offset.
 """
@@ -83,6 +85,7 @@ class RaftLog:
         base = self.end_offset
         batch = build_batch([(None, v, (), ts) for v in values], base_offset=base, partition_leader_epoch=epoch)
         self.log.append_as_follower(bytearray(batch))
+        self.log.flush()
         return base, base + len(values) - 1
 
     def append_control(self, key: bytes, value: bytes, epoch: int, *, now_ms: int | None = None) -> int:
@@ -92,11 +95,13 @@ class RaftLog:
         batch = build_batch([(key, value, (), ts)], base_offset=base, partition_leader_epoch=epoch,
                             is_control=True)
         self.log.append_as_follower(bytearray(batch))
+        self.log.flush()
         return base
 
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
         """Fetched whole batches (a cut last batch is left for the next fetch); how many records were appended."""
         info = self.log.append_as_follower(data)
+        self.log.flush()
         return info.records_count
 
     # ---- reads
