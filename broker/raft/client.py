@@ -10,10 +10,11 @@ Contract:
   a timer next needs `poll`. So a test drives a whole quorum with a fake clock and an in-memory network, and
   `driver.py` drives it over sockets.
 - States and transitions: `states.py`. Start-up reads `quorum-state` (Kafka's QuorumState.initialize): an epoch
-  below the log's last epoch starts Unattached at the log's; our own leadership starts Resigned; our own vote
-  starts Candidate; another vote starts Unattached with it; a known leader starts Follower; nothing starts
-  Unattached at epoch 0. Every change of epoch, vote or leader is written to `quorum-state` before anything that
-  depends on it is answered or sent (so a restarted voter never votes twice in one epoch).
+  below the log's last epoch starts Unattached at the log's; our own leadership starts Resigned; our own vote starts
+  Prospective (only a prospective becomes a candidate); another vote starts Unattached with it; a known leader
+  starts Follower; no file starts Unattached at the log's last epoch (0 when empty). Every change of epoch, vote or
+  leader is written to `quorum-state` before anything that depends on it is answered or sent (so a restarted voter
+  never votes twice in one epoch).
 - Vote (v0-2): Kafka's checks in Kafka's order (cluster id: INCONSISTENT_CLUSTER_ID; not our one partition:
   INVALID_REQUEST; a negative last offset or epoch, or a last epoch above the candidate's (at or above for a
   standard vote): INVALID_REQUEST; an older epoch: FENCED_LEADER_EPOCH; a voter id that is not ours:
@@ -202,8 +203,10 @@ class RaftClient:
                                   election_deadline=self._election_deadline(now),
                                   unacknowledged=set(self.voters - {self.node_id}))
         elif stored.voted_id == self.node_id and stored.leader_id < 0:
-            state = CandidateState(stored.epoch, voted_id=self.node_id, granted={self.node_id},
-                                   election_deadline=self._election_deadline(now))
+            # We were a candidate of this epoch. Only a prospective becomes a candidate (KIP-996), so the
+            # election starts over with a pre-vote; the vote for ourselves in this epoch stays spent.
+            state = ProspectiveState(stored.epoch, voted_id=self.node_id, granted={self.node_id},
+                                     election_deadline=self._election_deadline(now))
         elif stored.leader_id >= 0 and stored.leader_id in self.voters:
             state = FollowerState(stored.epoch, leader_id=stored.leader_id, voted_id=stored.voted_id,
                                   fetch_deadline=now + self.config.fetch_timeout_ms)

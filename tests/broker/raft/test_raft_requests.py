@@ -291,3 +291,17 @@ def test_a_voter_without_vote_v2_counts_as_granting_the_pre_vote(tmp_path: Path)
         to_2.build(1)  # what the driver meets when voter 2 serves Vote v0-1 only
     client.handle_pre_vote_unsupported(now, to_2)
     assert client.state.name == "Candidate" and client.epoch == 1
+
+
+def test_a_candidate_restarts_as_prospective_with_its_vote_spent(tmp_path: Path) -> None:
+    client = _client(tmp_path)
+    now = client.next_poll_ms(0)
+    pre_votes = [r for r in client.poll(now) if r.api_key == ApiKey.VOTE]
+    _grant(client, now, pre_votes[0])
+    assert client.state.name == "Candidate" and client.epoch == 1
+    assert json.loads((tmp_path / QUORUM_STATE_FILE).read_text())["votedId"] == 1
+    client.log.close()
+    restarted = _client(tmp_path)
+    assert restarted.state.name == "Prospective" and restarted.epoch == 1 and restarted.state.voted_id == 1
+    assert not _vote(restarted, now, candidate=2, epoch=1).vote_granted  # its vote of epoch 1 went to itself
+    assert all(r.pre_vote for r in restarted.poll(now) if r.api_key == ApiKey.VOTE)
