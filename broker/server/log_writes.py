@@ -10,12 +10,11 @@ Contract:
 - The writer wakes the loop (`call_soon_threadsafe`); `_on_written` applies the completions to the logs and
   calls `on_log_end_offset_moved(log)` for each log whose log end offset moved (the ReplicaManager: the leader's
   high watermark, the purgatories, a due flush), then answers the waiters.
-- `settle(appended)`, right after appends on the loop, waits up to `SETTLE_S` for their writes (of up to
-  `SETTLE_MAX_BYTES` each) and applies them at once: a write into the page cache takes tens of microseconds,
-  the round trip through the writer's thread and back into the loop took 0.5-0.9 ms at the median (3-4 ms at
-  p90 on a loaded 2-core machine), on the leader and again on every follower, in series, for each acks=all
-  produce. It does not wait when the writer is busy with other logs or slow (`LogWriter.wait_briefly`), so a
-  stalled write still holds up only its own waiters.
+- `settle(logs)`, right after appends on the loop, waits up to `SETTLE_S` for their writes and applies them at
+  once: a write into the page cache takes tens of microseconds, the round trip through the writer's thread and
+  back into the loop took 0.5-0.9 ms at the median (3-4 ms at p90 on a loaded 2-core machine), on the leader and
+  again on every follower, in series, for each acks=all produce. It does not wait when the writer is busy with
+  other logs or slow (`LogWriter.wait_briefly`), so a stalled write still holds up only its own waiters.
 - `wait_written(entries)` is what a produce answer (any acks) and a follower's next fetch wait for: one future
   per (log, offset) not yet written, done when the log end offset reaches it, or failed when the log was cut
   back meanwhile (its write failed and was rolled back: KAFKA_STORAGE_ERROR; a truncation, as a leader
