@@ -158,7 +158,6 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._unwritten: list = []  # (log, offset, rollbacks) appended by the last response, not yet written
-        self._unwritten_bytes: list[int] = []  # the size of each of those appends
         self.session = FetchSessionHandler()
         self._topic_ids: dict[str, Any] = {}  # the id each topic was last fetched by (for forgetting it)
         cfg = server.config
@@ -387,10 +386,8 @@ class ReplicaFetcher:
             # The next fetch asks from our log end offset, which moves once the writer has written what this
             # response brought (as Kafka's fetcher thread appends before it fetches again).
             unwritten, self._unwritten = self._unwritten, []
-            sizes, self._unwritten_bytes = self._unwritten_bytes, []
             writes = self.server.replica_manager.log_writes
-            # Usually written by now: no trip through the loop.
-            writes.settle([(log_, size) for (log_, _, _), size in zip(unwritten, sizes, strict=True)])
+            writes.settle([log_ for log_, _, _ in unwritten])  # usually written by now: no trip through the loop
             for ok, (log_, _, _) in zip(await writes.wait_written(unwritten), unwritten, strict=True):
                 if not ok:
                     log.info("%s: fetched data was cut from the log before it was written (a failed write or a "
@@ -428,7 +425,6 @@ class ReplicaFetcher:
             pending = writes.unwritten(partition.log, info.last_offset + 1) if writes and info.records_count else None
             if pending is not None:
                 self._unwritten.append(pending)
-                self._unwritten_bytes.append(len(records))
             flush = self.server.replica_manager.on_flush_needed
             if info.records_count and flush is not None and partition.log.needs_flush():  # type: ignore[union-attr]
                 flush(partition)

@@ -45,9 +45,6 @@ WRITERS_PER_DIR = 4
 # The most the loop waits in `settle` for writes it has just handed over: many times what a write into the page
 # cache takes, a fraction of what waking the loop back up costs once the machine is busy.
 SETTLE_S = 0.001
-# Larger appends are not waited for: the trip back through the loop is small beside their own time, and the loop
-# serves other connections while a megabyte is written (a new page of the page cache can cost the host a fault).
-SETTLE_MAX_BYTES = 256 * 1024
 
 
 class _Wait:
@@ -113,17 +110,14 @@ class LogWrites:
                 if waiters:
                     self._answer(log_, waiters)
 
-    def settle(self, appended: list[tuple[Log, int]]) -> None:
-        """On the loop, right after appending (log, bytes appended): wait up to SETTLE_S in all for the writes of
-        up to SETTLE_MAX_BYTES, then apply every completion there is (log end offsets, high watermarks,
-        purgatories, waiters), as an in-place append would have; what is not written by then is applied when its
-        writer wakes the loop, as before."""
+    def settle(self, logs: list[Log]) -> None:
+        """On the loop, right after appending to `logs`: wait up to SETTLE_S in all for the writes, then apply
+        every completion there is (log end offsets, high watermarks, purgatories, waiters), as an in-place append
+        would have; what is not written by then is applied when its writer wakes the loop, as before."""
         deadline = time.monotonic() + SETTLE_S
         settled = False
-        for log_, size in appended:
+        for log_ in logs:
             writer = log_.writer
-            if size > SETTLE_MAX_BYTES:
-                continue
             if writer is not None and writer.wait_briefly(log_, max(0.0, deadline - time.monotonic())):
                 settled = True
         if settled:

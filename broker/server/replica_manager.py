@@ -376,7 +376,7 @@ class ReplicaManager:
             appended = [(tp, partition.log) for tp, result in results.items()
                         if result.error == ErrorCode.NONE and (partition := self.partitions.get(tp)) is not None
                         and partition.log is not None]
-            self.log_writes.settle([(log_, len(entries[tp])) for tp, log_ in appended])
+            self.log_writes.settle([log_ for _, log_ in appended])
             for tp, log_ in appended:
                 pending = self.log_writes.unwritten(log_, results[tp].last_offset + 1)
                 if pending is not None:

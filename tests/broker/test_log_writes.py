@@ -289,10 +289,6 @@ def test_an_append_written_within_the_settle_time_is_answered_in_the_same_step(t
         answer = rm.append_records(30_000, 1, {TP: records(3)})
         assert isinstance(answer, dict) and answer[TP].error == 0, "the answer waited for the loop"
         assert waiting.done() and waiting.result()[0][1].high_watermark == 3
-        monkeypatch.setattr(log_writes_module, "SETTLE_MAX_BYTES", 10)  # a larger append is not waited for
-        answer = rm.append_records(30_000, 1, {TP: records(3)})
-        assert isinstance(answer, asyncio.Future)
-        assert (await asyncio.wait_for(answer, 5))[TP].error == 0
         rm.log_writes.close()
 
     asyncio.run(scenario())
