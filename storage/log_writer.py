@@ -14,9 +14,7 @@ Contract:
   positions assumed it) until the log, having taken the failures and rolled its reservations back, calls
   ``clear_failure``.
 - ``wait_idle(log)`` blocks until none of the log's writes is queued or in progress (truncation, close,
-  a replica move); ``wait_briefly(log, timeout)`` blocks at most ``timeout``, and only while the writer holds
-  nothing but that log's writes and is not (and was not just) slow; ``close`` finishes what is queued and stops
-  the thread.
+  a replica move); ``close`` finishes what is queued and stops the thread.
 """
 
 from __future__ import annotations
@@ -80,8 +78,6 @@ class LogWriter:
         self._changed: set[Log] = set()  # applied, not yet returned by apply_completed (owner's thread only)
         self._sleeping = False  # the thread waits for work: a submit must wake it
         self._idle_waiters = 0  # callers in wait_idle: a completion must wake them
-        self._writing_since: float | None = None  # monotonic start of the round being written
-        self._last_round_s = 0.0  # how long the last round of writes took
         self._thread = threading.Thread(target=self._run, name=f"log-writer-{name}", daemon=True)
         self._thread.start()
 
@@ -122,30 +118,6 @@ class LogWriter:
             finally:
                 self._idle_waiters -= 1
 
-    def wait_briefly(self, log_: Log, timeout_s: float) -> bool:
-        """On the owner's thread: wait up to `timeout_s` until none of the log's writes is queued or in progress;
-        True when none is (``apply_completed`` still to call). It does not wait, and answers False, when the writer
-        holds other logs' writes (they may be the stalled ones), is in a round already longer than `timeout_s` or
-        its last round took longer: then a stall costs its caller no more than one timeout."""
-        with self._cond:
-            if log_ not in self._in_flight:
-                return True
-            now = time.monotonic()
-            if len(self._in_flight) > 1 or self._last_round_s > timeout_s or (
-                    self._writing_since is not None and now - self._writing_since > timeout_s):
-                return False
-            deadline = now + timeout_s
-            self._idle_waiters += 1
-            try:
-                while log_ in self._in_flight:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return False
-                    self._cond.wait(left)
-                return True
-            finally:
-                self._idle_waiters -= 1
-
     def clear_failure(self, log_: Log) -> None:
         """The log has rolled its failed reservations back: its next writes go to the disk again."""
         with self._cond:
@@ -171,12 +143,9 @@ class LogWriter:
                 runs = []
                 while self._queue and len(runs) < _MAX_BUFFERS:
                     runs.append(self._take_contiguous())
-                started = self._writing_since = time.monotonic()
             for run in runs:
                 self._write(run)
             with self._cond:
-                self._writing_since = None
-                self._last_round_s = time.monotonic() - started
                 had_completed = bool(self._completed)
                 for run in runs:
                     self._completed.extend(run)

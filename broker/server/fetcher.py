@@ -387,7 +387,6 @@ class ReplicaFetcher:
             # response brought (as Kafka's fetcher thread appends before it fetches again).
             unwritten, self._unwritten = self._unwritten, []
             writes = self.server.replica_manager.log_writes
-            writes.settle([log_ for log_, _, _ in unwritten])  # usually written by now: no trip through the loop
             for ok, (log_, _, _) in zip(await writes.wait_written(unwritten), unwritten, strict=True):
                 if not ok:
                     log.info("%s: fetched data was cut from the log before it was written (a failed write or a "

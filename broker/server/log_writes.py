@@ -10,11 +10,6 @@ Contract:
 - The writer wakes the loop (`call_soon_threadsafe`); `_on_written` applies the completions to the logs and
   calls `on_log_end_offset_moved(log)` for each log whose log end offset moved (the ReplicaManager: the leader's
   high watermark, the purgatories, a due flush), then answers the waiters.
-- `settle(logs)`, right after appends on the loop, waits up to `SETTLE_S` for their writes and applies them at
-  once: a write into the page cache takes tens of microseconds, the round trip through the writer's thread and
-  back into the loop took 0.5-0.9 ms at the median (3-4 ms at p90 on a loaded 2-core machine), on the leader and
-  again on every follower, in series, for each acks=all produce. It does not wait when the writer is busy with
-  other logs or slow (`LogWriter.wait_briefly`), so a stalled write still holds up only its own waiters.
 - `wait_written(entries)` is what a produce answer (any acks) and a follower's next fetch wait for: one future
   per (log, offset) not yet written, done when the log end offset reaches it, or failed when the log was cut
   back meanwhile (its write failed and was rolled back: KAFKA_STORAGE_ERROR; a truncation, as a leader
@@ -28,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -41,10 +35,6 @@ log = logging.getLogger("broker.log_writes")
 # Threads cost little (they wait in the kernel, not for the GIL); four per directory let a stalled partition
 # hold up about a quarter of the others, where one thread would hold up all.
 WRITERS_PER_DIR = 4
-
-# The most the loop waits in `settle` for writes it has just handed over: many times what a write into the page
-# cache takes, a fraction of what waking the loop back up costs once the machine is busy.
-SETTLE_S = 0.001
 
 
 class _Wait:
@@ -109,19 +99,6 @@ class LogWrites:
                 waiters = self._waiters.get(log_)
                 if waiters:
                     self._answer(log_, waiters)
-
-    def settle(self, logs: list[Log]) -> None:
-        """On the loop, right after appending to `logs`: wait up to SETTLE_S in all for the writes, then apply
-        every completion there is (log end offsets, high watermarks, purgatories, waiters), as an in-place append
-        would have; what is not written by then is applied when its writer wakes the loop, as before."""
-        deadline = time.monotonic() + SETTLE_S
-        settled = False
-        for log_ in logs:
-            writer = log_.writer
-            if writer is not None and writer.wait_briefly(log_, max(0.0, deadline - time.monotonic())):
-                settled = True
-        if settled:
-            self._on_written()
 
     @staticmethod
     def _outcome(log_: Log, offset: int, at: int) -> bool | None:

@@ -370,15 +370,11 @@ class ReplicaManager:
         unwritten = []
         for tp, records in entries.items():
             guard = verification_guards.get(tp) if verification_guards else None
-            results[tp] = self._append_to_local_log(tp, records, required_acks, now, internal_topics_allowed,
-                                                    origin, guard)
-        if self.log_writes is not None:
-            appended = [(tp, partition.log) for tp, result in results.items()
-                        if result.error == ErrorCode.NONE and (partition := self.partitions.get(tp)) is not None
-                        and partition.log is not None]
-            self.log_writes.settle([log_ for _, log_ in appended])
-            for tp, log_ in appended:
-                pending = self.log_writes.unwritten(log_, results[tp].last_offset + 1)
+            results[tp] = result = self._append_to_local_log(tp, records, required_acks, now,
+                                                             internal_topics_allowed, origin, guard)
+            if result.error == ErrorCode.NONE and self.log_writes is not None:
+                partition = self.partitions.get(tp)
+                pending = self.log_writes.unwritten(partition.log if partition else None, result.last_offset + 1)
                 if pending is not None:
                     unwritten.append((tp, pending))
         if unwritten:
