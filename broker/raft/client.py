@@ -663,7 +663,8 @@ class RaftClient:
         return msg.epoch_response(key, v, ErrorCode.NONE, partition_error=error, epoch=self.state.epoch,
                                   leader_id=self._known_leader())
 
-    def _handle_begin_quorum_epoch(self, now: int, request: Any) -> Any:
+    def _epoch_request_refusal(self, request: Any) -> Any:
+        """The answer refusing a BeginQuorumEpoch or EndQuorumEpoch (Kafka checks both alike), or None."""
         key, v = request.API_KEY, request.API_VERSION
         if not self._valid_cluster(request):
             return msg.epoch_response(key, v, ErrorCode.INCONSISTENT_CLUSTER_ID, with_partition=False)
@@ -674,22 +675,23 @@ class RaftClient:
             return self._epoch_answer(key, v, ErrorCode.FENCED_LEADER_EPOCH)
         if p.leader_id < 0 or p.leader_id not in self.voters:
             return self._epoch_answer(key, v, ErrorCode.INVALID_REQUEST)
+        return None
+
+    def _handle_begin_quorum_epoch(self, now: int, request: Any) -> Any:
+        if (refusal := self._epoch_request_refusal(request)) is not None:
+            return refusal
+        key, v = request.API_KEY, request.API_VERSION
+        p = msg.single_partition(request)
         if v >= 1 and request.voter_id >= 0 and request.voter_id != self.node_id:
             return self._epoch_answer(key, v, ErrorCode.INVALID_VOTER_KEY)
         self._maybe_transition(now, p.leader_id, p.leader_epoch)
         return self._epoch_answer(key, v)
 
     def _handle_end_quorum_epoch(self, now: int, request: Any) -> Any:
+        if (refusal := self._epoch_request_refusal(request)) is not None:
+            return refusal
         key, v = request.API_KEY, request.API_VERSION
-        if not self._valid_cluster(request):
-            return msg.epoch_response(key, v, ErrorCode.INCONSISTENT_CLUSTER_ID, with_partition=False)
         p = msg.single_partition(request)
-        if p is None:
-            return msg.epoch_response(key, v, ErrorCode.INVALID_REQUEST, with_partition=False)
-        if p.leader_epoch < self.state.epoch:
-            return self._epoch_answer(key, v, ErrorCode.FENCED_LEADER_EPOCH)
-        if p.leader_id < 0 or p.leader_id not in self.voters:
-            return self._epoch_answer(key, v, ErrorCode.INVALID_REQUEST)
         self._maybe_transition(now, p.leader_id, p.leader_epoch)
         s = self.state
         if isinstance(s, FollowerState) and s.leader_id == p.leader_id and s.epoch == p.leader_epoch:
