@@ -521,14 +521,21 @@ class RaftClient:
             self._handle_epoch_response(now, request, partition, current)
         self._deliver()
 
-    def _handle_vote_response(self, now: int, request: RaftRequest, p: Any, current: bool) -> None:
+    def _answer_settled(self, now: int, request: RaftRequest, p: Any, current: bool) -> bool:
+        """What a Vote, BeginQuorumEpoch and EndQuorumEpoch answer have in common: one naming a newer leader or
+        epoch moves this node there, a stale one is dropped, an error backs off. True when nothing is left to do."""
         error = p.error_code
         if error in (ErrorCode.NONE, *_LEADER_ERRORS) and self._maybe_transition(now, p.leader_id, p.leader_epoch):
-            return
+            return True
         if not current:
-            return
+            return True
         if error != ErrorCode.NONE:
             self._back_off(now, request)
+            return True
+        return False
+
+    def _handle_vote_response(self, now: int, request: RaftRequest, p: Any, current: bool) -> None:
+        if self._answer_settled(now, request, p, current):
             return
         s = self.state
         if not isinstance(s, (ProspectiveState, CandidateState)) or p.leader_epoch != s.epoch \
@@ -553,13 +560,7 @@ class RaftClient:
                          s.backoff_until)
 
     def _handle_epoch_response(self, now: int, request: RaftRequest, p: Any, current: bool) -> None:
-        error = p.error_code
-        if error in (ErrorCode.NONE, *_LEADER_ERRORS) and self._maybe_transition(now, p.leader_id, p.leader_epoch):
-            return
-        if not current:
-            return
-        if error != ErrorCode.NONE:
-            self._back_off(now, request)
+        if self._answer_settled(now, request, p, current):
             return
         s = self.state
         if request.api_key == ApiKey.BEGIN_QUORUM_EPOCH and isinstance(s, LeaderState):
