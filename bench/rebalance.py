@@ -1,15 +1,16 @@
 """Rebalance time when a ninth member joins a group of 8 (issue 19), a scenario of `bench.scenarios`, and its
 client load (`python -m bench.loads` kind "rebalance").
 
-Contract: `RebalanceScenario(reps)` starts one broker of ours with 1 s consumer-group heartbeats
+Contract: `RebalanceScenario(reps)` starts one broker of the target's (ours, or a Kafka node for a `kafka` target)
+with 1 s consumer-group heartbeats
 (`group.consumer.heartbeat.interval.ms`) and no initial rebalance delay, and for each protocol, in rotating
 order, runs the load against a fresh 16-partition topic and group: classic with the eager `range` assignor,
 classic with `cooperative-sticky`, and the KIP-848 consumer protocol (server-side `uniform` assignor); classic
 members heartbeat every second too (`heartbeat.interval.ms`), so the protocols differ, not the cadence. Reported
 per protocol: the rebalance time (from the ninth member's creation to every partition owned by exactly one
 member, the newcomer included) and the longest time a partition had no owner meanwhile (what a rebalance
-costs consumption: eager classic members give everything up). Only our broker (the mock's group coordinator
-is not what is measured).
+costs consumption: eager classic members give everything up). Ours and Kafka; n/a for the mock (its group
+coordinator is not what is measured).
 
 The load creates the 8 members in one process, polls them round-robin (the classic protocol needs the
 application's polls for its rebalance callbacks) until the assignment is complete and unchanged for 1 s, then
@@ -24,7 +25,7 @@ from typing import Any
 
 from bench.runner import delete_topics, ensure_partitions, run_load
 from bench.scenarios import Context, Metric, OwnBrokerScenario, Values
-from bench.targets import AttachedTarget, Target
+from bench.targets import Target
 
 MEMBERS = 8
 PARTITIONS = 16
@@ -108,17 +109,11 @@ class RebalanceScenario(OwnBrokerScenario):
         self.id = f"rebalance: {MEMBERS} members, one joins (classic vs consumer protocol)"
         self.metrics = []
         for label in PROTOCOLS:
-            self.metrics += [Metric(f"{label}: rebalance", "s", False, compare=False),
-                             Metric(f"{label}: longest unowned partition", "s", False, compare=False)]
-
-    def not_applicable(self, target: Target) -> str | None:
-        if target.kind != "ours":
-            return "starts its own broker of ours with 1 s consumer-group heartbeats"
-        return None
+            self.metrics += [Metric(f"{label}: rebalance", "s", False),
+                             Metric(f"{label}: longest unowned partition", "s", False)]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
-        broker = self._broker(ctx)
-        attached = AttachedTarget("ours-rebalance", "ours", broker.bootstrap, broker.pid)
+        attached = self._attached(target, ctx)
         labels = list(PROTOCOLS)
         labels = labels[rep % len(labels):] + labels[:rep % len(labels)]
         values: Values = {}
@@ -127,7 +122,7 @@ class RebalanceScenario(OwnBrokerScenario):
             name = f"bench-rebalance-{uuid.uuid4().hex[:8]}"
             topic = ensure_partitions(attached, name, PARTITIONS, ctx.timeout(60))[0][0]
             try:
-                result = run_load({"kind": "rebalance", "bootstrap": broker.bootstrap, "topic": topic, "group": name,
+                result = run_load({"kind": "rebalance", "bootstrap": attached.bootstrap, "topic": topic, "group": name,
                                    "partitions": PARTITIONS, "members": MEMBERS, "protocol": protocol,
                                    "strategy": strategy, "heartbeat_ms": HEARTBEAT_MS},
                                   ctx.timeout(60) / len(labels))

@@ -25,7 +25,9 @@ from typing import Any
 
 from bench.runner import LoadError, LoadProcess, delete_topics, ensure_partitions, run_load
 from bench.targets import (
+    KAFKA_WARMUP_MESSAGES,
     AttachedTarget,
+    KafkaCluster,
     KafkaProcess,
     KafkaTarget,
     MockProcess,
@@ -33,6 +35,7 @@ from bench.targets import (
     Target,
     TargetError,
     wait_topics_gone,
+    warm_up_kafka,
 )
 from bench.wire import wait_for_api_versions
 
@@ -110,17 +113,32 @@ class Scenario:
 
 
 class OwnBrokerScenario(Scenario):
-    """A scenario that runs against a broker of ours it starts itself, with `broker_overrides`, once per run
-    (kept in the context, stopped at cleanup)."""
+    """A scenario that runs against a broker it starts itself, once per run and target (kept in the context,
+    stopped at cleanup): ours with `broker_overrides`, or for a `kafka` target a Kafka node of that version with
+    the same overrides (they are Kafka's keys); n/a for the mock and a bootstrap address."""
 
     fresh_broker = True
     broker_prefix = "bench-own-"
     broker_overrides: dict[str, str] = {}
 
-    def _broker(self, ctx: Context) -> OurBrokerCli:
-        key = (self.id, "broker")
+    def not_applicable(self, target: Target) -> str | None:
+        if target.kind not in ("ours", "kafka"):
+            return "starts a broker of its own: ours or Kafka"
+        return None
+
+    def _broker(self, target: Target, ctx: Context) -> Any:
+        """The started broker (`OurBrokerCli` or `KafkaProcess`: `.bootstrap`, `.pid`, `.stop()`)."""
+        key = (self.id, target.name)
         if key not in ctx.state:
             work = Path(tempfile.mkdtemp(prefix=self.broker_prefix, dir=ctx.work_dir))
+            if isinstance(target, KafkaTarget):
+                kafka = KafkaProcess(target.version, work, self.broker_overrides)
+                kafka.start(ctx.timeout(120))
+                ctx.state[key] = kafka
+                # Warmed as the run's main Kafka node is, so that its JIT is not what is measured.
+                warm_up_kafka(AttachedTarget(target.name, "kafka", kafka.bootstrap, kafka.pid),
+                              kafka_warmup_messages(ctx))
+                return kafka
             broker = OurBrokerCli(work, self.broker_overrides)
             ctx.state[key] = broker
             broker.spawn()
@@ -128,12 +146,22 @@ class OwnBrokerScenario(Scenario):
                 wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
             except Exception as exc:
                 raise TargetError(f"our broker did not start: {exc} | {broker.output_tail()}") from exc
-        return ctx.state[key]  # type: ignore[no-any-return]
+        return ctx.state[key]
+
+    def _attached(self, target: Target, ctx: Context) -> AttachedTarget:
+        broker = self._broker(target, ctx)
+        return AttachedTarget(target.name, target.kind, broker.bootstrap, broker.pid)
 
     def cleanup(self, target: Target, ctx: Context) -> None:
-        broker = ctx.state.pop((self.id, "broker"), None)
+        broker = ctx.state.pop((self.id, target.name), None)
         if broker is not None:
             broker.stop()
+
+
+def kafka_warmup_messages(ctx: Context) -> int:
+    """How many messages warm up a Kafka node a scenario starts itself: as many as the run's main Kafka node gets,
+    fewer in a quick (smoke) run."""
+    return 10_000 if ctx.quick else KAFKA_WARMUP_MESSAGES
 
 
 def _produce_spec(bootstrap: str, tps: Any, count: int, *, acks: str = "1",
@@ -541,7 +569,8 @@ class RecoveryScenario(Scenario):
 
 
 class ReplicatedScenario(Scenario):
-    """acks=all to RF=3: our 3-broker cluster (broker.local_cluster.LocalCluster, with ZooKeeper) vs a 3-broker mock."""
+    """acks=all to RF=3: our 3-broker cluster (broker.local_cluster.LocalCluster, with ZooKeeper) beside Kafka's three
+    KRaft brokers and a KRaft controller (`KafkaCluster`) or a 3-broker mock."""
 
     fresh_broker = True
 
@@ -562,8 +591,6 @@ class ReplicatedScenario(Scenario):
         ]
 
     def not_applicable(self, target: Target) -> str | None:
-        if target.kind == "kafka":
-            return "a three-node Kafka cluster is not started by the bench"
         return "needs a cluster the harness starts itself" if target.kind == "external" else None
 
     def _cluster(self, target: Target, ctx: Context) -> Target:
@@ -578,6 +605,12 @@ class ReplicatedScenario(Scenario):
                 cluster = LocalCluster(3, {"min.insync.replicas": "2", "file.delete.delay.ms": "0"})
                 cluster.start()
                 ctx.state[key] = (cluster, AttachedTarget("ours", "ours", cluster.bootstrap))
+            elif isinstance(target, KafkaTarget):
+                kafka = KafkaCluster(target.version, Path(tempfile.mkdtemp(prefix="bench-rf3-", dir=ctx.work_dir)),
+                                     3, {"min.insync.replicas": "2"})
+                kafka.start()
+                ctx.state[key] = (kafka, AttachedTarget(target.name, "kafka", kafka.bootstrap))
+                warm_up_kafka(ctx.state[key][1], kafka_warmup_messages(ctx), replication_factor=3)
             else:
                 mock = MockProcess(3)
                 mock.spawn()
@@ -608,7 +641,7 @@ class ReplicatedScenario(Scenario):
         finally:
             delete_error = self._delete(target, ctx, {tps[0][0], rf1[0][0]})
         notes = [n for n in notes if "warm-up" not in n] + ([delete_error] if delete_error else [])
-        notes.append("1 partition, RF=3, min.insync.replicas=2 on ours; latency at 10,000 msg/s with acks=all; "
+        notes.append("1 partition, RF=3, min.insync.replicas=2; latency at 10,000 msg/s with acks=all; "
                      "RF=1 acks=1 on a one-replica topic of the same cluster, the two in alternating order; "
                      "fresh topics each repetition")
         return {"produce": result["MB/s"], "produce RF=1 acks=1": single["MB/s"],
@@ -618,7 +651,8 @@ class ReplicatedScenario(Scenario):
     def _delete(self, target: Target, ctx: Context, topics: set[str]) -> str | None:
         handle, attached = ctx.state[(self.id, target.name)]
         error = delete_topics(attached, topics)
-        log_dirs = [b.data_dir / "logs" for b in handle.brokers] if attached.kind == "ours" else []
+        log_dirs = {"ours": lambda: [b.data_dir / "logs" for b in handle.brokers],
+                    "kafka": lambda: handle.data_dirs}.get(attached.kind, list)()
         if error is None and not all(wait_topics_gone(d, topics, 30) for d in log_dirs):
             error = f"deleted topics {sorted(topics)} still on disk after 30 s"
         return error

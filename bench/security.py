@@ -1,13 +1,15 @@
 """Produce and consume over TLS and SASL next to PLAINTEXT on our broker (issue 15), a scenario of
 `bench.scenarios`.
 
-Contract: `SecurityScenario(count, reps)` starts one broker of ours with three listeners — PLAINTEXT, SSL
+Contract: `SecurityScenario(count, reps)` starts one broker of the target's (ours, or a Kafka node for a `kafka`
+target, with the same PEM stores and JAAS line) with three listeners — PLAINTEXT, SSL
 (server TLS) and SASL_SSL (SASL/PLAIN over TLS) — with certificates made for the run (trustme). Each repetition
 produces `count` 1 KiB messages to one partition through each listener (acks=1, linger.ms 5, batch.size 1 MiB)
 and reads each topic back from earliest through the same listener, and reports MB/s per listener and the
 ratio of each secured listener to PLAINTEXT (adjacent in time; the order rotates between repetitions). What it
 shows: TLS costs encryption on both sides, and our fetch over TLS cannot use `sendfile` (docs/security.md),
-so consume pays the most. Only our broker: librdkafka's mock cluster has no TLS listeners.
+so consume pays the most; beside Kafka, the ratios say whose TLS costs less. n/a for librdkafka's mock cluster (no
+TLS listeners).
 """
 
 from __future__ import annotations
@@ -19,12 +21,31 @@ from pathlib import Path
 from typing import Any
 
 from bench.runner import LoadError, delete_topics, ensure_partitions, run_load
-from bench.scenarios import KIB, MIB, Context, Metric, Scenario, Values
-from bench.targets import AttachedTarget, OurBrokerCli, Target, TargetError
+from bench.scenarios import KIB, MIB, Context, Metric, Scenario, Values, kafka_warmup_messages
+from bench.targets import (
+    AttachedTarget,
+    KafkaProcess,
+    KafkaTarget,
+    OurBrokerCli,
+    Target,
+    TargetError,
+    warm_up_kafka,
+)
 from bench.wire import free_port, wait_for_api_versions
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
 USER, PASSWORD = "bench", "bench-secret"
+
+
+def _write_key_store(cert: Any, path: Path) -> None:
+    """The server's PEM key store: its private key as unencrypted PKCS#8 (Kafka's PEM key store reads no other
+    form; trustme writes EC keys in SEC1) followed by its certificate chain."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption())
+    path.write_bytes(pkcs8 + b"".join(blob.bytes() for blob in cert.cert_chain_pems))
 
 
 def _name(direction: str, listener: str) -> str:
@@ -38,41 +59,57 @@ class SecurityScenario(Scenario):
         self.count = count
         self.reps = reps
         self.id = "TLS and SASL_SSL vs PLAINTEXT p=1"
-        self.metrics = [Metric(_name(d, lst), "MB/s", True, compare=False) for d in ("produce", "consume")
-                        for lst in LISTENERS]
-        self.metrics += [Metric(f"{d} {lst} / PLAINTEXT", "x", True, compare=False)
-                         for d in ("produce", "consume") for lst in LISTENERS[1:]]
+        self.metrics = [Metric(_name(d, lst), "MB/s", True) for d in ("produce", "consume") for lst in LISTENERS]
+        self.metrics += [Metric(f"{d} {lst} / PLAINTEXT", "x", True) for d in ("produce", "consume")
+                         for lst in LISTENERS[1:]]
 
     def not_applicable(self, target: Target) -> str | None:
-        if target.kind != "ours":
-            return "needs our broker with TLS listeners (librdkafka's mock cluster has none)"
+        if target.kind not in ("ours", "kafka"):
+            return "starts a broker of its own with TLS listeners: ours or Kafka (librdkafka's mock cluster has none)"
         return None
 
-    def _broker(self, ctx: Context) -> tuple[OurBrokerCli, dict[str, dict[str, Any]]]:
-        key = (self.id, "broker")
+    def _broker(self, target: Target, ctx: Context) -> tuple[Any, dict[str, dict[str, Any]]]:
+        """(the broker: `OurBrokerCli` or `KafkaProcess`, the clients' settings per listener) for this target."""
+        key = (self.id, target.name)
         if key not in ctx.state:
             import trustme
 
             work = Path(tempfile.mkdtemp(prefix="bench-tls-", dir=ctx.work_dir))
             ca = trustme.CA()
             ca.cert_pem.write_to_path(str(work / "ca.pem"))
-            ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
-                str(work / "server.pem"))
+            _write_key_store(ca.issue_cert("127.0.0.1", "localhost"), work / "server.pem")
             ports = {name: free_port() for name in LISTENERS}
             jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
                     f'username="{USER}" password="{PASSWORD}" user_{USER}="{PASSWORD}";')
-            broker = OurBrokerCli(work / "logs", {
-                "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
+            # The same keys on both sides: Kafka reads a PEM key store and trust store from files as ours does.
+            security = {
                 "ssl.keystore.type": "PEM", "ssl.keystore.location": str(work / "server.pem"),
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": str(work / "ca.pem"),
                 "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
-            }, port=ports["PLAINTEXT"])
-            broker.spawn()
-            try:
-                wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-            except Exception as exc:
-                broker.stop()
-                raise TargetError(f"our TLS broker did not start: {exc} | {broker.output_tail()}") from exc
+            }
+            listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
+            broker: Any
+            if isinstance(target, KafkaTarget):
+                broker = KafkaProcess(target.version, work, security)
+                props = broker.node.properties
+                props["listeners"] = f"{listeners},CONTROLLER://127.0.0.1:{broker.controller_port}"
+                props["advertised.listeners"] = listeners
+                props["listener.security.protocol.map"] += ",SSL:SSL,SASL_SSL:SASL_SSL"
+                broker.start(ctx.timeout(120))  # stops the node itself when it fails
+                try:
+                    warm_up_kafka(AttachedTarget(target.name, "kafka", broker.bootstrap, broker.pid),
+                                  kafka_warmup_messages(ctx))
+                except Exception:
+                    broker.stop()
+                    raise
+            else:
+                broker = OurBrokerCli(work / "logs", {"listeners": listeners, **security}, port=ports["PLAINTEXT"])
+                broker.spawn()
+                try:
+                    wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
+                except Exception as exc:
+                    broker.stop()
+                    raise TargetError(f"our TLS broker did not start: {exc} | {broker.output_tail()}") from exc
             tls = {"ssl.ca.location": str(work / "ca.pem")}
             clients = {
                 "PLAINTEXT": {"bootstrap": f"127.0.0.1:{ports['PLAINTEXT']}", "conf": {}},
@@ -85,8 +122,8 @@ class SecurityScenario(Scenario):
         return ctx.state[key]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
-        broker, clients = self._broker(ctx)
-        attached = AttachedTarget("ours-tls", "ours", broker.bootstrap, broker.pid)
+        broker, clients = self._broker(target, ctx)
+        attached = AttachedTarget(target.name, target.kind, clients["PLAINTEXT"]["bootstrap"], broker.pid)
         order = LISTENERS[rep % 3:] + LISTENERS[:rep % 3]
         per_load = ctx.timeout(240) / (2 * len(LISTENERS))
         values: Values = {}
@@ -112,11 +149,12 @@ class SecurityScenario(Scenario):
             for listener in LISTENERS[1:]:
                 if base > 0:
                     values[f"{direction} {listener} / PLAINTEXT"] = values[_name(direction, listener)] / base
-        notes = [f"{self.count:,} msgs of 1 KiB per listener; SASL_SSL with PLAIN; one broker, three listeners",
-                 "fetch over TLS is pread + SSL send (no kTLS sendfile in Python's ssl)"]
+        notes = [f"{self.count:,} msgs of 1 KiB per listener; SASL_SSL with PLAIN; one broker, three listeners"]
+        if target.kind == "ours":
+            notes.append("fetch over TLS is pread + SSL send (no kTLS sendfile in Python's ssl)")
         return values, notes
 
     def cleanup(self, target: Target, ctx: Context) -> None:
-        entry = ctx.state.pop((self.id, "broker"), None)
+        entry = ctx.state.pop((self.id, target.name), None)
         if entry is not None:
             entry[0].stop()

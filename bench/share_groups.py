@@ -1,7 +1,8 @@
 """Share-group throughput next to a consumer group's on the same topic (issue 19), a scenario of
 `bench.scenarios`, and its client load (`python -m bench.loads` kind "share").
 
-Contract: `ShareGroupScenario(count, reps)` starts one broker of ours with 1 s share and consumer-group heartbeats,
+Contract: `ShareGroupScenario(count, reps)` starts one broker of the target's (ours, or a Kafka node for a `kafka`
+target) with 1 s share and consumer-group heartbeats,
 fills a fresh 4-partition topic with `count` records of 100 bytes, then, in rotating order, reads them all with 4
 confluent-kafka ShareConsumer members of a share group (implicit acknowledgement: every record accepted on the next
 poll; the group config `share.auto.offset.reset=earliest`) and with 4 Consumer members of a KIP-848 consumer group
@@ -9,7 +10,8 @@ poll; the group config `share.auto.offset.reset=earliest`) and with 4 Consumer m
 side: records/s (distinct records) from the first record received to the last, the records received more than once,
 and the time from the members' creation to their first record (joining, assignment, and for the share group the
 share-partition state's initialization). The members of a kind are polled round-robin in one process, so both kinds
-get the same client CPU; every wait is bounded by "timeout_s". Only our broker (the mock serves no share groups).
+get the same client CPU; every wait is bounded by "timeout_s". Ours and Kafka; n/a for the mock (it serves no share
+groups).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from bench.runner import delete_topics, ensure_partitions, run_load
 from bench.scenarios import Context, Metric, OwnBrokerScenario, Values
-from bench.targets import AttachedTarget, Target
+from bench.targets import Target
 
 MEMBERS = 4
 PARTITIONS = 4
@@ -99,29 +101,23 @@ class ShareGroupScenario(OwnBrokerScenario):
         self.id = f"share groups: {MEMBERS} share consumers vs a {MEMBERS}-member consumer group"
         self.metrics = []
         for label in KINDS:
-            self.metrics += [Metric(f"{label}: throughput", "records/s", True, compare=False),
-                             Metric(f"{label}: first record", "s", False, compare=False),
-                             Metric(f"{label}: records received twice", "records", False, compare=False)]
-
-    def not_applicable(self, target: Target) -> str | None:
-        if target.kind != "ours":
-            return "starts its own broker of ours (share groups are not served by the mock)"
-        return None
+            self.metrics += [Metric(f"{label}: throughput", "records/s", True),
+                             Metric(f"{label}: first record", "s", False),
+                             Metric(f"{label}: records received twice", "records", False)]
 
     def run(self, target: Target, ctx: Context, rep: int) -> tuple[Values, list[str]]:
-        broker = self._broker(ctx)
-        attached = AttachedTarget("ours-share", "ours", broker.bootstrap, broker.pid)
+        attached = self._attached(target, ctx)
         name = f"bench-share-{uuid.uuid4().hex[:8]}"
         tps = ensure_partitions(attached, name, PARTITIONS, ctx.timeout(60))
         topic = tps[0][0]
         values: Values = {}
         try:
-            run_load({"kind": "produce", "bootstrap": broker.bootstrap, "tps": tps, "count": self.count, "size": 100,
+            run_load({"kind": "produce", "bootstrap": attached.bootstrap, "tps": tps, "count": self.count, "size": 100,
                       "acks": "1", "compression": "none", "timeout_s": ctx.timeout(30)}, ctx.timeout(40))
             labels = list(KINDS)
             labels = labels[rep % len(labels):] + labels[:rep % len(labels)]
             for label in labels:
-                result = run_load({"kind": "share", "bootstrap": broker.bootstrap, "topic": topic,
+                result = run_load({"kind": "share", "bootstrap": attached.bootstrap, "topic": topic,
                                    "group": f"{name}-{KINDS[label]}", "mode": KINDS[label], "members": MEMBERS,
                                    "count": self.count, "timeout_s": ctx.timeout(25)}, ctx.timeout(30))
                 values[f"{label}: throughput"] = result["records_per_s"]

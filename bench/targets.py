@@ -322,8 +322,11 @@ KAFKA_BENCH_JVM_OPTIONS = ("-Xms512m", "-Xmx512m", "-server", "-XX:+UseG1GC", "-
 # before the next one starts (`wait_removed_from_disk`). One partition per topic unless asked, as ours.
 # Messages (1 KiB) produced and read back once after Kafka starts, before any measurement (`KafkaTarget._warm_up`).
 KAFKA_WARMUP_MESSAGES = 100_000
+# The share coordinator's topic is sized for one node as realkafka sizes the others (Kafka's default RF 3 leaves a
+# single node's share groups without state: no records ever delivered).
 KAFKA_BENCH_PROPERTIES = {"log.segment.delete.delay.ms": "1000", "log.initial.task.delay.ms": "0",
-                          "num.partitions": "1"}
+                          "num.partitions": "1", "share.coordinator.state.topic.replication.factor": "1",
+                          "share.coordinator.state.topic.min.isr": "1"}
 
 
 class KafkaProcess:
@@ -332,15 +335,20 @@ class KafkaProcess:
     part of any measurement); `spawn()` starts `kafka.Kafka` and records when, so the start-up scenario times it
     as it times ours; `pid` is the broker's JVM itself (no wrapper script), whose CPU and RSS are the broker's."""
 
-    def __init__(self, version: str, directory: Path) -> None:
+    def __init__(self, version: str, directory: Path, overrides: dict[str, str] | None = None) -> None:
         from realkafka.node import kraft_node
 
         controller_port = free_port()
         self.version = version
         self.node = kraft_node(version, 1, "broker,controller", directory, voters=f"1@127.0.0.1:{controller_port}",
-                               port=free_port(), controller_port=controller_port, overrides=KAFKA_BENCH_PROPERTIES,
+                               port=free_port(), controller_port=controller_port,
+                               overrides={**KAFKA_BENCH_PROPERTIES, **(overrides or {})},
                                jvm_options=KAFKA_BENCH_JVM_OPTIONS)
         self.spawned_at = 0.0
+
+    @property
+    def controller_port(self) -> int:
+        return self.node.controller_port
 
     @property
     def bootstrap(self) -> str:
@@ -417,6 +425,83 @@ class KafkaProcess:
         self.node.proc = None
 
 
+class KafkaCluster:
+    """Apache Kafka as a cluster of `brokers` KRaft brokers and one KRaft controller, each a JVM of its own (the
+    counterpart of `broker.local_cluster.LocalCluster`'s ZooKeeper and brokers), on free loopback ports under
+    `directory`; `overrides` go to every broker. `start()` formats every node with one cluster id and returns once
+    all brokers answer ApiVersions; `stop()` is SIGTERM to all, never raises."""
+
+    def __init__(self, version: str, directory: Path, brokers: int = 3,
+                 overrides: dict[str, str] | None = None) -> None:
+        from realkafka.node import kraft_node
+
+        controller_port = free_port()
+        voters = f"{brokers + 1}@127.0.0.1:{controller_port}"
+        self.version = version
+        self.controller = kraft_node(version, brokers + 1, "controller", directory / "controller", voters=voters,
+                                     controller_port=controller_port, jvm_options=KAFKA_BENCH_JVM_OPTIONS)
+        internal = {name: str(min(3, brokers)) for name in (
+            "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+            "share.coordinator.state.topic.replication.factor")}
+        self.brokers = [kraft_node(version, i + 1, "broker", directory / f"broker-{i + 1}", voters=voters,
+                                   port=free_port(),
+                                   overrides={**KAFKA_BENCH_PROPERTIES, **internal, **(overrides or {})},
+                                   jvm_options=KAFKA_BENCH_JVM_OPTIONS)
+                       for i in range(brokers)]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    @property
+    def data_dirs(self) -> list[Path]:
+        return [b.log_dirs[0] for b in self.brokers]
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        from realkafka.jars import JarsUnavailable
+        from realkafka.node import new_cluster_id
+
+        cluster_id = new_cluster_id()
+        try:
+            for node in (self.controller, *self.brokers):
+                node.format(cluster_id)
+            self.controller.start(timeout_s)
+            for node in self.brokers:  # one at a time: a 2-core machine starts JVMs no faster side by side
+                node.start(timeout_s)
+        except (JarsUnavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
+            self.stop()
+            raise TargetError(f"Kafka {self.version} cluster: {exc}") from exc
+        except TimeoutError as exc:
+            self.stop()
+            raise TargetError(f"Kafka {self.version} cluster: {exc}") from exc
+
+    def stop(self) -> None:
+        from realkafka.node import terminate
+
+        for node in (*self.brokers, self.controller):
+            try:
+                terminate(node.proc, 30)
+            except Exception:  # noqa: BLE001 - stopping must never hide the results
+                pass
+            node.proc = None
+
+
+def warm_up_kafka(target: Target, messages: int = KAFKA_WARMUP_MESSAGES, replication_factor: int = 1) -> None:
+    """Produce `messages` (1 KiB) to a Kafka broker and read them back once before anything is measured: the JVM
+    interprets, then compiles its hot paths, and without this the first repetitions measured that (the first
+    produce's broker CPU per GB was twice the others'). Ours has nothing to warm up."""
+    from bench.runner import delete_topics, ensure_partitions, run_load
+
+    tps = ensure_partitions(target, "bench-warmup", 1, 60, replication_factor=replication_factor)
+    try:
+        acks = "1" if replication_factor == 1 else "all"
+        run_load({"kind": "produce", "bootstrap": target.bootstrap, "tps": tps, "count": messages, "size": 1024,
+                  "acks": acks, "compression": "none", "linger_ms": 5, "batch_bytes": 1 << 20}, 120)
+        run_load({"kind": "consume", "bootstrap": target.bootstrap, "tps": tps, "expected": messages}, 120)
+    finally:
+        delete_topics(target, {"bench-warmup"})
+
+
 class KafkaTarget(Target):
     """Apache Kafka `version` as a KRaft combined node the harness starts and stops (`KafkaProcess`)."""
 
@@ -444,19 +529,7 @@ class KafkaTarget(Target):
                 print(f"bench: warming Kafka {self.version} up failed: {exc}", file=sys.stderr)
 
     def _warm_up(self) -> None:
-        """Produce `warmup_messages` and read them back once before anything is measured: the JVM interprets, then
-        compiles its hot paths, and without this the first repetitions measured that (the first produce's broker
-        CPU per GB was twice the others'). Ours has nothing to warm up."""
-        from bench.runner import delete_topics, ensure_partitions, run_load
-
-        tps = ensure_partitions(self, "bench-warmup", 1, 60)
-        try:
-            run_load({"kind": "produce", "bootstrap": self.bootstrap, "tps": tps, "count": self.warmup_messages,
-                      "size": 1024, "acks": "1", "compression": "none", "linger_ms": 5, "batch_bytes": 1 << 20}, 120)
-            run_load({"kind": "consume", "bootstrap": self.bootstrap, "tps": tps, "expected": self.warmup_messages},
-                     120)
-        finally:
-            delete_topics(self, {"bench-warmup"})
+        warm_up_kafka(self, self.warmup_messages)
 
     def wait_removed_from_disk(self, topics: set[str], timeout_s: float) -> bool:
         # Kafka renames a deleted partition's directory to `<topic>-<p>.<id>-delete` and removes it
