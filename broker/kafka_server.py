@@ -301,6 +301,11 @@ class KafkaServer:
             self._group_coordinator = coordinator
         return self._group_coordinator
 
+    def started_group_coordinator(self) -> Any:
+        """The group coordinator if something has started it, else None: for readers that must not start it (a
+        metrics scrape)."""
+        return self._group_coordinator
+
     def _share_persister(self) -> object:
         """The persister the share-partition leaders of this broker use (one store for both sides)."""
         from broker.share.manager import share_partition_manager

@@ -132,7 +132,7 @@ def _network(server: Any) -> list[Family]:
 
 def _coordinators(server: Any) -> list[Family]:
     # the coordinator as it is: a scrape must not start it (KafkaServer starts it on first use)
-    coordinator = getattr(server, "_group_coordinator", None)
+    coordinator = server.started_group_coordinator()
     manager = getattr(getattr(coordinator, "coordinator", None), "manager", None)
     groups = list(manager.groups.values()) if manager is not None else []
     offsets = sum(len(getattr(g, "offsets", ())) for g in groups)
