@@ -75,6 +75,16 @@ SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
 log = logging.getLogger("broker.server")
 
+
+def _flush_metadata_files(logs: list[Any]) -> None:
+    """In a worker thread: each log's metadata files still behind (a failure is that log's alone; its next write
+    tries again and fails its produce with KAFKA_STORAGE_ERROR)."""
+    for log_ in logs:
+        try:
+            log_.flush_metadata_files()
+        except OSError as e:
+            log.error("%s: cannot write partition.metadata or leader-epoch-checkpoint: %s", log_.topic_partition, e)
+
 # What a broker answers before it has the controller's first UpdateMetadata: the controller's own requests
 # (which bring it), a follower's leader-epoch query and ApiVersions (no metadata in it).
 _SERVED_BEFORE_METADATA = frozenset({
@@ -120,6 +130,7 @@ class KafkaServer:
             min_insync_replicas_for=self.topic_configs.min_insync_replicas,
             metadata_cache=self.metadata_cache)
         self.replica_manager.on_flush_needed = self._schedule_flush
+        self.replica_manager.flush_metadata_files_later = self._flush_metadata_files_later
         self.replica_manager.replica_selector = replica_selector(config.get("replica.selector.class"))
         # KIP-890: transactional produce is verified with the transaction coordinator (dynamic key).
         self.replica_manager.transaction_verification_enabled = \
@@ -551,6 +562,15 @@ class KafkaServer:
         upto = log_.log_end_offset
         self._in_io(f"flush of {log_.topic_partition}", log_.flush, upto).add_done_callback(
             lambda _: self._flushing.discard(log_))
+
+    def _flush_metadata_files_later(self, logs: list[Any]) -> None:
+        """New partitions' partition.metadata and new leaders' epoch checkpoints, off the event loop (Kafka's
+        flush-metadata-file task); before the loop runs (start-up), here."""
+        if self.loop is None or self._stopping:
+            for log_ in logs:
+                log_.flush_metadata_files()
+            return
+        self._in_io("flush-metadata-file", _flush_metadata_files, logs)
 
     # ------------------------------------------------------------------ topics
     def auto_create_topics(self, names: list[str], ctx: RequestContext | None = None) -> None:

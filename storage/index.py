@@ -4,7 +4,8 @@ Formats (big-endian, as Kafka's OffsetIndex/TimeIndex):
 - ``.index``: 8-byte entries ``relative_offset int32 | position int32`` (relative_offset = offset - base).
 - ``.timeindex``: 12-byte entries ``timestamp int64 | relative_offset int32``.
 A writable index is preallocated to ``max_index_size`` (rounded down to whole entries) and trimmed to its
-entries when the segment rolls or closes; on open the entry count is the file length / entry size, then
+entries when the segment rolls or closes; a new one's file is created only with its first entry (Kafka's
+LazyIndex defers it too; an empty segment needs none); on open the entry count is the file length / entry size, then
 Kafka's sanity checks run (``sanity_check`` raises ``CorruptIndexError``; the segment rebuilds the index).
 Lookups are binary searches (the offset index keeps a native-endian copy of its two columns, 8 bytes per
 entry, so the search runs in C's ``bisect``). Entries are strictly increasing in offset (and in timestamp for
@@ -44,7 +45,13 @@ class _MmapIndex:
         self._mmap: mmap.mmap | None = None
         self._closed = False
         self._cols: tuple[array, array] | None = None
-        exists = self.path.exists() and self.path.stat().st_size > 0
+        if writable and not self.path.exists():
+            # A new segment's index (Kafka's LazyIndex): the file is created when the index first grows;
+            # creating two more files per new partition cost as much as its log and its directory together.
+            self.entries = 0
+            self._length = 0
+            return
+        exists = self.path.stat().st_size > 0
         fd = self._open()
         try:
             if exists:
