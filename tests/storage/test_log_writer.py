@@ -214,3 +214,25 @@ def test_metadata_files_of_a_deleted_log_are_not_written(tmp_path: Path) -> None
     moved = lg.delete()
     lg.flush_metadata_files()
     assert sorted(p.name for p in moved.iterdir()) == ["00000000000000000000.log"]
+
+
+def test_a_closed_segment_keeps_its_index_files_even_without_entries(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The index files of a new segment are created with their first entry; a segment closed before it has one
+    still leaves both (empty, as Kafka's trimmed indexes), so the next start finds them and recovers nothing."""
+    import logging
+
+    lg = Log.create(tmp_path / "t-0", LogConfig())
+    assert not (lg.dir / "00000000000000000000.index").exists()
+    lg.close()
+    assert (lg.dir / "00000000000000000000.index").stat().st_size == 0
+    assert (lg.dir / "00000000000000000000.timeindex").stat().st_size == 0
+    again = Log.open(tmp_path / "t-0", LogConfig(), had_clean_shutdown=True)
+    again.append_as_leader(batch(1), 0, now_ms=0)
+    assert (lg.dir / "00000000000000000000.index").stat().st_size > 0  # grown back for its entries
+    again.close()
+    with caplog.at_level(logging.INFO, logger="storage.log"):
+        third = Log.open(tmp_path / "t-0", LogConfig(), had_clean_shutdown=True)
+    assert third.log_end_offset == 1
+    assert "rebuilding indexes" not in caplog.text
+    third.close()
