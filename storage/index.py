@@ -34,7 +34,9 @@ NO_TIMESTAMP = -1
 class _MmapIndex:
     entry_size: int = 0
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, writable: bool = True) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, writable: bool = True,
+                 new: bool = False) -> None:
+        """``new``: the file is known not to exist yet (a segment of a log just created): nothing is looked up."""
         if max_index_size < self.entry_size:
             raise ValueError(f"invalid max index size {max_index_size}")
         self.path = Path(path)
@@ -45,7 +47,7 @@ class _MmapIndex:
         self._mmap: mmap.mmap | None = None
         self._closed = False
         self._cols: tuple[array, array] | None = None
-        if writable and not self.path.exists():
+        if writable and (new or not self.path.exists()):
             # A new segment's index (Kafka's LazyIndex): the file is created when the index first grows;
             # creating two more files per new partition cost as much as its log and its directory together.
             self.entries = 0

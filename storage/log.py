@@ -153,7 +153,7 @@ class Log(LogTransactions, LogRetention):
             return cls.open(dir, config, had_clean_shutdown=True, topic_id=topic_id,
                             producer_state_config=producer_state_config)
         self = cls(dir, config, TopicPartition.from_dir_name(dir.name), producer_state_config)
-        self.segments.append(LogSegment.open(dir, 0, config, now_ms=_now_ms()))
+        self.segments.append(LogSegment(dir, 0, config, now_ms=_now_ms(), new=True))
         self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
         self.topic_id = self._unflushed_topic_id = topic_id
         return self
