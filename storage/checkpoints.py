@@ -35,7 +35,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, *, sync_dir: bool = True) -> None:
+    """``<path>.tmp`` written and fsynced, renamed over ``path``, then the directory fsynced (the rename made
+    durable); ``sync_dir=False`` leaves that last fsync to a caller that writes several files of one directory."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -49,7 +51,8 @@ def write_atomically(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def _read_versioned_lines(path: Path) -> list[list[str]] | None:
@@ -103,9 +106,9 @@ class LeaderEpochCheckpointFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def write(self, entries: list[tuple[int, int]]) -> None:
+    def write(self, entries: list[tuple[int, int]], *, sync_dir: bool = True) -> None:
         lines = [str(CHECKPOINT_VERSION), str(len(entries))] + [f"{e} {o}" for e, o in entries]
-        write_atomically(self.path, "\n".join(lines) + "\n")
+        write_atomically(self.path, "\n".join(lines) + "\n", sync_dir=sync_dir)
 
     def read(self) -> list[tuple[int, int]]:
         entries = _read_versioned_lines(self.path)
@@ -140,8 +143,8 @@ class PartitionMetadataFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def write(self, topic_id: uuid.UUID) -> None:
-        write_atomically(self.path, f"version: 0\ntopic_id: {uuid_to_kafka_str(topic_id)}\n")
+    def write(self, topic_id: uuid.UUID, *, sync_dir: bool = True) -> None:
+        write_atomically(self.path, f"version: 0\ntopic_id: {uuid_to_kafka_str(topic_id)}\n", sync_dir=sync_dir)
 
     def read(self) -> uuid.UUID | None:
         try:

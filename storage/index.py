@@ -4,9 +4,10 @@ Formats (big-endian, as Kafka's OffsetIndex/TimeIndex):
 - ``.index``: 8-byte entries ``relative_offset int32 | position int32`` (relative_offset = offset - base).
 - ``.timeindex``: 12-byte entries ``timestamp int64 | relative_offset int32``.
 A writable index is preallocated to ``max_index_size`` (rounded down to whole entries) and trimmed to its
-entries when the segment rolls or closes; on open the entry count is the file length / entry size, then
-Kafka's sanity checks run (``sanity_check`` raises ``CorruptIndexError``; the segment rebuilds the index).
-Lookups are binary searches (the offset index keeps a native-endian copy of its two columns, 8 bytes per
+entries when the segment rolls or closes; a new one's file is created only with its first entry, or empty
+when it is trimmed before one (Kafka's LazyIndex defers it too); on open the entry count is the file length /
+entry size, then Kafka's sanity checks run (``sanity_check`` raises ``CorruptIndexError``; the segment rebuilds
+the index). Lookups are binary searches (the offset index keeps a native-endian copy of its two columns, 8 bytes per
 entry, so the search runs in C's ``bisect``). Entries are strictly increasing in offset (and in timestamp for
 the time index). Not thread-safe except ``flush``, which may run in a worker thread.
 """
@@ -33,7 +34,9 @@ NO_TIMESTAMP = -1
 class _MmapIndex:
     entry_size: int = 0
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, writable: bool = True) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, writable: bool = True,
+                 new: bool = False) -> None:
+        """``new``: the file is known not to exist yet (a segment of a log just created): nothing is looked up."""
         if max_index_size < self.entry_size:
             raise ValueError(f"invalid max index size {max_index_size}")
         self.path = Path(path)
@@ -44,7 +47,15 @@ class _MmapIndex:
         self._mmap: mmap.mmap | None = None
         self._closed = False
         self._cols: tuple[array, array] | None = None
-        exists = self.path.exists() and self.path.stat().st_size > 0
+        if writable and (new or not self.path.exists()):
+            # A new segment's index (Kafka's LazyIndex): the file is created when the index first grows;
+            # creating two more files per new partition cost as much as its log and its directory together.
+            self.entries = 0
+            self._length = 0
+            self._created = False
+            return
+        self._created = True
+        exists = self.path.stat().st_size > 0
         fd = self._open()
         try:
             if exists:
@@ -93,7 +104,7 @@ class _MmapIndex:
         """Grow or shrink the file (never below the used entries), as Kafka's AbstractIndex.resize."""
         new_size = max(new_size - new_size % self.entry_size, self.size_in_bytes)
         with self._lock:
-            if new_size == self._length:
+            if new_size == self._length and self._created:
                 return
             if self._mmap is not None:
                 self._mmap.flush()
@@ -106,6 +117,7 @@ class _MmapIndex:
                 os.ftruncate(fd, new_size)
             finally:
                 os.close(fd)
+            self._created = True  # a trimmed empty index is an empty file, as Kafka leaves it at close
             self._length = new_size  # mapped again on its next use
 
     def trim_to_valid_size(self) -> None:

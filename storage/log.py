@@ -41,7 +41,7 @@ from pathlib import Path
 from records import BatchHeader
 from storage.checkpoints import PartitionMetadataFile, fsync_dir
 from storage.config import LogConfig
-from storage.epoch_cache import LeaderEpochFileCache
+from storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from storage.errors import (
     CorruptLogError,
     DuplicateSequenceError,
@@ -83,6 +83,9 @@ class Log(LogTransactions, LogRetention):
         self.log_end_offset = 0
         self.recovery_point = 0
         self.topic_id: uuid.UUID | None = None
+        # Kafka's PartitionMetadataFile.record: a topic id not in partition.metadata yet (flush_metadata_files)
+        self._unflushed_topic_id: uuid.UUID | None = None
+        self._metadata_lock = threading.Lock()
         self.leader_epoch_cache = LeaderEpochFileCache(None)
         self.producer_state = ProducerStateManager(self.dir, topic_partition, producer_state_config)
         self._high_watermark: int | None = None  # reported by the partition; None: no partition yet
@@ -130,6 +133,63 @@ class Log(LogTransactions, LogRetention):
         self._load_topic_id(topic_id)
         return self
 
+    @classmethod
+    def create(
+        cls,
+        dir: Path,
+        config: LogConfig,
+        *,
+        topic_id: uuid.UUID | None = None,
+        producer_state_config: ProducerStateManagerConfig | None = None,
+    ) -> Log:
+        """A new partition's log in ``dir`` (Kafka's LogManager.getOrCreateLog of a new log): the directory,
+        one empty segment, nothing to load. A directory already there is opened and recovered (``open``). The
+        topic id and the leader epoch a leader assigns are written by ``flush_metadata_files`` (off the
+        caller's thread, and always before the first data)."""
+        dir = Path(dir)
+        try:
+            dir.mkdir(parents=True)
+        except FileExistsError:
+            return cls.open(dir, config, had_clean_shutdown=True, topic_id=topic_id,
+                            producer_state_config=producer_state_config)
+        self = cls(dir, config, TopicPartition.from_dir_name(dir.name), producer_state_config)
+        self.segments.append(LogSegment(dir, 0, config, now_ms=_now_ms(), new=True))
+        self.leader_epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT)
+        self.topic_id = self._unflushed_topic_id = topic_id
+        return self
+
+    @property
+    def has_unflushed_metadata(self) -> bool:
+        """partition.metadata or the leader-epoch checkpoint is behind (``flush_metadata_files``)."""
+        return self._unflushed_topic_id is not None or self.leader_epoch_cache.dirty
+
+    def flush_metadata_files(self) -> None:
+        """Kafka's maybeFlushMetadataFile (its ``flush-metadata-file`` task), with the leader-epoch checkpoint:
+        write what is behind, each file fsynced and renamed, then the directory fsynced once. Called off the
+        event loop after a partition is created or becomes leader, and before any data is written (the writer
+        thread's first write, an in-place append), so data on disk always has its topic id and epochs; on
+        close. Any thread; a closed log (deleted, moved aside) is left alone."""
+        if not self.has_unflushed_metadata:
+            return
+        with self._metadata_lock:
+            if self._closed:
+                return
+            wrote = False
+            topic_id = self._unflushed_topic_id
+            if topic_id is not None:
+                PartitionMetadataFile(self.dir / PARTITION_METADATA).write(topic_id, sync_dir=False)
+                self._unflushed_topic_id = None
+                wrote = True
+            wrote = self.leader_epoch_cache.flush_if_dirty(sync_dir=False) or wrote
+            if wrote:
+                fsync_dir(self.dir)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Kafka's maybeAssignEpochStartOffset (a new leader's epoch starts at its log end offset), written by
+        ``flush_metadata_files`` (see ``storage.epoch_cache``: until data of the epoch is written, a crash
+        leaves the same cache with or without the entry)."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset, flush=False)
+
     def _load_topic_id(self, topic_id: uuid.UUID | None) -> None:
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
         try:
@@ -141,9 +201,17 @@ class Log(LogTransactions, LogRetention):
             raise ValueError(f"{self.topic_partition}: topic id {topic_id} does not match stored {stored}")
         self.topic_id = stored or topic_id
         if stored is None and topic_id is not None:
-            meta.write(topic_id)
+            # Kafka's initializeTopicId: recorded now, written by flush_metadata_files (a log whose file went
+            # missing in a crash gets it back this way once the metadata names its topic id).
+            self._unflushed_topic_id = topic_id
 
     def assign_topic_id(self, topic_id: uuid.UUID) -> None:
+        """Kafka's assignTopicId: a log without a topic id takes it (recorded, written by
+        ``flush_metadata_files``); one with another topic id refuses it."""
+        if self.topic_id is not None:
+            if self.topic_id != topic_id:
+                raise ValueError(f"{self.topic_partition}: topic id {topic_id} does not match {self.topic_id}")
+            return
         self._load_topic_id(topic_id)
 
     # ==== appends ========================================================================================
@@ -299,6 +367,7 @@ class Log(LogTransactions, LogRetention):
             self._roll(first.base_offset, now_ms)
             seg = self.active_segment
         if self.writer is None:
+            self.flush_metadata_files()  # the writer thread does it before its write
             seg.append(buf, batches)
             self.log_end_offset = last.next_offset
         else:
@@ -583,6 +652,7 @@ class Log(LogTransactions, LogRetention):
         if self._closed:
             return
         self.wait_for_writes()
+        self.flush_metadata_files()
         self.flush()
         self.producer_state.map_end_offset = self.log_end_offset
         self.producer_state.take_snapshot(self.log_end_offset)
@@ -597,14 +667,16 @@ class Log(LogTransactions, LogRetention):
         self.wait_for_writes()
         for seg in self.segments + self._pending_deletes:
             seg.close_handles()
-        self._closed = True
+        with self._metadata_lock:
+            self._closed = True
 
     def delete(self) -> Path:
         """Close and rename the directory to ``<topic>-<p>.<uuidhex>-delete``; LogManager removes it later."""
         self.wait_for_writes()
         for seg in self.segments + self._pending_deletes:
             seg.close_handles()
-        self._closed = True
+        with self._metadata_lock:  # a flush_metadata_files in a worker thread ends first, and none starts after
+            self._closed = True
         target = self.dir.with_name(f"{self.topic_partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         os.replace(self.dir, target)
         fsync_dir(target.parent)

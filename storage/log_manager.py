@@ -194,19 +194,25 @@ class LogManager:
             if topic_id is not None and existing.topic_id is None:
                 existing.assign_topic_id(topic_id)
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        target = self._preferred_dir.pop(tp, None) or min(self.log_dirs, key=lambda d: counts[d])
+        target = self._preferred_dir.pop(tp, None) or self._next_log_dir()
         try:
-            lg = Log.open(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id,
-                          had_clean_shutdown=True, producer_state_config=self.producer_state_config)
+            lg = Log.create(target / str(tp), config or self.config_for(tp.topic), topic_id=topic_id,
+                            producer_state_config=self.producer_state_config)
         except OSError as e:
             # Kafka's getOrCreateLog: an I/O failure creating the log is a storage error of that partition.
             raise KafkaStorageError(f"cannot create the log of {tp} in {target}: {e}") from e
         self._logs[tp] = lg
         self._dir_of[tp] = target
         return lg
+
+    def _next_log_dir(self) -> Path:
+        """The log dir holding the fewest partitions (Kafka's nextLogDirs, first choice)."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
 
     def create_future_log(self, tp: TopicPartition, log_dir: Path) -> Log:
         """A log for ``tp`` in ``log_dir`` under a temporary name (``<tp>.<uuid hex>-future``, skipped at start-up),

@@ -10,6 +10,8 @@ Contract:
   there is something to take, once per batch); only then does each log's ``log_end_offset`` (what readers,
   the high watermark and followers see) move, on the owner's thread, so a log's readable state changes on one
   thread only.
+- Before a log's data, its metadata files still behind are written (``Log.flush_metadata_files``: a new
+  partition's ``partition.metadata``, a new leader's epoch), so no data reaches the disk without them.
 - A failed write (ENOSPC, EIO) removes its partial bytes and fails every later write of the same log (their
   positions assumed it) until the log, having taken the failures and rolled its reservations back, calls
   ``clear_failure``.
@@ -187,6 +189,9 @@ class LogWriter:
         position = first.position
         injected_stall(first.segment.log_path)
         try:
+            # Kafka's append flushes partition.metadata first: data on disk always has its topic id (and here
+            # its leader epochs), whatever a crash leaves.
+            first.log.flush_metadata_files()
             while buffers:
                 written = os.pwritev(first.segment.fd, buffers, position)
                 position += written

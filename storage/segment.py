@@ -93,29 +93,39 @@ class LogSegment:
         *,
         file_suffix: str = "",
         now_ms: int | None = None,
+        new: bool = False,
     ) -> None:
+        """``new``: the directory holds none of this segment's files (a log just created): nothing is looked up,
+        the ``.log`` is created exclusively."""
         # The caller's Path when it is one: its log's, shared (Path(path) copies, ~450 bytes per partition each).
         self.dir = dir if isinstance(dir, Path) else Path(dir)
         self.base_offset = base_offset
         self.index_interval_bytes = config.index_interval_bytes
         self.file_suffix = file_suffix
         self.log_path = self.dir / segment_file_name(base_offset, LOG_SUFFIX + file_suffix)
-        existed = self.log_path.exists()
-        indexes_existed = all(
-            (self.dir / segment_file_name(base_offset, ext + file_suffix)).exists()
-            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-        )
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        if new:
+            existed = indexes_existed = False
+            self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            self.size = 0
+        else:
+            existed = self.log_path.exists()
+            indexes_existed = all(
+                (self.dir / segment_file_name(base_offset, ext + file_suffix)).exists()
+                for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+            )
+            self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(
             self.dir / segment_file_name(base_offset, INDEX_SUFFIX + file_suffix),
             base_offset,
             config.segment_index_bytes,
+            new=new,
         )
         self.time_index = TimeIndex(
             self.dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX + file_suffix),
             base_offset,
             config.segment_index_bytes,
+            new=new,
         )
         self.txn_index = TransactionIndex(
             base_offset, self.dir / segment_file_name(base_offset, TXN_INDEX_SUFFIX + file_suffix))

@@ -193,8 +193,9 @@ class Partition(IsrManagement):
         self.partition_epoch = state.partition_epoch
         leo = self.log.log_end_offset
         if state.leader_epoch != self.leader_epoch or not was_leader:
-            # The new epoch starts at our LEO: followers truncate to it if they diverged (KIP-101).
-            self.log.leader_epoch_cache.assign(state.leader_epoch, leo)
+            # The new epoch starts at our LEO: followers truncate to it if they diverged (KIP-101). Written to the
+            # checkpoint off the event loop, and before any data of the epoch (Log.flush_metadata_files).
+            self.log.maybe_assign_epoch_start_offset(state.leader_epoch, leo)
             self.leader_epoch_start_offset = leo
             log.info("%s: leader at epoch %d from offset %d, ISR %s, high watermark %d",
                      self.topic_partition, state.leader_epoch, leo, state.isr, self._high_watermark)

@@ -24,7 +24,10 @@ UNKNOWN_TOPIC_OR_PARTITION otherwise) and leaves the log to `Partition`:
   leader, `replica.selector.class` (`replica_selector`) may answer a preferred read replica instead of data.
 - `become_leader_or_follower` applies LeaderAndIsr: stale controller epochs are rejected, partitions whose
   leader epoch is not newer are skipped, then `make_leaders` / `make_followers` (the fetcher manager,
-  when there is one, stops and starts replica fetchers; followers truncate by leader epoch).
+  when there is one, stops and starts replica fetchers; followers truncate by leader epoch). A new log is
+  its directory and an empty segment; its partition.metadata and a new leader's epoch checkpoint entry are
+  written off the event loop (`flush_metadata_files_later`, Kafka's flush-metadata-file task), and in any
+  case before the log's first data (`storage.Log.flush_metadata_files`).
 - `delete_records` moves each led partition's log start offset and, when a replica's log start offset
   is still behind, parks a `DelayedDeleteRecords` (broker.server.delayed_delete_records) until the low watermark
   gets there (or `timeout_ms`); a follower's fetch re-checks it.
@@ -117,6 +120,7 @@ class ReplicaManager:
         self.metrics: BrokerMetrics | None = None  # broker/metrics: set while metrics.prometheus.listener is
         self.on_leadership_change: list[Callable[[list[Partition], list[Partition]], None]] = []
         self.on_flush_needed: Callable[[Partition], None] | None = None
+        self.flush_metadata_files_later: Callable[[list[Log]], None] | None = None
         self.high_watermarks: dict[TopicPartition, int] = {}
         # KIP-890: the broker's transaction.partition.verification.enable (read per request: it is dynamic)
         # and the client that asks the coordinators (None: nothing to ask, transactional produce unverified).
@@ -214,11 +218,25 @@ class ReplicaManager:
         now = now_ms()
         new_leaders = self.make_leaders(to_lead, now)
         new_followers = self.make_followers(to_follow)
+        self._flush_metadata_files([p.log for tp in states if (p := self.partitions.get(tp)) is not None
+                                    and p.log is not None and p.log.has_unflushed_metadata])
         # A copy: a callback may register another (the broker starts its share coordinator on the first change to
         # __share_group_state and hands it that change itself).
         for cb in tuple(self.on_leadership_change):
             cb(new_leaders, new_followers)
         return errors
+
+    def _flush_metadata_files(self, logs: list[Log]) -> None:
+        """The new partitions' partition.metadata and the new leaders' epoch checkpoints: handed to
+        `flush_metadata_files_later` (Kafka's flush-metadata-file task: the broker runs them in a worker thread),
+        else written here. Each log also writes them itself before its first data (Log.flush_metadata_files)."""
+        if not logs:
+            return
+        if self.flush_metadata_files_later is not None:
+            self.flush_metadata_files_later(logs)
+            return
+        for log_ in logs:
+            log_.flush_metadata_files()
 
     def unhosted_logs(self) -> list[Log]:
         """The logs loaded from disk that no partition of this broker serves (yet)."""

@@ -268,3 +268,58 @@ def test_kill_9_then_seek_and_time_lookup_work_across_many_segments(broker_facto
     finally:
         consumer.close()
     assert second.stop() == 0, second.log_tail()
+
+
+def test_kill_9_right_after_create_topics_recovers_every_partition_with_its_topic_id(broker_factory: Any) -> None:
+    """A new partition's partition.metadata is written off the request path (Kafka's flush-metadata-file task):
+    a kill -9 right after CreateTopics answered may leave logs without it. After a restart every partition
+    directory holds the topic id the metadata gives (Kafka's initializeTopicId writes a missing file again), and
+    every partition takes writes and serves them."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import NewTopic as CNewTopic
+
+    from storage.checkpoints import uuid_from_kafka_str
+
+    partitions = 200
+    first = broker_factory(process=True)
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    admin.create_topics([CNewTopic("fresh", partitions, 1)], operation_timeout=60)["fresh"].result(90)
+    first.kill()
+    log_dir = first.data_dir / "logs"
+    dirs = [log_dir / f"fresh-{p}" for p in range(partitions)]
+    assert all(d.is_dir() for d in dirs)  # the logs exist once CreateTopics has answered
+
+    second = broker_factory(data_dir=first.data_dir, process=True, port=first.port)
+    admin = AdminClient({"bootstrap.servers": second.bootstrap})
+    [described] = admin.describe_topics(_topic_collection(["fresh"])).values()
+    topic_id = uuid_from_kafka_str(str(described.result(30).topic_id))
+
+    def written(d: Any) -> bool:
+        meta = d / "partition.metadata"
+        return meta.exists() and meta.read_text().startswith("version: 0\ntopic_id: ")
+
+    wait_until(lambda: all(written(d) for d in dirs), 30, "partition.metadata in every partition")
+    for d in dirs:
+        stored = (d / "partition.metadata").read_text().split("topic_id: ")[1].strip()
+        assert uuid_from_kafka_str(stored) == topic_id, d
+    producer = Producer({"bootstrap.servers": second.bootstrap, "acks": "all"})
+    for p in range(partitions):
+        producer.produce("fresh", value=b"v%d" % p, partition=p)
+    assert producer.flush(60) == 0
+    consumer = Consumer({"bootstrap.servers": second.bootstrap, "group.id": "fresh-check",
+                         "enable.auto.commit": False})
+    try:
+        for p in (0, partitions // 2, partitions - 1):
+            low, high = consumer.get_watermark_offsets(CTopicPartition("fresh", p), timeout=10)
+            assert (low, high) == (0, 1)
+    finally:
+        consumer.close()
+    assert second.stop() == 0, second.log_tail()
+
+
+def _topic_collection(names: list[str]) -> Any:
+    from confluent_kafka import TopicCollection
+
+    return TopicCollection(names)

@@ -12,8 +12,9 @@ from storage import CorruptIndexError, InvalidRecordError, OffsetIndex, TimeInde
 
 def test_offset_index_format_is_relative_offset_and_position_big_endian(tmp_path: Path) -> None:
     idx = OffsetIndex(tmp_path / "00000000000000000100.index", 100, 4096)
-    assert (tmp_path / "00000000000000000100.index").stat().st_size == 4096  # preallocated
+    assert not (tmp_path / "00000000000000000100.index").exists()  # a new index: created with its first entry
     idx.append(105, 4200)
+    assert (tmp_path / "00000000000000000100.index").stat().st_size == 4096  # preallocated
     idx.append(130, 9000)
     idx.trim_to_valid_size()
     idx.close()

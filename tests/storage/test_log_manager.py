@@ -11,6 +11,7 @@ import pytest
 
 from records import batch_headers as iter_batches
 from storage import KafkaStorageError, LogConfig, LogManager, TopicPartition
+from storage.checkpoints import PartitionMetadataFile
 
 from .conftest import build_batch
 
@@ -141,8 +142,46 @@ def test_topic_id_written_to_partition_metadata(tmp_path: Path) -> None:
     mgr.startup()
     tid = uuid.uuid4()
     lg = mgr.get_or_create_log(TopicPartition("t", 0), topic_id=tid)
+    # Kafka's flush-metadata-file: recorded at creation, written off the caller's thread (here: by hand)
+    assert lg.topic_id == tid and lg.has_unflushed_metadata
+    assert not (lg.dir / "partition.metadata").exists()
+    lg.flush_metadata_files()
     assert (lg.dir / "partition.metadata").read_text().startswith("version: 0\ntopic_id: ")
+    assert not lg.has_unflushed_metadata
     mgr.shutdown()
+
+
+def test_a_new_log_is_its_directory_and_one_empty_log_file(tmp_path: Path) -> None:
+    """What creating a partition costs the caller: no index file, no checkpoint, nothing fsynced."""
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    lg = mgr.get_or_create_log(TopicPartition("t", 0), topic_id=uuid.uuid4())
+    assert sorted(p.name for p in lg.dir.iterdir()) == ["00000000000000000000.log"]
+    lg.maybe_assign_epoch_start_offset(0, 0)
+    assert sorted(p.name for p in lg.dir.iterdir()) == ["00000000000000000000.log"]
+    mgr.shutdown()  # closing writes what is behind
+    assert (lg.dir / "partition.metadata").exists()
+    assert (lg.dir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+
+
+def test_a_topic_id_missing_after_a_crash_is_written_again(tmp_path: Path) -> None:
+    """Kafka's initializeTopicId: a log loaded without partition.metadata (killed before the flush) takes the
+    topic id the metadata gives it, and writes the file again."""
+    mgr = LogManager([tmp_path], CFG)
+    mgr.startup()
+    tp = TopicPartition("t", 0)
+    tid = uuid.uuid4()
+    mgr.get_or_create_log(tp, topic_id=tid).close_handles()  # a kill -9: nothing flushed
+    for fd in mgr._lock_fds:  # the killed process's locks die with it
+        os.close(fd)
+    again = LogManager([tmp_path], CFG)
+    again.startup()
+    loaded = again.get_log(tp)
+    assert loaded is not None and loaded.topic_id is None
+    assert again.get_or_create_log(tp, topic_id=tid) is loaded and loaded.topic_id == tid
+    loaded.flush_metadata_files()
+    assert PartitionMetadataFile(loaded.dir / "partition.metadata").read() == tid
+    again.shutdown()
 
 
 def test_cleanup_and_flush_dirty_logs(tmp_path: Path) -> None:

@@ -169,3 +169,70 @@ def test_a_producers_state_after_a_rollback_accepts_its_retry(tmp_path: Path, ga
     assert lg.log_end_offset == 1
     lg.close()
     writer.close()
+
+
+def test_a_new_logs_metadata_files_reach_the_disk_before_its_first_data(tmp_path: Path, gate: Gate) -> None:
+    """Kafka flushes partition.metadata before an append writes: the writer thread writes what is behind (the
+    topic id, a new leader's epoch) before the log's first bytes, so a crash never leaves data without them."""
+    import uuid
+
+    writer = LogWriter("d")
+    lg = Log.create(tmp_path / "t-0", LogConfig(), topic_id=uuid.uuid4())
+    lg.writer = writer
+    lg.maybe_assign_epoch_start_offset(3, 0)
+    assert lg.has_unflushed_metadata
+    lg.append_as_leader(batch(2), 3, now_ms=0)
+    assert not (lg.dir / "partition.metadata").exists()  # reserved only: the writer is held at the gate
+    gate.open.set()
+    settle(lg)
+    assert not lg.has_unflushed_metadata
+    assert (lg.dir / "partition.metadata").exists()
+    assert (lg.dir / "leader-epoch-checkpoint").read_text() == "0\n1\n3 0\n"
+    lg.close()
+    writer.close()
+
+
+def test_an_in_place_append_writes_the_metadata_files_first(tmp_path: Path) -> None:
+    import uuid
+
+    lg = Log.create(tmp_path / "t-0", LogConfig(), topic_id=uuid.uuid4())
+    lg.maybe_assign_epoch_start_offset(0, 0)
+    assert not (lg.dir / "leader-epoch-checkpoint").exists()
+    lg.append_as_leader(batch(1), 0, now_ms=0)
+    assert (lg.dir / "partition.metadata").exists()
+    assert (lg.dir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    lg.close_handles()
+
+
+def test_metadata_files_of_a_deleted_log_are_not_written(tmp_path: Path) -> None:
+    """A worker thread's flush-metadata-file that comes after the log was deleted leaves the renamed
+    directory alone (Kafka's writeIfDirExists)."""
+    import uuid
+
+    lg = Log.create(tmp_path / "t-0", LogConfig(), topic_id=uuid.uuid4())
+    lg.maybe_assign_epoch_start_offset(0, 0)
+    moved = lg.delete()
+    lg.flush_metadata_files()
+    assert sorted(p.name for p in moved.iterdir()) == ["00000000000000000000.log"]
+
+
+def test_a_closed_segment_keeps_its_index_files_even_without_entries(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The index files of a new segment are created with their first entry; a segment closed before it has one
+    still leaves both (empty, as Kafka's trimmed indexes), so the next start finds them and recovers nothing."""
+    import logging
+
+    lg = Log.create(tmp_path / "t-0", LogConfig())
+    assert not (lg.dir / "00000000000000000000.index").exists()
+    lg.close()
+    assert (lg.dir / "00000000000000000000.index").stat().st_size == 0
+    assert (lg.dir / "00000000000000000000.timeindex").stat().st_size == 0
+    again = Log.open(tmp_path / "t-0", LogConfig(), had_clean_shutdown=True)
+    again.append_as_leader(batch(1), 0, now_ms=0)
+    assert (lg.dir / "00000000000000000000.index").stat().st_size > 0  # grown back for its entries
+    again.close()
+    with caplog.at_level(logging.INFO, logger="storage.log"):
+        third = Log.open(tmp_path / "t-0", LogConfig(), had_clean_shutdown=True)
+    assert third.log_end_offset == 1
+    assert "rebuilding indexes" not in caplog.text
+    third.close()
