@@ -20,6 +20,7 @@ import resource
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from broker import lazy_packages
 
@@ -65,9 +66,14 @@ async def serve(config: KafkaConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = None
+    server: Any = None
     try:
-        server = KafkaServer(config)
+        if config.process_roles == ["controller"]:
+            from broker.quorum.server import ControllerServer
+
+            server = ControllerServer(config)
+        else:
+            server = KafkaServer(config)
         await server.start()
     except Exception as e:
         logging.getLogger("broker").error("start-up failed: %s", e, exc_info=not isinstance(e, ConfigError))

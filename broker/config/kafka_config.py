@@ -445,6 +445,8 @@ def _protocol_map(text: str | None) -> dict[str, str]:
 
 
 def _check_listeners(v: Mapping[str, Any]) -> None:
+    if list(v["process.roles"]) == ["controller"]:
+        return  # a controller's listeners are its controller listeners alone (_check_controller_only)
     listeners = [parse_listener(x) for x in _csv(v["listeners"])]
     advertised = [parse_listener(x, "advertised.listeners") for x in _csv(v["advertised.listeners"])] or listeners
     protocols = _protocol_map(v["listener.security.protocol.map"])
@@ -535,9 +537,9 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
         return
     if len(set(roles)) != len(roles):
         raise ConfigError(f"Duplicate role names found in `process.roles`: [{', '.join(roles)}]")
-    if roles != ["broker"]:
-        raise ConfigError(f"process.roles={','.join(roles)} is not supported: this broker runs only the "
-                          "'broker' role of a KRaft cluster (use Kafka's own controllers)")
+    if roles not in (["broker"], ["controller"]):
+        raise ConfigError(f"process.roles={','.join(roles)} is not supported: a node of ours runs either the "
+                          "'broker' or the 'controller' role of a KRaft cluster (combined mode is not yet)")
     node_id = v["node.id"]
     if node_id < 0:
         raise ConfigError("Missing configuration `node.id` which is required when `process.roles` is defined "
@@ -550,6 +552,9 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                           "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
                           "of controllers.")
     _require(not v["control.plane.listener.name"], "control.plane.listener.name is not supported in KRaft mode.")
+    if roles == ["controller"]:
+        _check_controller_only(v, node_id, voters, explicit_protocol_map)
+        return
     _require(node_id not in voters, "If process.roles contains just the 'broker' role, the node id "
              f"{node_id} must not be included in the set of voters controller.quorum.voters="
              f"Set({', '.join(str(i) for i in voters)})")
@@ -567,6 +572,26 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                 "listener.security.protocol.map  (an explicit security mapping for each controller listener is "
                 "required if listener.security.protocol.map is non-empty, or if there are security protocols "
                 "other than PLAINTEXT in use)")
+
+
+def _check_controller_only(v: Mapping[str, Any], node_id: int, voters: Mapping[int, Any],
+                           explicit_protocol_map: bool) -> None:
+    """Kafka's KafkaConfig.validateValues for process.roles=controller."""
+    if voters:
+        _require(node_id in voters, "If process.roles contains just the 'controller' role, the node id "
+                 f"{node_id} must be included in the set of voters controller.quorum.voters="
+                 f"Set({', '.join(str(i) for i in voters)})")
+    names = [n.upper() for n in _csv(v["controller.listener.names"])]
+    listener_names = [parse_listener(x).listener for x in _csv(v["listeners"])]
+    _require(bool(set(names) & set(listener_names)), "controller.listener.names must contain at least one value "
+             "appearing in the 'listeners' configuration when running the KRaft controller role")
+    _require(set(listener_names) <= set(names), "The listeners config must only contain KRaft controller listeners "
+             "from controller.listener.names when process.roles=controller")
+    protocols = _effective_protocol_map(v, explicit_protocol_map)
+    for name in names:
+        if name not in protocols:
+            raise ConfigError(f"Controller listener with name {name} defined in controller.listener.names not "
+                              "found in listener.security.protocol.map")
 
 
 @functools.cache

@@ -73,13 +73,31 @@ def test_a_kraft_broker_config_and_its_derived_values(tmp_path: Path) -> None:
     ({"controller.quorum.voters": None, "controller.quorum.bootstrap.servers": "nohost"},
      "Failed to parse host name from nohost for the configuration controller.quorum.bootstrap.servers"),
     ({"process.roles": "broker,broker"}, "Duplicate role names found in `process.roles`"),
-    ({"process.roles": "broker,controller"}, "is not supported: this broker runs only the 'broker' role"),
+    ({"process.roles": "broker,controller"}, "is not supported: a node of ours runs either the 'broker' or the "
+                                             "'controller' role"),
+    ({"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093"},
+     "requirement failed: If process.roles contains just the 'controller' role, the node id 4 must be included in "
+     "the set of voters controller.quorum.voters=Set(1)"),
+    ({"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093"},
+     "requirement failed: controller.listener.names must contain at least one value appearing in the 'listeners' "
+     "configuration when running the KRaft controller role"),
+    ({"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+      "listeners": "CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092"},
+     "requirement failed: The listeners config must only contain KRaft controller listeners from "
+     "controller.listener.names when process.roles=controller"),
     ({"process.roles": "voter"}, "voter"),
 ])
 def test_kraft_requirements_as_kafkas(tmp_path: Path, extra: dict[str, str | None], message: str) -> None:
     with pytest.raises(ConfigError) as e:
         KafkaConfig(kraft(tmp_path, **extra))
     assert message in str(e.value)
+
+
+def test_a_controller_only_node_is_configured_as_kafkas(tmp_path: Path) -> None:
+    config = KafkaConfig(kraft(tmp_path, **{"process.roles": "controller", "controller.quorum.voters":
+                                            "4@127.0.0.1:9093", "listeners": "CONTROLLER://127.0.0.1:9093"}))
+    assert config.process_roles == ["controller"] and config.quorum_voters == {4: ("127.0.0.1", 9093)}
+    assert [ep.listener for ep in config.listeners] == config.controller_listener_names == ["CONTROLLER"]
 
 
 def test_feature_levels_of_metadata_version() -> None:
