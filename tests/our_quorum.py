@@ -39,7 +39,7 @@ class OurQuorum:
     """`voters` controllers of ours (node ids 1..voters), formatted and started."""
 
     def __init__(self, directory: Path, voters: int, *, release_version: str | None = None,
-                 overrides: dict[str, str] | None = None) -> None:
+                 features: dict[str, int] | None = None, overrides: dict[str, str] | None = None) -> None:
         self.directory = Path(directory)
         self.cluster_id = new_cluster_id()
         self.ports = {i: free_port() for i in range(1, voters + 1)}
@@ -50,8 +50,10 @@ class OurQuorum:
                      "controller.listener.names": "CONTROLLER", "listeners": f"CONTROLLER://127.0.0.1:{port}",
                      **QUORUM_TIMINGS, **(overrides or {})}
             process = BrokerProcess(props, data_dir=self.directory / f"controller-{node_id}", port=port)
-            format_dirs(process, self.cluster_id,
-                        *(["--release-version", release_version] if release_version else []))
+            extra = ["--release-version", release_version] if release_version else []
+            for name, level in sorted((features or {}).items()):
+                extra += ["--feature", f"{name}={level}"]
+            format_dirs(process, self.cluster_id, *extra)
             self.controllers[node_id] = process
 
     def start(self) -> OurQuorum:

@@ -158,3 +158,18 @@ def test_format_command_line(tmp_path: Path) -> None:
     assert again.returncode == 1 and "is already formatted" in again.stderr
     ignored = subprocess.run(args + ["--ignore-formatted"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert ignored.returncode == 0 and "All of the log directories are already formatted." in ignored.stdout
+
+
+def test_format_features_go_into_the_bootstrap_after_metadata_version(tmp_path: Path) -> None:
+    from broker.kraft.format import main as format_main
+
+    args = ["--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", "--release-version", "4.1-IV1", "--feature", "group.version=1",
+            "-f", "transaction.version=2"]
+    for key, value in kraft(tmp_path, **{"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+                                         "listeners": "CONTROLLER://127.0.0.1:9093"}).items():
+        args += ["--override", f"{key}={value}"]
+    assert format_main(args) == 0
+    _, records = read_snapshot_records(tmp_path / "a" / "bootstrap.checkpoint")
+    assert [(r.message.name, r.message.feature_level) for r in records] == [
+        ("metadata.version", 27), ("group.version", 1), ("transaction.version", 2)]
+    assert format_main(["--cluster-id", "x", "--feature", "group.version"]) == 1
