@@ -81,6 +81,7 @@ import uuid
 from typing import Any
 
 from broker.kraft.loader import MetadataLoader
+from broker.quorum.controller import CONTROLLER_APIS
 from broker.quorum.envelope import EnvelopeRules
 from broker.quorum.jbod import JbodRules
 from broker.quorum.rules import BrokerState, QuorumRules
@@ -101,14 +102,10 @@ from records import build_batch
 log = logging.getLogger("tests.kraft_controller")
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAAAQ
-SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
-          ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
-          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
-          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
-          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
-          ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
-          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
-          ApiKey.ENVELOPE: (0, 0), ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0)}
+# The quorum controller's APIs (but DescribeQuorum), and what this stand-in adds: snapshots and SASL.
+SERVED = {**{k: v for k, v in CONTROLLER_APIS.items() if k != ApiKey.DESCRIBE_QUORUM},
+          ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.FETCH_SNAPSHOT: (0, 1),
+          ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
 class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
