@@ -35,7 +35,39 @@ def format_dirs(process: BrokerProcess, cluster_id: str, *extra: str) -> None:
     subprocess.run(args, check=True, capture_output=True, timeout=60)
 
 
-class OurQuorum:
+class _Voters:
+    ports: dict[int, int]  # node id -> its controller listener's port
+    controllers: dict[int, BrokerProcess]
+
+    def describe(self, node_id: int) -> Any:
+        """DescribeQuorum v1 sent straight to controller `node_id`: its partition's answer."""
+        Req = request_class(ApiKey.DESCRIBE_QUORUM)
+        request = Req[1](topics=[Req.TopicData(topic_name="__cluster_metadata", partitions=[
+            Req.TopicData.PartitionData(partition_index=0)])])
+        return raw_request(self.ports[node_id], request, timeout=5).topics[0].partitions[0]
+
+    def active(self) -> int | None:
+        """The controller that answers DescribeQuorum as the leader, among those running."""
+        for node_id, process in self.controllers.items():
+            if process.proc is None or process.proc.poll() is not None:
+                continue
+            try:
+                p = self.describe(node_id)
+            except OSError:
+                continue
+            if p.error_code == ErrorCode.NONE:
+                return node_id
+        return None
+
+    def close(self) -> None:
+        for process in self.controllers.values():
+            try:
+                process.stop(30)
+            except Exception:
+                process.kill()
+
+
+class OurQuorum(_Voters):
     """`voters` controllers of ours (node ids 1..voters), formatted and started."""
 
     def __init__(self, directory: Path, voters: int, *, release_version: str | None = None,
@@ -70,29 +102,33 @@ class OurQuorum:
         format_dirs(broker, self.cluster_id)
         return broker
 
-    def describe(self, node_id: int) -> Any:
-        """DescribeQuorum v1 sent straight to controller `node_id`: its partition's answer."""
-        Req = request_class(ApiKey.DESCRIBE_QUORUM)
-        request = Req[1](topics=[Req.TopicData(topic_name="__cluster_metadata", partitions=[
-            Req.TopicData.PartitionData(partition_index=0)])])
-        return raw_request(self.ports[node_id], request, timeout=5).topics[0].partitions[0]
 
-    def active(self) -> int | None:
-        """The controller every running one names as leader, when it answers as the leader itself."""
-        for node_id, process in self.controllers.items():
-            if process.proc is None or process.proc.poll() is not None:
-                continue
-            try:
-                p = self.describe(node_id)
-            except OSError:
-                continue
-            if p.error_code == ErrorCode.NONE:
-                return node_id
-        return None
 
-    def close(self) -> None:
-        for process in self.controllers.values():
-            try:
-                process.stop(20)
-            except Exception:
-                process.kill()
+class CombinedNodes(_Voters):
+    """`n` combined nodes of ours (`process.roles=broker,controller`, node ids 1..n, all of them voters)."""
+
+    def __init__(self, directory: Path, n: int, *, release_version: str | None = None) -> None:
+        self.cluster_id = new_cluster_id()
+        self.ports = {i: free_port() for i in range(1, n + 1)}
+        self.voters = ",".join(f"{i}@127.0.0.1:{port}" for i, port in self.ports.items())
+        self.nodes: dict[int, BrokerProcess] = {}
+        self.controllers = self.nodes
+        for node_id, controller_port in self.ports.items():
+            port = free_port()
+            props = {"process.roles": "broker,controller", "node.id": str(node_id),
+                     "controller.quorum.voters": self.voters, "controller.listener.names": "CONTROLLER",
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                     "inter.broker.listener.name": "PLAINTEXT", **QUORUM_TIMINGS, **BROKER_FAST}
+            process = BrokerProcess(props, data_dir=directory / f"node-{node_id}", port=port)
+            format_dirs(process, self.cluster_id, *(["--release-version", release_version] if release_version else []))
+            self.nodes[node_id] = process
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(p.bootstrap for p in self.nodes.values())
+
+    def start(self) -> CombinedNodes:
+        for process in self.nodes.values():
+            process.start(90)
+        return self

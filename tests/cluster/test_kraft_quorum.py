@@ -11,6 +11,7 @@ broker/quorum/) and three KRaft brokers of ours, each its own `python -m broker`
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from broker.testing import BrokerProcess
-from tests.cluster.support import create_topic, metadata, wait_until
+from tests.cluster.support import admin, create_topic, metadata, wait_until
 from tests.interop.kraft_checks import Load, read_back_once
-from tests.our_quorum import OurQuorum
+from tests.our_quorum import CombinedNodes, OurQuorum
 
 BROKERS = (11, 12, 13)
 PARTITIONS = 3
@@ -121,3 +122,42 @@ def test_an_unformatted_controller_refuses_to_start(tmp_path: Path) -> None:
                                 "listeners": "CONTROLLER://127.0.0.1:0"}, data_dir=tmp_path / "c")
     with pytest.raises(RuntimeError, match="No `meta.properties` found"):
         controller.start(30)
+
+
+@pytest.fixture(scope="module")
+def combined(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CombinedNodes]:
+    nodes = CombinedNodes(tmp_path_factory.mktemp("combined"), 3)
+    try:
+        started = time.monotonic()
+        nodes.start()
+        wait_until(lambda: len(admin(nodes.bootstrap).list_topics(timeout=5).brokers) == 3, 90,
+                   "three brokers registered and unfenced")
+        print(f"three combined nodes up in {time.monotonic() - started:.1f} s")
+        yield nodes
+    finally:
+        nodes.close()
+
+
+def test_three_combined_nodes_serve_an_rf3_topic_and_survive_a_kill_9(combined: CombinedNodes) -> None:
+    """process.roles=broker,controller on all three: no process but ours, an RF=3 topic, and kill -9 of the node
+    whose controller is active under an acks=all load loses nothing acknowledged."""
+    topic = f"combined-{uuid.uuid4().hex[:6]}"
+    create_topic(combined.bootstrap, topic, PARTITIONS, 3)
+    wait_until(lambda: all(p.leader in combined.nodes and len(p.isrs) == 3
+                           for p in metadata(combined.bootstrap, topic).values()), 60, f"{topic} fully in sync")
+    load = Load(combined.bootstrap, topic).start()
+    try:
+        wait_until(lambda: len(load.acked) >= 1000, 120, "the load running")
+        victim = wait_until(combined.active, 30, "an active controller")
+        combined.nodes[victim].kill()
+        wait_until(lambda: (a := combined.active()) not in (None, victim) and a, 60, "a new active controller")
+        acked = len(load.acked)
+        wait_until(lambda: len(load.acked) > acked + 1000, 120, "writes acknowledged after the kill")
+    finally:
+        load.stop()
+    assert not load.errors, load.errors[:3]
+    survivor = next(p for i, p in combined.nodes.items() if i != victim)
+    read_back_once(load, survivor, PARTITIONS)
+    combined.nodes[victim].start(90)
+    wait_until(lambda: all(len(p.isrs) == 3 for p in metadata(survivor.bootstrap, topic).values()), 120,
+               f"node {victim} back in every ISR")

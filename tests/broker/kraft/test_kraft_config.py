@@ -73,8 +73,15 @@ def test_a_kraft_broker_config_and_its_derived_values(tmp_path: Path) -> None:
     ({"controller.quorum.voters": None, "controller.quorum.bootstrap.servers": "nohost"},
      "Failed to parse host name from nohost for the configuration controller.quorum.bootstrap.servers"),
     ({"process.roles": "broker,broker"}, "Duplicate role names found in `process.roles`"),
-    ({"process.roles": "broker,controller"}, "is not supported: a node of ours runs either the 'broker' or the "
-                                             "'controller' role"),
+    ({"process.roles": "broker,controller", "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093"},
+     "requirement failed: If process.roles contains the 'controller' role, the node id 4 must be included in the "
+     "set of voters controller.quorum.voters=Set(1)"),
+    ({"process.roles": "broker,controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+      "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+      "advertised.listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"},
+     "requirement failed: advertised.listeners listener names must be equal to or a subset of the ones defined in "
+     "listeners. Found CONTROLLER,PLAINTEXT. The valid options based on the current configuration are PLAINTEXT"),
     ({"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093"},
      "requirement failed: If process.roles contains just the 'controller' role, the node id 4 must be included in "
      "the set of voters controller.quorum.voters=Set(1)"),
@@ -98,6 +105,16 @@ def test_a_controller_only_node_is_configured_as_kafkas(tmp_path: Path) -> None:
                                             "4@127.0.0.1:9093", "listeners": "CONTROLLER://127.0.0.1:9093"}))
     assert config.process_roles == ["controller"] and config.quorum_voters == {4: ("127.0.0.1", 9093)}
     assert [ep.listener for ep in config.listeners] == config.controller_listener_names == ["CONTROLLER"]
+
+
+def test_a_combined_node_serves_its_broker_listeners_and_advertises_them_alone(tmp_path: Path) -> None:
+    config = KafkaConfig(kraft(tmp_path, **{"process.roles": "broker,controller", "controller.quorum.voters":
+                                            "4@127.0.0.1:9093",
+                                            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}))
+    assert config.process_roles == ["broker", "controller"]
+    assert [str(ep) for ep in config.broker_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert [str(ep) for ep in config.advertised_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert len(config.listeners) == 2
 
 
 def test_feature_levels_of_metadata_version() -> None:
