@@ -4,7 +4,8 @@
 Contract:
 - `ControllerChannel.send(build, api_key)` sends one request to the active controller: the quorum leader the
   metadata log follower knows (its `controller.quorum.voters` endpoint), reconnecting when the leader moves.
-  Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry).
+  Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry), at once or, with
+  `wait_s`, after trying again for that long.
 - `BrokerLifecycleManager.start()`: BrokerRegistration (v0-4: node id, cluster id, a fresh incarnation id per
   process, our advertised listeners with their security protocols, the features we support, rack, the log
   dirs' directory ids, previous broker epoch -1), retried every `retry_backoff` until accepted; its broker
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -83,7 +85,20 @@ class ControllerChannel:
         self.timeout_s = timeout_s
         self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
 
-    async def send(self, build: Any, api_key: int) -> Any:
+    async def send(self, build: Any, api_key: int, *, wait_s: float = 0.0) -> Any:
+        """With `wait_s`, a controller not known yet or not reachable is tried again every 100 ms for up to that
+        long, as Kafka's NodeToControllerChannelManager keeps a request queued until it finds the active
+        controller (a controller quorum electing a new leader takes a few seconds)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return await self._send_once(build, api_key)
+            except ControllerUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    async def _send_once(self, build: Any, api_key: int) -> Any:
         target = self._leader()
         if target is None:
             raise ControllerUnavailable("no active controller known yet")
@@ -98,7 +113,7 @@ class ControllerChannel:
             raise ControllerUnavailable(str(e)) from None
 
     async def send_enveloped(self, build: Any, api_key: int, *, principal: bytes, client_address: bytes,
-                             client_id: str | None, correlation_id: int) -> Any:
+                             client_id: str | None, correlation_id: int, wait_s: float = 0.0) -> Any:
         """`build(version)` wrapped in an EnvelopeRequest (KIP-590, Kafka's ForwardingManager): the inner request
         at the best version the controller and we share, with the client's header (correlation id, client id),
         the serialized principal and the client's address; returns the inner response. An Envelope the
@@ -113,7 +128,7 @@ class ControllerChannel:
             return request_class(ApiKey.ENVELOPE)[v](request_data=encode_request(request),
                                                       request_principal=principal, client_host_address=client_address)
 
-        resp = await self.send(envelope, ApiKey.ENVELOPE)
+        resp = await self.send(envelope, ApiKey.ENVELOPE, wait_s=wait_s)
         if resp.error_code != ErrorCode.NONE:
             raise EnvelopeRefused(ErrorCode(resp.error_code))
         try:
