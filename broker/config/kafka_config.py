@@ -460,7 +460,7 @@ def _broker_listeners(v: Mapping[str, Any]) -> list[Endpoint]:
 
 def _check_listeners(v: Mapping[str, Any]) -> None:
     if list(v["process.roles"]) == ["controller"]:
-        return  # a controller's listeners are its controller listeners alone (_check_controller_only)
+        return  # a controller's listeners are its controller listeners alone (_check_controller_role)
     listeners = _broker_listeners(v)
     advertised = [parse_listener(x, "advertised.listeners") for x in _csv(v["advertised.listeners"])] or listeners
     protocols = _protocol_map(v["listener.security.protocol.map"])
@@ -566,11 +566,8 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                           "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
                           "of controllers.")
     _require(not v["control.plane.listener.name"], "control.plane.listener.name is not supported in KRaft mode.")
-    if roles == ["controller"]:
-        _check_controller_only(v, node_id, voters, explicit_protocol_map)
-        return
     if "controller" in roles:
-        _check_combined(v, node_id, voters, explicit_protocol_map)
+        _check_controller_role(v, node_id, voters, explicit_protocol_map)
         return
     _require(node_id not in voters, "If process.roles contains just the 'broker' role, the node id "
              f"{node_id} must not be included in the set of voters controller.quorum.voters="
@@ -591,38 +588,22 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                 "other than PLAINTEXT in use)")
 
 
-def _check_controller_only(v: Mapping[str, Any], node_id: int, voters: Mapping[int, Any],
+def _check_controller_role(v: Mapping[str, Any], node_id: int, voters: Mapping[int, Any],
                            explicit_protocol_map: bool) -> None:
-    """Kafka's KafkaConfig.validateValues for process.roles=controller."""
+    """Kafka's KafkaConfig.validateValues for process.roles=controller and broker,controller (a combined node
+    advertising a controller listener is refused by _check_listeners: its broker listeners exclude them)."""
+    only = list(v["process.roles"]) == ["controller"]
     if voters:
-        _require(node_id in voters, "If process.roles contains just the 'controller' role, the node id "
-                 f"{node_id} must be included in the set of voters controller.quorum.voters="
+        _require(node_id in voters, f"If process.roles contains {'just ' if only else ''}the 'controller' role, "
+                 f"the node id {node_id} must be included in the set of voters controller.quorum.voters="
                  f"Set({', '.join(str(i) for i in voters)})")
     names = [n.upper() for n in _csv(v["controller.listener.names"])]
     listener_names = [parse_listener(x).listener for x in _csv(v["listeners"])]
     _require(bool(set(names) & set(listener_names)), "controller.listener.names must contain at least one value "
              "appearing in the 'listeners' configuration when running the KRaft controller role")
-    _require(set(listener_names) <= set(names), "The listeners config must only contain KRaft controller listeners "
-             "from controller.listener.names when process.roles=controller")
-    protocols = _effective_protocol_map(v, explicit_protocol_map)
-    for name in names:
-        if name not in protocols:
-            raise ConfigError(f"Controller listener with name {name} defined in controller.listener.names not "
-                              "found in listener.security.protocol.map")
-
-
-def _check_combined(v: Mapping[str, Any], node_id: int, voters: Mapping[int, Any],
-                    explicit_protocol_map: bool) -> None:
-    """Kafka's KafkaConfig.validateValues for process.roles=broker,controller (advertising a controller listener
-    is refused by _check_listeners: the broker's listeners are those without the controller's)."""
-    if voters:
-        _require(node_id in voters, "If process.roles contains the 'controller' role, the node id "
-                 f"{node_id} must be included in the set of voters controller.quorum.voters="
-                 f"Set({', '.join(str(i) for i in voters)})")
-    names = [n.upper() for n in _csv(v["controller.listener.names"])]
-    listener_names = [parse_listener(x).listener for x in _csv(v["listeners"])]
-    _require(bool(set(names) & set(listener_names)), "controller.listener.names must contain at least one value "
-             "appearing in the 'listeners' configuration when running the KRaft controller role")
+    if only:
+        _require(set(listener_names) <= set(names), "The listeners config must only contain KRaft controller "
+                 "listeners from controller.listener.names when process.roles=controller")
     protocols = _effective_protocol_map(v, explicit_protocol_map)
     for name in names:
         if name not in protocols:

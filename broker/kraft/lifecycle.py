@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
@@ -76,6 +76,27 @@ class EnvelopeRefused(ControllerUnavailable):
         self.error = error
 
 
+def _names_not_controller(message: Any) -> bool:
+    """Whether any error code in a response is NOT_CONTROLLER (Kafka's NodeToControllerRequestThread looks at the
+    response's error counts): the controller it went to is not the active one."""
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        fields = getattr(type(item), "__slots__", None)
+        if not fields or isinstance(item, (str, bytes, bytearray, memoryview)):
+            continue
+        for name in fields:
+            value = getattr(item, name, None)
+            if name == "error_code" and value == ErrorCode.NOT_CONTROLLER:
+                return True
+            if isinstance(value, (list, tuple)) or getattr(type(value), "__slots__", None):
+                stack.append(value)
+    return False
+
+
 class ControllerChannel:
     def __init__(self, leader: Callable[[], tuple[str, int] | None], client_id: str, *,
                  security: ClientSecurity | None = None, timeout_s: float = 30.0) -> None:
@@ -86,17 +107,24 @@ class ControllerChannel:
         self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
 
     async def send(self, build: Any, api_key: int, *, wait_s: float = 0.0) -> Any:
-        """With `wait_s`, a controller not known yet or not reachable is tried again every 100 ms for up to that
-        long, as Kafka's NodeToControllerChannelManager keeps a request queued until it finds the active
-        controller (a controller quorum electing a new leader takes a few seconds)."""
+        """With `wait_s`, a controller not known yet, not reachable, or answering NOT_CONTROLLER anywhere in its
+        response is tried again every 100 ms for up to that long, as Kafka's NodeToControllerChannelManager keeps a
+        request queued until the active controller takes it (a quorum electing a new leader takes seconds)."""
+        return await self._retrying(lambda: self._send_once(build, api_key), wait_s)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[Any]], wait_s: float) -> Any:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                return await self._send_once(build, api_key)
+                response = await attempt()
             except ControllerUnavailable:
                 if time.monotonic() >= deadline:
                     raise
-                await asyncio.sleep(0.1)
+            else:
+                if wait_s <= 0 or time.monotonic() >= deadline or not _names_not_controller(response):
+                    return response
+                self.close()  # that controller is no longer active: find the leader again
+            await asyncio.sleep(0.1)
 
     async def _send_once(self, build: Any, api_key: int) -> Any:
         target = self._leader()
@@ -128,13 +156,18 @@ class ControllerChannel:
             return request_class(ApiKey.ENVELOPE)[v](request_data=encode_request(request),
                                                       request_principal=principal, client_host_address=client_address)
 
-        resp = await self.send(envelope, ApiKey.ENVELOPE, wait_s=wait_s)
-        if resp.error_code != ErrorCode.NONE:
-            raise EnvelopeRefused(ErrorCode(resp.error_code))
-        try:
-            return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
-        except ProtocolError as e:
-            raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
+        async def once() -> Any:
+            resp = await self._send_once(envelope, ApiKey.ENVELOPE)
+            if resp.error_code == ErrorCode.NOT_CONTROLLER and wait_s > 0:
+                raise ControllerUnavailable("the controller is not active")
+            if resp.error_code != ErrorCode.NONE:
+                raise EnvelopeRefused(ErrorCode(resp.error_code))
+            try:
+                return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
+            except ProtocolError as e:
+                raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
+
+        return await self._retrying(once, wait_s)
 
     def close(self) -> None:
         if self._conn is not None:

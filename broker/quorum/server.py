@@ -35,12 +35,12 @@ from broker.quorum.controller import CONTROLLER_APIS, LeadershipLost, QuorumCont
 from broker.raft import messages as msg
 from broker.raft.client import RaftClient
 from broker.raft.config import QuorumConfig
-from broker.raft.driver import RAFT_APIS, RaftDriver
+from broker.raft.driver import RAFT_APIS, RaftDriver, decode_or_close
 from broker.raft.quorum_state import QUORUM_STATE_FILE, FileQuorumStateStore
 from broker.raft.raft_log import RaftLog
-from protocol import ApiKey, decode_request, encode_response, response_class
+from protocol import ApiKey, encode_response, response_class
 from protocol.codec import SUPPORTED_VERSIONS
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode
 from storage.checkpoints import read_properties
 from storage.snapshot_file import BOOTSTRAP_FILE
 
@@ -139,10 +139,8 @@ class ControllerServer:
 
     # ---- requests
     async def handle_frame(self, conn: Connection, frame: bytearray) -> Response | None:
-        try:
-            request = decode_request(frame)
-        except ProtocolError as e:
-            conn.close(f"undecodable request: {e}")
+        request = decode_or_close(conn, frame)
+        if request is None:
             return None
         key = request.API_KEY
         served = SERVED.get(key)
