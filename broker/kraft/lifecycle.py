@@ -5,7 +5,8 @@ Contract:
 - `ControllerChannel.send(build, api_key)` sends one request to the active controller: the quorum leader the
   metadata log follower knows (its `controller.quorum.voters` endpoint), reconnecting when the leader moves.
   Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry), at once or, with
-  `wait_s`, after trying again for that long.
+  `wait_s`, after trying again for that long; with `wait_s` an answer naming NOT_CONTROLLER anywhere is tried
+  again too (the last one is returned once the time is up).
 - `BrokerLifecycleManager.start()`: BrokerRegistration (v0-4: node id, cluster id, a fresh incarnation id per
   process, our advertised listeners with their security protocols, the features we support, rack, the log
   dirs' directory ids, previous broker epoch -1), retried every `retry_backoff` until accepted; its broker
