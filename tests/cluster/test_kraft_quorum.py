@@ -197,3 +197,18 @@ def test_repeated_kill_9_of_the_active_controller(cluster: Cluster) -> None:
     read_back_once(load, cluster.brokers[0], PARTITIONS)
     listed = admin(cluster.bootstrap).list_topics(timeout=10).topics
     assert [t for t in created if t not in listed] == []
+
+
+def test_a_restarted_quorum_keeps_its_metadata(cluster: Cluster) -> None:
+    """Every controller stopped and started again (the whole quorum: the metadata log on disk is all there is):
+    the topics are still there with their leaders, and a new one can be created."""
+    before = _rf3_topic(cluster)
+    for process in cluster.quorum.controllers.values():
+        process.stop(30)
+    for process in cluster.quorum.controllers.values():
+        process.start(60)
+    wait_until(cluster.quorum.active, 60, "an active controller after the restart")
+    after = _rf3_topic(cluster)
+    listed = admin(cluster.bootstrap).list_topics(timeout=10).topics
+    assert before in listed and after in listed
+    assert all(p.leader in BROKERS for p in metadata(cluster.bootstrap, before).values())
