@@ -212,3 +212,25 @@ def test_a_restarted_quorum_keeps_its_metadata(cluster: Cluster) -> None:
     listed = admin(cluster.bootstrap).list_topics(timeout=10).topics
     assert before in listed and after in listed
     assert all(p.leader in BROKERS for p in metadata(cluster.bootstrap, before).values())
+
+
+def test_local_cluster_runs_combined_kraft_nodes(tmp_path: Path) -> None:
+    """`LocalCluster(kraft=True)` (`./dev cluster --kraft`): three combined nodes of ours, no ZooKeeper; an RF=3
+    topic serves an idempotent acks=all producer, and a node restarted after kill -9 rejoins every ISR."""
+    from broker.local_cluster import LocalCluster
+
+    with LocalCluster(3, data_dir=tmp_path / "cluster", kraft=True) as local:
+        assert local.zookeeper is None
+        topic = f"local-{uuid.uuid4().hex[:6]}"
+        create_topic(local.bootstrap, topic, PARTITIONS, 3)
+        wait_until(lambda: all(len(p.isrs) == 3 for p in metadata(local.bootstrap, topic).values()), 60,
+                   f"{topic} fully in sync")
+        load = Load(local.bootstrap, topic).start()
+        wait_until(lambda: len(load.acked) >= 1000, 120, "1,000 acknowledged records")
+        local.brokers[2].kill()
+        local.restart(2)
+        load.stop()
+        assert not load.errors, load.errors[:3]
+        read_back_once(load, local.brokers[0], PARTITIONS)
+        wait_until(lambda: all(len(p.isrs) == 3 for p in metadata(local.bootstrap, topic).values()), 120,
+                   "node 2 back in every ISR")
