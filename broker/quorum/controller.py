@@ -79,8 +79,8 @@ class QuorumController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
         self.cluster_id = cluster_id
         self.bootstrap = bootstrap
         self.voter_endpoints = voter_endpoints or {}
-        # observer id -> (its last fetch offset, when in wall-clock ms, ...), kept by the listener (server.py)
-        self.observers: dict[int, tuple[int, int, int]] = {}
+        # observer id -> (its last fetch offset, when in wall-clock ms), kept by the listener (server.py)
+        self.observers: dict[int, tuple[int, int]] = {}
         self.session_timeout_s = session_timeout_ms / 1000
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
@@ -300,6 +300,6 @@ class QuorumController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
             seen = state.last_fetch.get(voter)
             voters.append(replica(voter, state.end_offsets.get(voter, -1),
                                   -1 if seen is None else now_wall - (now_mono - seen)))
-        observers = [replica(i, offset, at) for i, (offset, at, _) in sorted(self.observers.items())]
+        observers = [replica(i, offset, at) for i, (offset, at) in sorted(self.observers.items())]
         return partition(leader_id=self.node_id, leader_epoch=state.epoch, high_watermark=self.raft.high_watermark,
                          current_voters=voters, observers=observers)

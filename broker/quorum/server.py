@@ -13,9 +13,10 @@ Contract:
   `__cluster_metadata` from voters and from observers: brokers), DescribeQuorum, and the controller APIs of
   `controller.CONTROLLER_APIS`. Another API closes the connection, as Kafka's ControllerApis does for a key its
   listener does not enable.
-- An observer's Fetch that finds nothing new is parked up to its max wait until the log end or the high watermark
-  moves (Kafka's leader parks it the same way), unless the high watermark moved since this observer's last
-  answer (the answer tells it). From Fetch v16 the answer names the leader's endpoint (NodeEndpoints, KIP-853).
+- An observer's Fetch (a broker; a combined node's broker fetches as replica -1) that finds nothing new is parked
+  up to its max wait until the log end or the high watermark moves (Kafka's leader parks it the same way), unless
+  the high watermark moved since the last answer on that connection (the answer tells it). From Fetch v16 the
+  answer names the leader's endpoint (NodeEndpoints, KIP-853).
 - `started in` is logged once the listener accepts connections; `shutdown()` resigns nothing (the other voters
   elect a new leader after their fetch timeout), stops the listener, the controller and the Raft driver.
 """
@@ -65,8 +66,9 @@ class ControllerServer:
         self.driver: RaftDriver | None = None
         self.servers: list[SocketServer] = []
         self.voters: dict[int, tuple[str, int]] = {}
-        # observer id -> (its last fetch offset, when in wall-clock ms, the high watermark we last told it)
-        self.observers: dict[int, tuple[int, int, int]] = {}
+        # observer id -> (its last fetch offset, when in wall-clock ms), for DescribeQuorum
+        self.observers: dict[int, tuple[int, int]] = {}
+        self._told: dict[int, int] = {}  # connection id -> the high watermark its last Fetch answer carried
 
     # ---- start-up
     def _read_meta(self, directory: Path) -> str:
@@ -151,7 +153,7 @@ class ControllerServer:
         if key == ApiKey.API_VERSIONS:
             response = self._api_versions(request)
         elif key in RAFT_APIS:
-            response = await self._raft(request)
+            response = await self._raft(conn, request)
         else:
             try:
                 response = await self.controller.handle(request)
@@ -168,15 +170,15 @@ class ControllerServer:
         keys = [Resp.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(SERVED.items())]
         return Resp[request.API_VERSION](error_code=0, api_keys=keys, throttle_time_ms=0)
 
-    async def _raft(self, request: Any) -> Any:
+    async def _raft(self, conn: Connection, request: Any) -> Any:
         assert self.driver is not None and self.controller is not None
         response = self.driver.handle_request(request)
         if request.API_KEY != ApiKey.FETCH:
             return response
         replica = msg.fetch_replica_id(request)
-        if replica not in self.voters and replica >= 0:
-            last_told = self.observers.get(replica, (0, 0, -1))[2]
-            if _nothing_new(response) and request.max_wait_ms > 0 and last_told == self.driver.client.high_watermark:
+        if replica not in self.voters:  # an observer: a broker (or a combined node's broker, replica id -1)
+            told = self._told.get(conn.id, -1)
+            if _nothing_new(response) and request.max_wait_ms > 0 and told == self.driver.client.high_watermark:
                 try:
                     async with asyncio.timeout(request.max_wait_ms / 1000):
                         await self.controller.changed().wait()
@@ -185,8 +187,12 @@ class ControllerServer:
                 response = self.driver.handle_request(request)
             partition = msg.single_response_partition(response)
             if partition is not None and partition.error_code == ErrorCode.NONE:
-                fetch_offset = msg.single_partition(request).fetch_offset
-                self.observers[replica] = (fetch_offset, int(time.time() * 1000), partition.high_watermark)
+                if len(self._told) > 10000:
+                    self._told.clear()  # connections come and go; what is forgotten costs one early answer
+                self._told[conn.id] = partition.high_watermark
+                if replica >= 0:
+                    offset = msg.single_partition(request).fetch_offset
+                    self.observers[replica] = (offset, int(time.time() * 1000))
         leader = self.driver.client.leader_id
         if request.API_VERSION >= 16 and leader in self.voters:
             host, port = self.voters[leader]
