@@ -20,6 +20,7 @@ import resource
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from broker import lazy_packages
 
@@ -65,17 +66,24 @@ async def serve(config: KafkaConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = None
+    servers: list[Any] = []  # started in order, shut down in reverse: a combined node's controller first
     try:
-        server = KafkaServer(config)
-        await server.start()
+        if "controller" in config.process_roles:
+            from broker.quorum.server import ControllerServer
+
+            servers.append(ControllerServer(config))
+            await servers[-1].start()
+        if config.process_roles != ["controller"]:
+            servers.append(KafkaServer(config))
+            await servers[-1].start()
     except Exception as e:
         logging.getLogger("broker").error("start-up failed: %s", e, exc_info=not isinstance(e, ConfigError))
-        if server is not None:
+        for server in reversed(servers):
             await server.shutdown()
         return 1
     await stop.wait()
-    await server.shutdown()
+    for server in reversed(servers):
+        await server.shutdown()
     return 0
 
 

@@ -194,7 +194,7 @@ class KafkaServer:
         self.log_manager.startup()
         self.producer_ids = FileProducerIdManager(self.config.log_dirs[0] / "producer-id-block")
         # Bind first so that the advertised ports are known (port 0 = pick a free one).
-        self.socket_servers = {ep.listener: self._bind(ep) for ep in self.config.listeners}
+        self.socket_servers = {ep.listener: self._bind(ep) for ep in self.config.broker_listeners}
         self.socket_server = next(iter(self.socket_servers.values()))
         self.endpoint = self._advertised_endpoint()
         self.replica_manager.high_watermarks = self.log_manager.read_high_watermarks()

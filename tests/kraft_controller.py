@@ -7,8 +7,8 @@ BrokerHeartbeat 0-1; CreateTopics 2-7; DeleteTopics 0-6; CreatePartitions 0-3; I
 ElectLeaders 0-2; AlterPartition 0-3; AllocateProducerIds 0; AlterPartitionReassignments 0;
 ListPartitionReassignments 0; SaslHandshake 1 and SaslAuthenticate 0-2 (PLAIN, SCRAM-SHA-256/512) when it has users;
 AlterClientQuotas 0-1; AlterUserScramCredentials 0; CreateAcls 0-3;
-DeleteAcls 0-3; Envelope 0 (tests/kraft_controller_envelope.py says its rules); AssignReplicasToDirs 0 and
-BrokerHeartbeat's OfflineLogDirs (tests/kraft_controller_jbod.py).
+DeleteAcls 0-3; Envelope 0 (broker/quorum/envelope.py says its rules); AssignReplicasToDirs 0 and
+BrokerHeartbeat's OfflineLogDirs (broker/quorum/jbod.py).
 
 The metadata log is kept in memory as real v2 record batches (`records.build_batch`) of metadata record frames
 (`protocol.metadata_records`): a LeaderChange control batch opens each epoch, then one data batch per controller
@@ -17,7 +17,7 @@ metadata is that log replayed through `broker.kraft.loader.MetadataLoader` (the 
 rules are pinned against Kafka's by tests/broker/kraft/).
 
 Kafka 3.9 QuorumController rules implemented (metadata/src/main/java/org/apache/kafka/controller/; the code is in
-tests/kraft_controller_rules.py, mixed into `KRaftController`):
+broker/quorum/rules.py, mixed into `KRaftController`):
 - ClusterControlManager.registerBroker: cluster id must match (INCONSISTENT_CLUSTER_ID); the broker must support
   the finalized metadata.version (UNSUPPORTED_VERSION; a broker that lists no metadata.version range is refused
   too) and every other finalized feature (one it does not list counts as supported at level 0 only); a live
@@ -48,9 +48,9 @@ tests/kraft_controller_rules.py, mixed into `KRaftController`):
   broker epoch mismatch in v3); a PartitionChangeRecord only when the ISR changes; the ISR shrink bumps the leader
   epoch only before metadata.version 3.6-IV0 (KAFKA-15021).
 - Partition reassignments (ReplicationControlManager.alterPartitionReassignments / listPartitionReassignments,
-  PartitionChangeBuilder completing them from AlterPartition): tests/kraft_controller_reassign.py says which.
+  PartitionChangeBuilder completing them from AlterPartition): broker/quorum/reassignment.py says which.
 - Client quotas, SCRAM credentials and ACLs (ClientQuotaControlManager, ScramControlManager,
-  AclControlManager): tests/kraft_controller_security.py says which.
+  AclControlManager): broker/quorum/security.py says which.
 - ProducerIdControlManager: blocks of 1000 ids, a ProducerIdsRecord per block.
 - deleteTopics (RemoveTopicRecord), createPartitions (Kafka's messages; the topic's replication factor, striped),
   incrementalAlterConfigs of topics and brokers (ConfigRecords; DELETE writes a null value), electLeaders (preferred and
@@ -81,6 +81,11 @@ import uuid
 from typing import Any
 
 from broker.kraft.loader import MetadataLoader
+from broker.quorum.controller import CONTROLLER_APIS
+from broker.quorum.envelope import EnvelopeRules
+from broker.quorum.jbod import JbodRules
+from broker.quorum.rules import BrokerState, QuorumRules
+from broker.quorum.security import SecurityRules
 from protocol import ApiKey, decode_request, encode_response_parts, response_class
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (
@@ -93,22 +98,14 @@ from protocol.metadata_records import (
     encode_metadata_record,
 )
 from records import build_batch
-from tests.kraft_controller_envelope import EnvelopeRules
-from tests.kraft_controller_jbod import JbodRules
-from tests.kraft_controller_rules import BrokerState, QuorumRules
-from tests.kraft_controller_security import SecurityRules
 
 log = logging.getLogger("tests.kraft_controller")
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid(0, 1): AAAAAAAAAAAAAAAAAAAAAQ
-SERVED = {ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.BROKER_REGISTRATION: (0, 4),
-          ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7), ApiKey.ALTER_PARTITION: (0, 3),
-          ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.FETCH_SNAPSHOT: (0, 1), ApiKey.DELETE_TOPICS: (0, 6),
-          ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
-          ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
-          ApiKey.ALTER_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0), ApiKey.CREATE_ACLS: (0, 3),
-          ApiKey.DELETE_ACLS: (0, 3), ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
-          ApiKey.ENVELOPE: (0, 0), ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0)}
+# The quorum controller's APIs (but DescribeQuorum), and what this stand-in adds: snapshots and SASL.
+SERVED = {**{k: v for k, v in CONTROLLER_APIS.items() if k != ApiKey.DESCRIBE_QUORUM},
+          ApiKey.API_VERSIONS: (0, 3), ApiKey.FETCH: (13, 17), ApiKey.FETCH_SNAPSHOT: (0, 1),
+          ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 
 class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
@@ -146,7 +143,6 @@ class KRaftController(JbodRules, QuorumRules, SecurityRules, EnvelopeRules):
         self._appended = asyncio.Condition()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._next_producer_id = 0
         self.kraft_version = kraft_version
         self.admin_principals = admin_principals  # who may do forwarded admin requests (None: everyone)
         self.forwarded: list[tuple[int, str, str, str | None]] = []  # (api key, principal, address, client id)

@@ -248,10 +248,16 @@ class KafkaConfig:
         return [parse_listener(v) for v in _csv(self._values["listeners"])]
 
     @property
+    def broker_listeners(self) -> list[Endpoint]:
+        """The listeners the broker serves: `listeners` without the controller listeners of a combined node
+        (process.roles=broker,controller), which its controller serves."""
+        return _broker_listeners(self._values)
+
+    @property
     def advertised_listeners(self) -> list[Endpoint]:
         adv = _csv(self._values["advertised.listeners"])
         if not adv:
-            return self.listeners
+            return self.broker_listeners
         return [parse_listener(v, "advertised.listeners") for v in adv]
 
     @property
@@ -444,8 +450,18 @@ def _protocol_map(text: str | None) -> dict[str, str]:
     return out
 
 
-def _check_listeners(v: Mapping[str, Any]) -> None:
+def _broker_listeners(v: Mapping[str, Any]) -> list[Endpoint]:
     listeners = [parse_listener(x) for x in _csv(v["listeners"])]
+    if "controller" not in v["process.roles"]:
+        return listeners
+    names = {n.upper() for n in _csv(v["controller.listener.names"])}
+    return [ep for ep in listeners if ep.listener not in names]
+
+
+def _check_listeners(v: Mapping[str, Any]) -> None:
+    if list(v["process.roles"]) == ["controller"]:
+        return  # a controller's listeners are its controller listeners alone (_check_controller_role)
+    listeners = _broker_listeners(v)
     advertised = [parse_listener(x, "advertised.listeners") for x in _csv(v["advertised.listeners"])] or listeners
     protocols = _protocol_map(v["listener.security.protocol.map"])
     for ep in listeners + advertised:
@@ -535,9 +551,9 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
         return
     if len(set(roles)) != len(roles):
         raise ConfigError(f"Duplicate role names found in `process.roles`: [{', '.join(roles)}]")
-    if roles != ["broker"]:
-        raise ConfigError(f"process.roles={','.join(roles)} is not supported: this broker runs only the "
-                          "'broker' role of a KRaft cluster (use Kafka's own controllers)")
+    if not set(roles) <= {"broker", "controller"}:
+        raise ConfigError(f"Unknown process role in `process.roles`: {','.join(roles)} (the roles are 'broker' "
+                          "and 'controller')")
     node_id = v["node.id"]
     if node_id < 0:
         raise ConfigError("Missing configuration `node.id` which is required when `process.roles` is defined "
@@ -550,6 +566,9 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                           "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
                           "of controllers.")
     _require(not v["control.plane.listener.name"], "control.plane.listener.name is not supported in KRaft mode.")
+    if "controller" in roles:
+        _check_controller_role(v, node_id, voters, explicit_protocol_map)
+        return
     _require(node_id not in voters, "If process.roles contains just the 'broker' role, the node id "
              f"{node_id} must not be included in the set of voters controller.quorum.voters="
              f"Set({', '.join(str(i) for i in voters)})")
@@ -567,6 +586,29 @@ def _check_kraft(v: Mapping[str, Any], explicit_protocol_map: bool) -> None:
                 "listener.security.protocol.map  (an explicit security mapping for each controller listener is "
                 "required if listener.security.protocol.map is non-empty, or if there are security protocols "
                 "other than PLAINTEXT in use)")
+
+
+def _check_controller_role(v: Mapping[str, Any], node_id: int, voters: Mapping[int, Any],
+                           explicit_protocol_map: bool) -> None:
+    """Kafka's KafkaConfig.validateValues for process.roles=controller and broker,controller (a combined node
+    advertising a controller listener is refused by _check_listeners: its broker listeners exclude them)."""
+    only = list(v["process.roles"]) == ["controller"]
+    if voters:
+        _require(node_id in voters, f"If process.roles contains {'just ' if only else ''}the 'controller' role, "
+                 f"the node id {node_id} must be included in the set of voters controller.quorum.voters="
+                 f"Set({', '.join(str(i) for i in voters)})")
+    names = [n.upper() for n in _csv(v["controller.listener.names"])]
+    listener_names = [parse_listener(x).listener for x in _csv(v["listeners"])]
+    _require(bool(set(names) & set(listener_names)), "controller.listener.names must contain at least one value "
+             "appearing in the 'listeners' configuration when running the KRaft controller role")
+    if only:
+        _require(set(listener_names) <= set(names), "The listeners config must only contain KRaft controller "
+                 "listeners from controller.listener.names when process.roles=controller")
+    protocols = _effective_protocol_map(v, explicit_protocol_map)
+    for name in names:
+        if name not in protocols:
+            raise ConfigError(f"Controller listener with name {name} defined in controller.listener.names not "
+                              "found in listener.security.protocol.map")
 
 
 @functools.cache

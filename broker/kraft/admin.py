@@ -9,8 +9,9 @@ AlterUserScramCredentials, CreateAcls and DeleteAcls, whose effects come back th
 Contract: each sends its request to the active controller (`KRaftBroker.channel`) and answers once our published
 metadata shows the result (topics with leaders, topics gone, the new partitions, the configs, the elected
 leader), within the request's timeout (REQUEST_TIMED_OUT after it); the controller's errors pass through as
-they are. An unreachable controller is REQUEST_TIMED_OUT, except for the reassignment requests (None: their
-handlers answer NOT_CONTROLLER).
+they are. A controller not known or not reachable is tried again for `request.timeout.ms` (a quorum electing a new
+active controller); then REQUEST_TIMED_OUT, except for the reassignment requests (None: their handlers answer
+NOT_CONTROLLER).
 The reassignments and forwarded requests are answered as the controller answers, without waiting for our
 metadata (as Kafka's broker answers them).
 Envelopes (KIP-590): while the server runs the handler of a client's FORWARDED_APIS request (`as_client`), every
@@ -67,12 +68,13 @@ async def send_to_controller(channel: ControllerChannel, build: Any, api_key: in
     """`build(version)` to the controller: in an Envelope for the client whose request is being handled (as
     Kafka's ForwardingManager), else as the broker's own request."""
     ctx = _CLIENT.get()
+    wait_s = channel.timeout_s  # while the quorum elects a new active controller, as Kafka's forwarding waits
     if ctx is None:
-        return await channel.send(build, api_key)
+        return await channel.send(build, api_key, wait_s=wait_s)
     principal_type, _, name = ctx.principal.partition(":")
     return await channel.send_enveloped(
         build, api_key, principal=serialize_principal(principal_type, name), client_address=address_bytes(
-            ctx.client_host), client_id=ctx.client_id, correlation_id=ctx.correlation_id)
+            ctx.client_host), client_id=ctx.client_id, correlation_id=ctx.correlation_id, wait_s=wait_s)
 
 
 class KRaftElections:

@@ -159,14 +159,17 @@ class KRaftBroker:
         except (ConfigError, OSError, ValueError) as e:
             raise MetadataError(f"controller listener {config.controller_listener_names[0]} "
                                 f"({config.controller_security_protocol}): {e}") from None
+        combined = "controller" in config.process_roles
         self.follower = MetadataLogFollower(
             self.broker_id, self.cluster_id, self.loader, voters=config.quorum_voters,
             bootstrap=config.quorum_bootstrap_servers, security=security,
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
-            store=MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
-                                   segment_bytes=config["metadata.log.segment.bytes"],
-                                   segment_ms=config["metadata.log.segment.ms"]),
+            # A combined node's controller keeps `__cluster_metadata-0/` itself: its broker follows in memory.
+            store=None if combined else MetadataLogStore(config.metadata_log_dir / "__cluster_metadata-0",
+                                                         segment_bytes=config["metadata.log.segment.bytes"],
+                                                         segment_ms=config["metadata.log.segment.ms"]),
+            replica_id=-1 if combined else None,
             snapshot_max_bytes=config["metadata.log.max.record.bytes.between.snapshots"],
             snapshot_interval_ms=config["metadata.log.max.snapshot.interval.ms"],
             directory_id=self.metadata_dir_id)

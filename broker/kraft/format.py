@@ -7,7 +7,9 @@ Contract (Kafka 3.9's StorageTool and Formatter):
   version 1 (`cluster.id`, `node.id`, `directory.id`: a random Uuid whose Kafka text form does not start
   with '-' and that is not one of the reserved directory ids) and `bootstrap.checkpoint` (a snapshot
   holding the FeatureLevelRecord of `metadata.version`: `--release-version`, else
-  `inter.broker.protocol.version` when set, else Kafka 3.7's 3.7-IV4).
+  `inter.broker.protocol.version` when set, else Kafka 3.7's 3.7-IV4), then a FeatureLevelRecord per `--feature
+  NAME=LEVEL` (Kafka's `--feature`; no release defaults are added for other features). A controller of ours
+  (process.roles=controller, broker/quorum/) appends these records at the start of a fresh metadata log.
 - A dir already holding `meta.properties` is refused ("Log directory D is already formatted. Use
   --ignore-formatted ...") unless `--ignore-formatted`, which skips it; its cluster.id/node.id must still
   match. One "Formatting ..." line per formatted dir, as Kafka prints them.
@@ -70,7 +72,8 @@ def new_directory_id(taken: set[uuid.UUID]) -> uuid.UUID:
 
 
 def format_dirs(config: KafkaConfig, cluster_id: str, *, ignore_formatted: bool = False,
-                release_version: str | None = None, out: object = sys.stdout) -> list[Path]:
+                release_version: str | None = None, features: dict[str, int] | None = None,
+                out: object = sys.stdout) -> list[Path]:
     """Format the config's dirs; returns those written."""
     if not config.is_kraft:
         raise FormatterError("The kafka configuration file appears to be for a legacy cluster. "
@@ -116,8 +119,10 @@ def format_dirs(config: KafkaConfig, cluster_id: str, *, ignore_formatted: bool 
         taken.add(directory_id)
         bootstrap = d / BOOTSTRAP_FILE
         if not bootstrap.exists():
-            write_snapshot(d, SnapshotId(0, 0),
-                           [FeatureLevelRecord(name="metadata.version", feature_level=level, version=0)],
+            records = [FeatureLevelRecord(name="metadata.version", feature_level=level, version=0)]
+            records += [FeatureLevelRecord(name=name, feature_level=value, version=0)
+                        for name, value in sorted((features or {}).items())]
+            write_snapshot(d, SnapshotId(0, 0), records,
                            last_contained_log_timestamp=now_ms, timestamp_ms=now_ms, final_path=bootstrap)
         write_properties(d / META_PROPERTIES, {
             "version": "1", "cluster.id": cluster_id, "node.id": str(node_id),
@@ -133,11 +138,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--ignore-formatted", "-g", action="store_true")
     parser.add_argument("--release-version", "-r")
+    parser.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL",
+                        help="a finalized feature level besides metadata.version (repeatable)")
     args = parser.parse_args(argv)
     try:
+        features = {}
+        for text in args.feature:
+            name, eq, value = text.partition("=")
+            if not eq or not value.strip().lstrip("-").isdigit():
+                raise FormatterError(f"Can't parse feature={text}. The feature must be in the form NAME=LEVEL")
+            if name.strip() == "metadata.version":
+                raise FormatterError("Use --release-version instead of --feature with metadata.version")
+            features[name.strip()] = int(value)
         config = KafkaConfig.load(args.config, args.override)
         format_dirs(config, args.cluster_id, ignore_formatted=args.ignore_formatted,
-                    release_version=args.release_version)
+                    release_version=args.release_version, features=features)
     except (ConfigError, FormatterError) as e:
         print(f"Error while formatting: {e}" if isinstance(e, FormatterError) else f"configuration error: {e}",
               file=sys.stderr)

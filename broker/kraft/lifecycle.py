@@ -4,7 +4,9 @@
 Contract:
 - `ControllerChannel.send(build, api_key)` sends one request to the active controller: the quorum leader the
   metadata log follower knows (its `controller.quorum.voters` endpoint), reconnecting when the leader moves.
-  Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry).
+  Raises `ControllerUnavailable` when none is known or it cannot be reached (callers retry), at once or, with
+  `wait_s`, after trying again for that long; with `wait_s` an answer naming NOT_CONTROLLER anywhere is tried
+  again too (the last one is returned once the time is up).
 - `BrokerLifecycleManager.start()`: BrokerRegistration (v0-4: node id, cluster id, a fresh incarnation id per
   process, our advertised listeners with their security protocols, the features we support, rack, the log
   dirs' directory ids, previous broker epoch -1), retried every `retry_backoff` until accepted; its broker
@@ -23,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.network.inter_broker import BrokerConnection, BrokerUnavailable
@@ -74,6 +77,27 @@ class EnvelopeRefused(ControllerUnavailable):
         self.error = error
 
 
+def _names_not_controller(message: Any) -> bool:
+    """Whether any error code in a response is NOT_CONTROLLER (Kafka's NodeToControllerRequestThread looks at the
+    response's error counts): the controller it went to is not the active one."""
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        fields = getattr(type(item), "__slots__", None)
+        if not fields or isinstance(item, (str, bytes, bytearray, memoryview)):
+            continue
+        for name in fields:
+            value = getattr(item, name, None)
+            if name == "error_code" and value == ErrorCode.NOT_CONTROLLER:
+                return True
+            if isinstance(value, (list, tuple)) or getattr(type(value), "__slots__", None):
+                stack.append(value)
+    return False
+
+
 class ControllerChannel:
     def __init__(self, leader: Callable[[], tuple[str, int] | None], client_id: str, *,
                  security: ClientSecurity | None = None, timeout_s: float = 30.0) -> None:
@@ -83,7 +107,27 @@ class ControllerChannel:
         self.timeout_s = timeout_s
         self._conn: tuple[tuple[str, int], BrokerConnection] | None = None
 
-    async def send(self, build: Any, api_key: int) -> Any:
+    async def send(self, build: Any, api_key: int, *, wait_s: float = 0.0) -> Any:
+        """With `wait_s`, a controller not known yet, not reachable, or answering NOT_CONTROLLER anywhere in its
+        response is tried again every 100 ms for up to that long, as Kafka's NodeToControllerChannelManager keeps a
+        request queued until the active controller takes it (a quorum electing a new leader takes seconds)."""
+        return await self._retrying(lambda: self._send_once(build, api_key), wait_s)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[Any]], wait_s: float) -> Any:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                response = await attempt()
+            except ControllerUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+            else:
+                if wait_s <= 0 or time.monotonic() >= deadline or not _names_not_controller(response):
+                    return response
+                self.close()  # that controller is no longer active: find the leader again
+            await asyncio.sleep(0.1)
+
+    async def _send_once(self, build: Any, api_key: int) -> Any:
         target = self._leader()
         if target is None:
             raise ControllerUnavailable("no active controller known yet")
@@ -98,7 +142,7 @@ class ControllerChannel:
             raise ControllerUnavailable(str(e)) from None
 
     async def send_enveloped(self, build: Any, api_key: int, *, principal: bytes, client_address: bytes,
-                             client_id: str | None, correlation_id: int) -> Any:
+                             client_id: str | None, correlation_id: int, wait_s: float = 0.0) -> Any:
         """`build(version)` wrapped in an EnvelopeRequest (KIP-590, Kafka's ForwardingManager): the inner request
         at the best version the controller and we share, with the client's header (correlation id, client id),
         the serialized principal and the client's address; returns the inner response. An Envelope the
@@ -113,13 +157,18 @@ class ControllerChannel:
             return request_class(ApiKey.ENVELOPE)[v](request_data=encode_request(request),
                                                       request_principal=principal, client_host_address=client_address)
 
-        resp = await self.send(envelope, ApiKey.ENVELOPE)
-        if resp.error_code != ErrorCode.NONE:
-            raise EnvelopeRefused(ErrorCode(resp.error_code))
-        try:
-            return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
-        except ProtocolError as e:
-            raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
+        async def once() -> Any:
+            resp = await self._send_once(envelope, ApiKey.ENVELOPE)
+            if resp.error_code == ErrorCode.NOT_CONTROLLER and wait_s > 0:
+                raise ControllerUnavailable("the controller is not active")
+            if resp.error_code != ErrorCode.NONE:
+                raise EnvelopeRefused(ErrorCode(resp.error_code))
+            try:
+                return decode_response(bytes(resp.response_data or b""), api_key, inner["version"])
+            except ProtocolError as e:
+                raise EnvelopeRefused(ErrorCode.UNKNOWN_SERVER_ERROR, f"bad enveloped response: {e}") from None
+
+        return await self._retrying(once, wait_s)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -9,6 +9,8 @@ Contract (Kafka 3.9's KafkaRaftClient as an observer, and its MetadataLoader fee
   is nothing new. A Raft leader refuses a fetch whose last fetched epoch is negative or above the current leader
   epoch (INVALID_REQUEST): both start at 0 (an empty log's last epoch is 0, a new observer's epoch 0), and a
   restart starts from the larger of quorum-state's epoch and the log's last.
+- On a combined node (process.roles=broker,controller) the replica id is -1 and nothing goes to disk (the
+  node's controller keeps `__cluster_metadata-0/`): the Raft leader serves it as an anonymous observer.
 - The leader: the voter `controller.quorum.voters` names by the id the quorum reports, or the endpoint a
   Fetch v16+ answer gives for it (NodeEndpoints, KIP-853: how a broker configured with
   `controller.quorum.bootstrap.servers` only finds it); before one is known, the voters (or the bootstrap
@@ -91,8 +93,12 @@ class MetadataLogFollower:
                  security: ClientSecurity | None = None, request_timeout_ms: int = 2000,
                  retry_backoff_ms: int = 20, snapshot_dir: Path | None = None,
                  store: MetadataLogStore | None = None, snapshot_max_bytes: int = 20971520,
-                 snapshot_interval_ms: int = 3600000, directory_id: uuid.UUID | None = None) -> None:
+                 snapshot_interval_ms: int = 3600000, directory_id: uuid.UUID | None = None,
+                 replica_id: int | None = None) -> None:
         self.node_id = node_id
+        # The replica id our fetches carry: the node id, or -1 on a combined node whose id is a voter's (the Raft
+        # leader must not count the broker's fetch offset as that voter's log end).
+        self.replica_id = node_id if replica_id is None else replica_id
         # The metadata log dir's directory.id, our replica key with the node id (Fetch v17+, KIP-853)
         self.directory_id = directory_id or uuid.UUID(int=0)
         self.cluster_id = cluster_id
@@ -232,9 +238,9 @@ class MetadataLogFollower:
             session_id=0, session_epoch=-1, topics=[Req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[part])],
             forgotten_topics_data=[], rack_id="", cluster_id=self.cluster_id)
         if version >= 15:
-            fields.update(replica_id=-1, replica_state=Req.ReplicaState(replica_id=self.node_id, replica_epoch=-1))
+            fields.update(replica_id=-1, replica_state=Req.ReplicaState(replica_id=self.replica_id, replica_epoch=-1))
         else:
-            fields["replica_id"] = self.node_id
+            fields["replica_id"] = self.replica_id
         return Req[version](**fields)
 
     async def fetch_once(self) -> bool:

@@ -9,6 +9,6 @@ Contract:
   `quorum-state` file in Kafka's format; `messages`: the four RPCs in the codec's classes; `config`: the
   `controller.quorum.*` timings; `driver.RaftDriver`: the client over sockets on asyncio (the inter-broker
   client out, `handle_request` for a server's incoming Raft requests).
-- Nothing here serves a controller yet: no QuorumController on top, no snapshots, no observers' bookkeeping, no
-  dynamic voters (docs/kraft.md, "The Raft layer").
+- The controller on top is broker/quorum/ (which also keeps the observers' bookkeeping). Not here yet:
+  snapshots, dynamic voters (docs/kraft.md, "The Raft layer").
 """

@@ -363,7 +363,7 @@ class RaftClient:
                 for raw in iter_batches(data):
                     if raw.last_offset >= hw:
                         break
-                    batches.append(_committed(raw))
+                    batches.append(committed_batch(raw))
                 if not batches:
                     break
                 position[0] = batches[-1].last_offset + 1
@@ -753,7 +753,8 @@ def _bind(builder: Callable[..., Any], cluster_id: str | None, **fields: Any) ->
     return lambda version: builder(version, cluster_id, **fields)
 
 
-def _committed(raw: Any) -> CommittedBatch:
+def committed_batch(raw: Any) -> CommittedBatch:
+    """A batch of the log as `RaftListener.handle_commit` gets it."""
     values: list[bytes] = []
     controls: list[tuple[int, Any]] = []
     for record in raw.records():

@@ -40,6 +40,16 @@ log = logging.getLogger("broker.raft.driver")
 RAFT_APIS = frozenset({ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH})
 
 
+def decode_or_close(conn: Connection, frame: bytearray) -> Any | None:
+    """The request a frame holds, or None with the connection closed (an undecodable request, as Kafka's
+    SocketServer closes the connection)."""
+    try:
+        return decode_request(frame)
+    except ProtocolError as e:
+        conn.close(f"undecodable request: {e}")
+        return None
+
+
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
@@ -92,10 +102,8 @@ class RaftDriver:
         self.client.register(listener)
 
     def frame_handler(self, conn: Connection, frame: bytearray) -> Response | None:
-        try:
-            request = decode_request(frame)
-        except ProtocolError as e:
-            conn.close(f"undecodable request: {e}")
+        request = decode_or_close(conn, frame)
+        if request is None:
             return None
         key = request.API_KEY
         if key == ApiKey.API_VERSIONS:

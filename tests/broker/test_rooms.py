@@ -42,7 +42,8 @@ LAYERS: dict[str, int] = {
     "broker.raft": 6,  # the Raft layer of __cluster_metadata
     "broker.kraft": 7,  # the KRaft broker: image, loader, publisher, lifecycle
     "broker.apis": 8,  # one module per API
-    "broker": 9,  # the entry points: KafkaServer, python -m broker, testing, the local cluster
+    "broker.quorum": 9,  # the quorum controller (process.roles=controller) on the Raft layer
+    "broker": 10,  # the entry points: KafkaServer, python -m broker, testing, the local cluster
 }
 SAME_LAYER: frozenset[tuple[str, str]] = frozenset({
     ("broker.metadata.store", "broker.metadata"),
@@ -140,7 +141,7 @@ def test_a_wrong_import_is_refused(tmp_path: Path) -> None:
         """))
     [message] = wrong_imports(tmp_path)
     assert message.startswith("broker/server/fetcher.py:4 imports broker.kafka_server.KafkaServer: room broker.server "
-                              "(layer 5) may not import room broker (layer 9)")
+                              "(layer 5) may not import room broker (layer 10)")
 
 
 # ---------------------------------------------------------------- the protocols a lower room calls up through

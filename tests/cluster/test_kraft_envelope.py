@@ -1,6 +1,6 @@
 """Envelopes (KIP-590) over real sockets: admin requests a client sends our KRaft broker reach the test controller
 wrapped in an EnvelopeRequest with the client's principal and address, and the controller authorizes them with
-that principal (tests/kraft_controller_envelope.py), as Kafka's ForwardingManager and ControllerApis do."""
+that principal (broker/quorum/envelope.py), as Kafka's ForwardingManager and ControllerApis do."""
 
 from __future__ import annotations
 

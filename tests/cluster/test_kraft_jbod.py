@@ -1,7 +1,7 @@
 """JBOD in KRaft (KIP-858) over real sockets: a broker of ours with two log dirs registers both directory ids,
 tells the test controller where it put each replica (AssignReplicasToDirs), again after AlterReplicaLogDirs moved
 one, and reports a failed log dir in its heartbeats (OfflineLogDirs), after which the controller takes the
-replicas there out of ISRs and leadership (tests/kraft_controller_jbod.py)."""
+replicas there out of ISRs and leadership (broker/quorum/jbod.py)."""
 
 from __future__ import annotations
 

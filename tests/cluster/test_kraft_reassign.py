@@ -1,6 +1,6 @@
 """Partition reassignments on our KRaft brokers (issue 20), over real sockets with kafka-python's admin client:
 AlterPartitionReassignments and ListPartitionReassignments sent by our broker on to the test controller
-(tests/kraft_controller_reassign.py), the added replicas following and catching up on our brokers, the leader's
+(broker/quorum/reassignment.py), the added replicas following and catching up on our brokers, the leader's
 AlterPartition completing the move, and the removed replica's log deleted."""
 
 from __future__ import annotations

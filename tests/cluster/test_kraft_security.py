@@ -1,6 +1,6 @@
 """Dynamic broker configs, client quotas, SCRAM credentials and ACLs on our KRaft brokers (issue 20), over real
 sockets: set through one broker, which sends the request on to the test controller
-(tests/kraft_controller_security.py), they come back through the metadata log and take effect on another broker
+(broker/quorum/security.py), they come back through the metadata log and take effect on another broker
 (broker/kraft/security_sync.py)."""
 
 from __future__ import annotations

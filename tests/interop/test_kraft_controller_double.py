@@ -1,6 +1,8 @@
 """The test controller (tests/kraft_controller.py), a stand-in the KRaft tests use for speed and for faults a real
 controller cannot be made to show, kept honest: the same requests go to it and to a real Kafka 4.4 controller
-formatted with Kafka 4.4's defaults, and both must answer alike (error codes and the states a broker acts on).
+formatted with Kafka 4.4's defaults, and both must answer alike (error codes and the states a broker acts on). A
+controller of ours (process.roles=controller, broker/quorum/: one voter in its own process, formatted with the same
+metadata.version and features) is the third target and must answer alike too.
 
 The steps are what our broker's start-up and a misbehaving broker send: registrations refused for another cluster
 id or for feature levels the broker does not support, a registration accepted, heartbeats (a stale broker epoch,
@@ -22,8 +24,10 @@ from broker.kraft.lifecycle import SUPPORTED_FEATURES
 from broker.network.inter_broker import BrokerConnection
 from protocol import ApiKey, request_class
 from realkafka import KRAFT_KAFKA_LATEST
+from tests.cluster.support import wait_until
 from tests.interop.support import Nodes
 from tests.kraft_controller import KRaftController
+from tests.our_quorum import OurQuorum
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 # Kafka 4.4's `kafka-storage.sh format` defaults (read off its bootstrap metadata): what the stand-in is given.
@@ -150,9 +154,26 @@ def test_the_test_controller_answers_as_a_real_kafka_controller(nodes: Nodes) ->
             conn.close()
             await c.stop()
 
-    kafka, ours = run(real), run(double)
+    our_quorum = OurQuorum(nodes.directory / "our-controller", 1, release_version="4.4-IV2",
+                           features=KAFKA_44_FEATURES).start()
+    wait_until(our_quorum.active, 60, "our controller active")
+
+    async def controller_of_ours() -> dict[str, Any]:
+        conn = BrokerConnection("127.0.0.1", our_quorum.ports[1], "double-check")
+        try:
+            return await scenario(Target(conn, our_quorum.cluster_id, await _raft_epoch(conn, our_quorum.cluster_id)))
+        finally:
+            conn.close()
+
+    try:
+        kafka, ours, quorum_controller = run(real), run(double), run(controller_of_ours)
+    finally:
+        our_quorum.close()
     differing = {step: (kafka[step], ours[step]) for step in kafka if kafka[step] != ours[step]}
     assert differing == {}, f"step: (Kafka {KRAFT_KAFKA_LATEST}'s answer, the test controller's): {differing}"
+    differing = {step: (kafka[step], quorum_controller[step]) for step in kafka
+                 if kafka[step] != quorum_controller[step]}
+    assert differing == {}, f"step: (Kafka {KRAFT_KAFKA_LATEST}'s answer, our quorum controller's): {differing}"
     print(kafka)
 
 

@@ -73,7 +73,9 @@ class Brokers:
                     "controller.listener.names": "CONTROLLER",
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                     "allow.everyone.if.no.acl.found": str(allow_everyone).lower(),
-                    "controlled.shutdown.enable": "false"})
+                    "controlled.shutdown.enable": "false",
+                    # how long a request to the gone controller is tried again before REQUEST_TIMED_OUT
+                    "request.timeout.ms": "1000"})
                 with open("/dev/null", "w") as out:
                     format_dirs(KafkaConfig(broker.props), controller.call(lambda c: c.cluster_id), out=out)
                 self._kraft[allow_everyone] = broker.start()

@@ -73,13 +73,48 @@ def test_a_kraft_broker_config_and_its_derived_values(tmp_path: Path) -> None:
     ({"controller.quorum.voters": None, "controller.quorum.bootstrap.servers": "nohost"},
      "Failed to parse host name from nohost for the configuration controller.quorum.bootstrap.servers"),
     ({"process.roles": "broker,broker"}, "Duplicate role names found in `process.roles`"),
-    ({"process.roles": "broker,controller"}, "is not supported: this broker runs only the 'broker' role"),
+    ({"process.roles": "broker,controller", "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093"},
+     "requirement failed: If process.roles contains the 'controller' role, the node id 4 must be included in the "
+     "set of voters controller.quorum.voters=Set(1)"),
+    ({"process.roles": "broker,controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+      "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+      "advertised.listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+      "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"},
+     "requirement failed: advertised.listeners listener names must be equal to or a subset of the ones defined in "
+     "listeners. Found CONTROLLER,PLAINTEXT. The valid options based on the current configuration are PLAINTEXT"),
+    ({"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093"},
+     "requirement failed: If process.roles contains just the 'controller' role, the node id 4 must be included in "
+     "the set of voters controller.quorum.voters=Set(1)"),
+    ({"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093"},
+     "requirement failed: controller.listener.names must contain at least one value appearing in the 'listeners' "
+     "configuration when running the KRaft controller role"),
+    ({"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+      "listeners": "CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092"},
+     "requirement failed: The listeners config must only contain KRaft controller listeners from "
+     "controller.listener.names when process.roles=controller"),
     ({"process.roles": "voter"}, "voter"),
 ])
 def test_kraft_requirements_as_kafkas(tmp_path: Path, extra: dict[str, str | None], message: str) -> None:
     with pytest.raises(ConfigError) as e:
         KafkaConfig(kraft(tmp_path, **extra))
     assert message in str(e.value)
+
+
+def test_a_controller_only_node_is_configured_as_kafkas(tmp_path: Path) -> None:
+    config = KafkaConfig(kraft(tmp_path, **{"process.roles": "controller", "controller.quorum.voters":
+                                            "4@127.0.0.1:9093", "listeners": "CONTROLLER://127.0.0.1:9093"}))
+    assert config.process_roles == ["controller"] and config.quorum_voters == {4: ("127.0.0.1", 9093)}
+    assert [ep.listener for ep in config.listeners] == config.controller_listener_names == ["CONTROLLER"]
+
+
+def test_a_combined_node_serves_its_broker_listeners_and_advertises_them_alone(tmp_path: Path) -> None:
+    config = KafkaConfig(kraft(tmp_path, **{"process.roles": "broker,controller", "controller.quorum.voters":
+                                            "4@127.0.0.1:9093",
+                                            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"}))
+    assert config.process_roles == ["broker", "controller"]
+    assert [str(ep) for ep in config.broker_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert [str(ep) for ep in config.advertised_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert len(config.listeners) == 2
 
 
 def test_feature_levels_of_metadata_version() -> None:
@@ -140,3 +175,18 @@ def test_format_command_line(tmp_path: Path) -> None:
     assert again.returncode == 1 and "is already formatted" in again.stderr
     ignored = subprocess.run(args + ["--ignore-formatted"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert ignored.returncode == 0 and "All of the log directories are already formatted." in ignored.stdout
+
+
+def test_format_features_go_into_the_bootstrap_after_metadata_version(tmp_path: Path) -> None:
+    from broker.kraft.format import main as format_main
+
+    args = ["--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", "--release-version", "4.1-IV1", "--feature", "group.version=1",
+            "-f", "transaction.version=2"]
+    for key, value in kraft(tmp_path, **{"process.roles": "controller", "controller.quorum.voters": "4@127.0.0.1:9093",
+                                         "listeners": "CONTROLLER://127.0.0.1:9093"}).items():
+        args += ["--override", f"{key}={value}"]
+    assert format_main(args) == 0
+    _, records = read_snapshot_records(tmp_path / "a" / "bootstrap.checkpoint")
+    assert [(r.message.name, r.message.feature_level) for r in records] == [
+        ("metadata.version", 27), ("group.version", 1), ("transaction.version", 2)]
+    assert format_main(["--cluster-id", "x", "--feature", "group.version"]) == 1

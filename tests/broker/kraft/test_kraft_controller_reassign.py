@@ -1,4 +1,4 @@
-"""The test controller's reassignment rules (tests/kraft_controller_reassign.py) over a real socket with our codec:
+"""The test controller's reassignment rules (broker/quorum/reassignment.py) over a real socket with our codec:
 the stages of Kafka's ReplicationControlManager.changePartitionReassignment, completion by AlterPartition
 (PartitionChangeBuilder.completeReassignmentIfNeeded, NEW_LEADER_ELECTED), a reordering completed at once, a
 cancel (PartitionReassignmentRevert), each validation error, NOT_CONTROLLER after a resignation."""

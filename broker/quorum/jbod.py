@@ -1,5 +1,5 @@
-"""JBOD (KIP-858) at the test controller (tests/kraft_controller.py): the log directory of each replica. A mixin of
-`KRaftController`; a test fixture, not product code.
+"""JBOD (KIP-858) at the quorum controller: the log directory of each replica. A mixin of the
+quorum controller (broker/quorum/controller.py) and of the test controller (tests/kraft_controller.py).
 
 Rules (Kafka 3.9's ReplicationControlManager and ClusterControlManager):
 - A new partition's replicas get ClusterControlManager.defaultDir from metadata.version 3.7-IV2: the broker's one

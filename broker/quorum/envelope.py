@@ -1,6 +1,7 @@
-"""Envelopes (KIP-590) at the test controller (tests/kraft_controller.py): a broker forwarding a client's admin
+"""Envelopes (KIP-590) at the quorum controller: a broker forwarding a client's admin
 request wraps it with the client's principal and address, and the controller authorizes the inner request with
-that principal. A mixin of `KRaftController`; a test fixture, not product code.
+that principal. A mixin of the quorum controller (broker/quorum/controller.py) and
+of the test controller.
 
 Rules (Kafka 3.9's ControllerApis.handleEnvelopeRequest and EnvelopeUtils):
 - The principal is DefaultKafkaPrincipalBuilder's serialization (protocol/envelope.py): bytes that do not read

@@ -1,7 +1,7 @@
-"""The QuorumController rules of the test controller (tests/kraft_controller.py, whose header lists them): broker
+"""The QuorumController rules (tests/kraft_controller.py's header lists them): broker
 registration and heartbeats, fencing, topics, configs, elections, AlterPartition and producer ids, each writing
-the metadata records Kafka 3.9's controller writes. A mixin of `KRaftController`; a test fixture, not product
-code.
+the metadata records Kafka 3.9's controller writes. A mixin of the quorum controller
+(broker/quorum/controller.py) and of the test controller (tests/kraft_controller.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from broker.kraft.image import NO_LEADER, PartitionRegistration
 from broker.kraft.snapshot import partition_record_version, register_broker_record_version
+from broker.quorum.reassignment import NO_LEADER_CHANGE, ReassignmentRules
 from protocol import ApiKey, response_class
 from protocol.errors import ErrorCode
 from protocol.metadata_records import (
@@ -29,7 +30,6 @@ from protocol.metadata_records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from tests.kraft_controller_reassign import NO_LEADER_CHANGE, ReassignmentRules
 
 log = logging.getLogger("tests.kraft_controller")
 
@@ -56,11 +56,10 @@ class QuorumRules(ReassignmentRules):
     default_replication_factor: int
     brokers: dict[int, BrokerState]
     end_offset: int
-    _next_producer_id: int
     image: Any
     is_leader: bool
 
-    # From tests/kraft_controller_jbod.py (annotations only: a stub here would shadow it).
+    # From broker/quorum/jbod.py (annotations only: a stub here would shadow it).
     _directories_offline: Callable[[int, int, list[uuid.UUID]], None]
     default_dir: Callable[[int], uuid.UUID]
 
@@ -207,7 +206,7 @@ class QuorumRules(ReassignmentRules):
             for broker_id, state in self.brokers.items():
                 reg = self.image.cluster.broker(broker_id)
                 if reg is not None and not reg.fenced and now - state.last_heartbeat > self.session_timeout_s:
-                    log.info("fixture controller: broker %d session expired: fencing it", broker_id)
+                    log.info("controller: broker %d session expired: fencing it", broker_id)
                     self.append([*self._leader_and_isr_updates(remove=broker_id),
                                  self._fence_record(broker_id, fence=True)])
 
@@ -354,7 +353,7 @@ class QuorumRules(ReassignmentRules):
             elif r.resource_type == 4 and r.resource_name and not r.resource_name.lstrip("-").isdigit():
                 error, message = ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {r.resource_name}"
             elif r.resource_type not in (2, 4):
-                error, message = ErrorCode.INVALID_REQUEST, "the test controller alters topic and broker configs only"
+                error, message = ErrorCode.INVALID_REQUEST, "only topic and broker configs are altered here"
             elif r.resource_type == 2 and self.image.topics.get_topic(r.resource_name) is None:
                 error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
             elif not request.validate_only:
@@ -504,9 +503,9 @@ class QuorumRules(ReassignmentRules):
         error = self._check_broker_epoch(request.broker_id, request.broker_epoch)
         if error:
             return self._controller_error(request, error, producer_id_start=-1, producer_id_len=0)
-        start = self._next_producer_id
-        self._next_producer_id += PRODUCER_ID_BLOCK
+        # ProducerIdControlManager: the next block starts where the last ProducerIdsRecord replayed left off.
+        start = max(self.image.producer_ids.next_producer_id, 0)
         self.append([ProducerIdsRecord(broker_id=request.broker_id, broker_epoch=request.broker_epoch,
-                                       next_producer_id=self._next_producer_id, version=0)])
+                                       next_producer_id=start + PRODUCER_ID_BLOCK, version=0)])
         return self._controller_error(request, ErrorCode.NONE, producer_id_start=start,
                                       producer_id_len=PRODUCER_ID_BLOCK)

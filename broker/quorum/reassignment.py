@@ -1,7 +1,7 @@
-"""Partition reassignment rules of the test controller (tests/kraft_controller.py): Kafka 3.9's
+"""Partition reassignment rules of the quorum controller: Kafka 3.9's
 ReplicationControlManager.alterPartitionReassignments / listPartitionReassignments, PartitionReassignmentReplicas,
-PartitionReassignmentRevert and PartitionChangeBuilder's completion of a reassignment. A mixin of
-`KRaftController`; a test fixture, not product code.
+PartitionReassignmentRevert and PartitionChangeBuilder's completion of a reassignment. A mixin of the
+quorum controller (broker/quorum/controller.py) and of the test controller (tests/kraft_controller.py).
 
 The stages, as Kafka's controller runs them:
 1. AlterPartitionReassignments writes one PartitionChangeRecord: Replicas = target + the current replicas not in
@@ -49,7 +49,7 @@ class ReassignmentRules:
     level: int
     image: Any
     is_leader: bool
-    default_dir: Callable[[int], Any]  # tests/kraft_controller_jbod.py
+    default_dir: Callable[[int], Any]  # broker/quorum/jbod.py
 
     def append(self, messages: list[Any]) -> int:
         raise NotImplementedError

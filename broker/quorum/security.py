@@ -1,8 +1,8 @@
-"""Client quotas, SCRAM credentials and ACLs of the test controller (tests/kraft_controller.py): the records Kafka
+"""Client quotas, SCRAM credentials and ACLs of the quorum controller: the records Kafka
 3.9's ClientQuotaControlManager, ScramControlManager and AclControlManager write for AlterClientQuotas,
-AlterUserScramCredentials, CreateAcls and DeleteAcls. A mixin of `KRaftController`; a test fixture, not product
-code. Dynamic broker configs (ConfigRecords of BROKER resources) are in `_incremental_alter_configs`
-(tests/kraft_controller_rules.py).
+AlterUserScramCredentials, CreateAcls and DeleteAcls. A mixin of the quorum controller
+(broker/quorum/controller.py) and of the test controller (tests/kraft_controller.py). Dynamic broker configs
+(ConfigRecords of BROKER resources) are in `_incremental_alter_configs` (broker/quorum/rules.py).
 
 Rules (validation reuses the broker's own checks where Kafka's are the same):
 - AlterClientQuotas: the entity user / client-id / both (ip entities are refused, as by our brokers, which do not
