@@ -55,6 +55,10 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         quorum.close()
 
 
+# A single voter has no successor: the kill tests run on the three-voter quorum only.
+THREE_VOTERS = pytest.mark.parametrize("cluster", [3], indirect=True, ids=["3-voter"])
+
+
 def _rf3_topic(cluster: Cluster) -> str:
     topic = f"rf3-{uuid.uuid4().hex[:6]}"
     create_topic(cluster.bootstrap, topic, PARTITIONS, 3)
@@ -86,9 +90,8 @@ def test_describe_quorum_names_the_leader_voters_and_observers(cluster: Cluster)
             assert other.error_code != 0 and other.leader_id == leader  # NOT_LEADER_OR_FOLLOWER, naming the leader
 
 
+@THREE_VOTERS
 def test_kill_9_of_the_active_controller_loses_nothing(cluster: Cluster) -> None:
-    if len(cluster.quorum.ports) < 3:
-        pytest.skip("a single voter has no successor")
     topic = _rf3_topic(cluster)
     load = Load(cluster.bootstrap, topic).start()
     try:
@@ -164,13 +167,12 @@ def test_three_combined_nodes_serve_an_rf3_topic_and_survive_a_kill_9(combined: 
                f"node {victim} back in every ISR")
 
 
+@THREE_VOTERS
 def test_repeated_kill_9_of_the_active_controller(cluster: Cluster) -> None:
     """kill -9 of the active controller QUORUM_KILLS times in a row (5 by default; the issue's measurement is 50)
     under an acks=all RF=3 load, each killed one restarted before the next kill: every time a new active
     controller, every topic created during the kills exists afterwards, nothing acknowledged is lost. Prints how
     long each takeover took (seen from outside: from the kill to a DescribeQuorum naming the new leader)."""
-    if len(cluster.quorum.ports) < 3:
-        pytest.skip("a single voter has no successor")
     kills = int(os.environ.get("QUORUM_KILLS", "5"))
     topic = _rf3_topic(cluster)
     load = Load(cluster.bootstrap, topic).start()
