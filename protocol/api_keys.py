@@ -178,7 +178,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     # --- a KRaft broker's requests to the controller (issue 20) ---
     ApiKey.BROKER_REGISTRATION: (0, 4),
-    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.BROKER_HEARTBEAT: (0, 2),
     ApiKey.FETCH_SNAPSHOT: (0, 1),
     ApiKey.ENVELOPE: (0, 0),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: (0, 0),

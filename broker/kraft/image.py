@@ -283,6 +283,17 @@ class BrokerRegistration:
         return replace(self, fenced=new_fenced, in_controlled_shutdown=new_shutdown, directories=new_dirs,
                        cordoned_directories=new_cordoned)
 
+    def has_uncordoned_dirs(self) -> bool:
+        """Whether new replicas may be placed on this broker (KIP-1066): a broker that lists no directories, or has
+        never reported cordoned ones, has room; otherwise one of its directories must not be cordoned."""
+        if not self.directories or self.cordoned_directories is None:
+            return True
+        return bool(set(self.directories) - set(self.cordoned_directories))
+
+    def cordoned_changed(self, cordoned: Sequence[uuid.UUID]) -> bool:
+        """Whether a heartbeat's cordoned directories differ from the registration's (never reported: changed)."""
+        return self.cordoned_directories is None or set(self.cordoned_directories) != set(cordoned)
+
 
 @dataclass(frozen=True)
 class ControllerRegistration:

@@ -55,7 +55,7 @@ log = logging.getLogger("broker.quorum")
 # What the controller listener serves (besides the Raft APIs) and the versions the rules were checked at against
 # Kafka's (tests/interop/test_kraft_controller_double.py; Kafka 4.1 and 4.4 brokers send these).
 CONTROLLER_APIS: dict[int, tuple[int, int]] = {
-    ApiKey.BROKER_REGISTRATION: (0, 4), ApiKey.BROKER_HEARTBEAT: (0, 1), ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.BROKER_REGISTRATION: (0, 4), ApiKey.BROKER_HEARTBEAT: (0, 2), ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.ALTER_PARTITION: (0, 3), ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0), ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0), ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),

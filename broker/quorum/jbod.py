@@ -116,3 +116,12 @@ class JbodRules:
         moves = self._leader_and_isr_updates(remove=broker_id, only=self._partitions_in(broker_id, newly))
         self.append([*moves, BrokerRegistrationChangeRecord(
             broker_id=broker_id, broker_epoch=epoch, log_dirs=[d for d in online if d not in newly], version=2)])
+
+    def _directories_cordoned(self, broker_id: int, epoch: int, cordoned: list[uuid.UUID]) -> None:
+        """A heartbeat's cordoned directories (KIP-1066, metadata.version 4.3-IV0+): recorded when they differ from
+        the registration's, as Kafka's handleDirectoriesCordoned; they take no new replicas (placement skips a
+        broker whose directories are all cordoned) and keep the ones they have."""
+        registration = self.image.cluster.broker(broker_id)
+        if registration is not None and registration.cordoned_changed(cordoned):
+            self.append([BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch,
+                                                        cordoned_log_dirs=cordoned, version=3)])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.kraft.image import NO_LEADER, PartitionRegistration
-from broker.kraft.snapshot import partition_record_version, register_broker_record_version
+from broker.kraft.snapshot import IBP_4_3_IV0, partition_record_version, register_broker_record_version
 from broker.quorum.reassignment import NO_LEADER_CHANGE, ReassignmentRules
 from protocol import ApiKey, response_class
 from protocol.errors import ErrorCode
@@ -35,6 +35,20 @@ log = logging.getLogger("tests.kraft_controller")
 
 PRODUCER_ID_BLOCK = 1000
 IBP_3_3_IV2, IBP_3_3_IV3, IBP_3_6_IV0 = 6, 7, 12
+
+
+def _placement_refusal(replication_factor: int, placeable: int) -> str | None:
+    """Why `replication_factor` replicas cannot be placed on `placeable` brokers (Kafka 4.4's StripedReplicaPlacer
+    messages), or None."""
+    if replication_factor <= 0:
+        return "Replication factor must be larger than 0."
+    if placeable == 0:
+        return "All brokers are currently fenced, or have all their log directories cordoned."
+    if replication_factor > placeable:
+        return (f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+                f"{replication_factor} cannot be reached because only {placeable} broker(s) are registered or some "
+                "brokers have all their log directories cordoned.")
+    return None
 
 
 @dataclass
@@ -124,6 +138,11 @@ class QuorumRules(ReassignmentRules):
         cls = FenceBrokerRecord if fence else UnfenceBrokerRecord
         return cls(id=broker_id, epoch=epoch, version=0)
 
+    def _placeable_brokers(self) -> list[int]:
+        """The brokers new replicas go to, in id order: unfenced, with a directory that is not cordoned (Kafka's
+        ClusterControlManager.usableBrokers)."""
+        return sorted(b.id for b in self.image.cluster.unfenced_brokers() if b.has_uncordoned_dirs())
+
     def _acceptable(self, broker_id: int) -> bool:
         reg = self.image.cluster.broker(broker_id)
         return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
@@ -164,6 +183,8 @@ class QuorumRules(ReassignmentRules):
         state.metadata_offset = request.current_metadata_offset
         if request.API_VERSION >= 1 and request.offline_log_dirs:
             self._directories_offline(request.broker_id, state.epoch, list(request.offline_log_dirs))
+        if request.API_VERSION >= 2 and self.level >= IBP_4_3_IV0 and request.cordoned_log_dirs is not None:
+            self._directories_cordoned(request.broker_id, state.epoch, list(request.cordoned_log_dirs))
         reg = self.image.cluster.broker(request.broker_id)
         caught_up = request.current_metadata_offset >= state.epoch
         if reg.fenced:
@@ -227,7 +248,7 @@ class QuorumRules(ReassignmentRules):
             if self.image.topics.get_topic(t.name) is not None:
                 results.append(result(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."))
                 continue
-            unfenced = sorted(b.id for b in self.image.cluster.unfenced_brokers())
+            placeable = self._placeable_brokers()
             if t.assignments:
                 assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             else:
@@ -237,13 +258,12 @@ class QuorumRules(ReassignmentRules):
                     results.append(result(ErrorCode.INVALID_PARTITIONS,
                                           "Number of partitions was set to an invalid non-positive value."))
                     continue
-                if rf <= 0 or rf > len(unfenced):
-                    results.append(result(ErrorCode.INVALID_REPLICATION_FACTOR, (
-                        f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                        f"cannot be reached because only {len(unfenced)} broker(s) are registered.")
-                        if rf > 0 else "Replication factor must be larger than 0."))
+                refusal = _placement_refusal(rf, len(placeable))
+                if refusal:
+                    results.append(result(ErrorCode.INVALID_REPLICATION_FACTOR, refusal))
                     continue
-                assignment = {p: [unfenced[(p + i) % len(unfenced)] for i in range(rf)] for p in range(partitions)}
+                assignment = {p: [placeable[(p + i) % len(placeable)] for i in range(rf)]
+                              for p in range(partitions)}
             topic_id = uuid.uuid4()
             configs = {c.name: c.value for c in (t.configs or [])}
             if not request.validate_only:
@@ -330,13 +350,16 @@ class QuorumRules(ReassignmentRules):
             if error == ErrorCode.NONE and topic is not None and not request.validate_only:
                 start = len(topic.partitions)
                 rf = len(next(iter(topic.partitions.values())).replicas)
-                unfenced = sorted(b.id for b in self.image.cluster.unfenced_brokers())
+                placeable = self._placeable_brokers()
                 if t.assignments is not None:
                     assignment = {start + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+                elif message := _placement_refusal(rf, len(placeable)):
+                    error = ErrorCode.INVALID_REPLICATION_FACTOR
                 else:
-                    assignment = {p: [unfenced[(p + i) % len(unfenced)] for i in range(rf)]
+                    assignment = {p: [placeable[(p + i) % len(placeable)] for i in range(rf)]
                                   for p in range(start, t.count)}
-                self.append(self._partition_records(topic.topic_id, assignment))
+                if error == ErrorCode.NONE:
+                    self.append(self._partition_records(topic.topic_id, assignment))
             out.append(Resp.CreatePartitionsTopicResult(name=t.name, error_code=error, error_message=message))
         return self._response(request, throttle_time_ms=0, results=out)
 

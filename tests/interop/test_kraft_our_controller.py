@@ -1,7 +1,8 @@
 """Real Kafka brokers on a controller quorum of ours (issue 32): three controllers of ours (`process.roles=controller`,
-broker/quorum/), formatted with `python -m broker format` at metadata.version 4.1-IV1 (from 4.3-IV0 a Kafka 4.4 broker
-sends BrokerHeartbeat v2 with cordoned log dirs, KIP-1066, which our codec does not have yet), a Kafka broker from
-Maven Central's jars (node 11, formatted by Kafka's storage tool) and a KRaft broker of ours (node 12).
+broker/quorum/), formatted with `python -m broker format` at the newest metadata.version the Kafka broker supports
+(4.4-IV2 for Kafka 4.4, whose broker then sends BrokerHeartbeat v2 with its cordoned log dirs, KIP-1066; 4.1-IV1 for
+Kafka 4.1), a Kafka broker from Maven Central's jars (node 11, formatted by Kafka's storage tool) and a KRaft broker
+of ours (node 12).
 
 The checks, per Kafka version:
 1. Kafka's broker registers, is unfenced and follows our metadata log as an observer (DescribeQuorum through
@@ -14,6 +15,7 @@ The checks, per Kafka version:
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +30,8 @@ from tests.interop.kraft_checks import Load, read_back_once
 from tests.our_quorum import OurQuorum
 
 PARTITIONS = 4
-RELEASE = "4.1-IV1"
+# The newest metadata.version each Kafka release supports.
+RELEASE = {KRAFT_KAFKA_LATEST: "4.4-IV2", KRAFT_KAFKA_41: "4.1-IV1"}
 
 
 @dataclass
@@ -47,7 +50,7 @@ class Cluster:
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     version = request.param
     directory = tmp_path_factory.mktemp(f"our-controllers-kafka-{version}")
-    quorum = OurQuorum(directory, 3, release_version=RELEASE)
+    quorum = OurQuorum(directory, 3, release_version=RELEASE[version])
     kafka: KafkaNode | None = None
     ours: BrokerProcess | None = None
     try:
@@ -82,6 +85,14 @@ def test_1_kafkas_broker_registers_and_follows_our_metadata_log(cluster: Cluster
     replication = tools.run(cluster.version, "kafka-metadata-quorum", [
         "--bootstrap-server", cluster.kafka.bootstrap, "describe", "--replication"]).stdout
     assert "Observer" in replication and "Leader" in replication, replication
+    if RELEASE[cluster.version] >= "4.3":
+        # From 4.3-IV0 Kafka's broker heartbeats (v2) with its cordoned log dirs (KIP-1066; none here): our controller
+        # recorded them as Kafka's does, a BrokerRegistrationChangeRecord v3, which Kafka's dump tool reads back.
+        log_dir = cluster.quorum.controllers[leader].log_dirs[0] / "__cluster_metadata-0"
+        decoded = "".join(tools.run(cluster.version, "kafka-dump-log", [
+            "--cluster-metadata-decoder", "--files", str(segment)]).stdout for segment in sorted(log_dir.glob("*.log")))
+        assert re.search(r'"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":3,"data":\{"brokerId":11,'
+                         r'"brokerEpoch":\d+,"cordonedLogDirs":\[\]', decoded), decoded[-3000:]
 
 
 def _brokers(cluster: Cluster) -> list[object]:

@@ -107,8 +107,9 @@ def test_create_topics_and_alter_partition_rules() -> None:
             assert (await create(conn, "t", 0, 1)).error_code == E.INVALID_PARTITIONS
             too_many = await create(conn, "t", 1, 4)
             assert too_many.error_code == E.INVALID_REPLICATION_FACTOR
-            assert too_many.error_message == ("Unable to replicate the partition 4 time(s): The target replication "
-                                              "factor of 4 cannot be reached because only 3 broker(s) are registered.")
+            assert too_many.error_message == (
+                "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
+                "because only 3 broker(s) are registered or some brokers have all their log directories cordoned.")
             made = await create(conn, "t", 1, 3)
             assert made.error_code == 0 and made.num_partitions == 1 and made.replication_factor == 3
             assert (await create(conn, "t", 1, 3)).error_code == E.TOPIC_ALREADY_EXISTS
@@ -310,4 +311,58 @@ def test_metadata_fetch_validation_as_kafkas_raft_leader() -> None:
             await c.stop()
 
     c: Any = None
+    run(main())
+
+
+def test_cordoned_log_dirs_take_no_new_replicas() -> None:
+    """KIP-1066 at metadata.version 4.3-IV0+: a heartbeat (v2) naming cordoned directories is recorded when they
+    change (BrokerRegistrationChangeRecord v3), a broker whose directories are all cordoned gets no new replicas,
+    and with none left Kafka 4.4's message; uncordoned, it takes them again. Before 4.3-IV0 the field is ignored."""
+    async def cordon(conn: BrokerConnection, c: KRaftController, broker_id: int, epoch: int,
+                     dirs: list[uuid.UUID]) -> Any:
+        return await conn.send(lambda v: request_class(ApiKey.BROKER_HEARTBEAT)[v](
+            broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=c.end_offset, want_fence=False,
+            want_shut_down=False, cordoned_log_dirs=dirs), ApiKey.BROKER_HEARTBEAT)
+
+    async def main() -> None:
+        c, conn = await started(metadata_version=33)
+        try:
+            epochs = {i: (await register(conn, c, i, mv=(7, 33))).broker_epoch for i in (1, 2)}
+            for i, epoch in epochs.items():
+                assert not (await heartbeat(conn, i, epoch, c.end_offset)).is_fenced
+            assert conn._versions[ApiKey.BROKER_HEARTBEAT] == (0, 2)  # the controller serves v2
+            dirs = c.image.cluster.broker(1).directories
+            end = c.end_offset
+            assert (await cordon(conn, c, 1, epochs[1], list(dirs))).error_code == 0
+            assert c.end_offset == end + 1 and c.image.cluster.broker(1).cordoned_directories == dirs
+            await cordon(conn, c, 1, epochs[1], list(dirs))  # unchanged: nothing recorded
+            assert c.end_offset == end + 1
+            made = await create(conn, "only-on-2", 2, 1)
+            assert made.error_code == 0
+            topic = c.image.topics.get_topic("only-on-2")
+            assert {r for p in topic.partitions.values() for r in p.replicas} == {2}
+            too_many = await create(conn, "two-replicas", 1, 2)
+            assert too_many.error_code == E.INVALID_REPLICATION_FACTOR and "cordoned" in too_many.error_message
+            await cordon(conn, c, 2, epochs[2], list(c.image.cluster.broker(2).directories))
+            none_left = await create(conn, "nowhere", 1, 1)
+            assert (none_left.error_code, none_left.error_message) == (
+                E.INVALID_REPLICATION_FACTOR,
+                "All brokers are currently fenced, or have all their log directories cordoned.")
+            await cordon(conn, c, 1, epochs[1], [])
+            assert c.image.cluster.broker(1).cordoned_directories == ()
+            assert (await create(conn, "back-on-1", 1, 1)).error_code == 0
+        finally:
+            conn.close()
+            await c.stop()
+
+        old, conn = await started(metadata_version=27)  # 4.1-IV1: no cordoned log dirs yet
+        try:
+            epoch = (await register(conn, old, 1, mv=(7, 27))).broker_epoch
+            await heartbeat(conn, 1, epoch, old.end_offset)
+            end = old.end_offset
+            await cordon(conn, old, 1, epoch, list(old.image.cluster.broker(1).directories))
+            assert old.end_offset == end and old.image.cluster.broker(1).cordoned_directories is None
+        finally:
+            conn.close()
+            await old.stop()
     run(main())
