@@ -1,7 +1,8 @@
-"""A local cluster on loopback: a real ZooKeeper and N broker processes sharing it, or with `--kraft` N combined
-KRaft nodes of ours (process.roles=broker,controller, all voters: no ZooKeeper, no Java).
+"""A local cluster on loopback: N combined KRaft nodes of ours (process.roles=broker,controller, all voters: no
+ZooKeeper, no Java), as a Kafka 4 cluster is; or with `--zookeeper` a real ZooKeeper and N broker processes sharing
+it (ZooKeeper mode, Kafka 3.x's).
 
-    python -m broker.local_cluster --brokers 3 [--kraft] [--data-dir ./cluster-data] [--override key=value ...]
+    python -m broker.local_cluster --brokers 3 [--zookeeper] [--data-dir ./cluster-data] [--override key=value ...]
 
 prints the bootstrap servers and runs until SIGINT/SIGTERM, then stops the brokers (SIGTERM: controlled
 shutdown) and ZooKeeper. `LocalCluster` is the same thing for tests and tools: `.brokers[i]` are
@@ -195,11 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--kraft", action="store_true",
-                        help="combined KRaft nodes of ours (no ZooKeeper, no Java) instead of ZooKeeper mode")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--zookeeper", action="store_true",
+                      help="ZooKeeper mode: a ZooKeeper server (Debian's, run with Java) and N brokers sharing it")
+    mode.add_argument("--kraft", action="store_true", help="N combined KRaft nodes of ours (the default)")
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.override)
-    cluster = LocalCluster(args.brokers, overrides, data_dir=args.data_dir, kraft=args.kraft)
+    cluster = LocalCluster(args.brokers, overrides, data_dir=args.data_dir, kraft=not args.zookeeper)
     cluster.start()
     if cluster.zookeeper is not None:
         print(f"ZooKeeper: {cluster.zookeeper.connect_string}")

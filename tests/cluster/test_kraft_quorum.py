@@ -236,3 +236,39 @@ def test_local_cluster_runs_combined_kraft_nodes(tmp_path: Path) -> None:
         read_back_once(load, local.brokers[0], PARTITIONS)
         wait_until(lambda: all(len(p.isrs) == 3 for p in metadata(local.bootstrap, topic).values()), 120,
                    "node 2 back in every ISR")
+
+
+def test_dev_cluster_starts_combined_kraft_nodes_by_default(tmp_path: Path) -> None:
+    """`./dev cluster` (`python -m broker.local_cluster`) with no mode flag: three combined KRaft nodes of ours and no
+    ZooKeeper (no `ZooKeeper:` line, no `zookeeper` directory); its bootstrap serves a topic of three replicas read
+    back whole; SIGTERM stops every node and the command exits 0."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "broker.local_cluster", "--brokers", "3", "--data-dir",
+                             str(tmp_path / "cluster")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        while not any(line.startswith("bootstrap.servers=") for line in lines) and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+        bootstrap = next(line for line in lines if line.startswith("bootstrap.servers=")).split("=", 1)[1]
+        assert not any(line.startswith("ZooKeeper:") for line in lines) and "KRaft cluster" in "\n".join(lines)
+        topic = f"dev-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, topic, PARTITIONS, 3)
+        wait_until(lambda: all(len(p.isrs) == 3 for p in metadata(bootstrap, topic).values()), 60,
+                   f"{topic} fully in sync")
+        load = Load(bootstrap, topic).start()
+        wait_until(lambda: len(load.acked) >= 500, 60, "500 acknowledged records")
+        load.stop()
+        assert not load.errors, load.errors[:3]
+        assert not (tmp_path / "cluster" / "zookeeper").exists()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(90)
+    assert code == 0, lines[-20:]
