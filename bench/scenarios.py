@@ -670,6 +670,7 @@ class ReplicatedScenario(Scenario):
 
 def build_scenarios(quick: bool) -> list[Scenario]:
     # Imported here: bench.transactions and bench.security build on this module's Scenario and Metric.
+    from bench.controller import ControllerScenario
     from bench.rebalance import RebalanceScenario
     from bench.security import SecurityScenario
     from bench.share_groups import ShareGroupScenario
@@ -701,6 +702,8 @@ def build_scenarios(quick: bool) -> list[Scenario]:
         *([] if quick else [RebalanceScenario(3)]),
         # A broker of its own, filling a topic and two groups of 4 reading it: ~30 s, beyond the quick run's minute.
         *([] if quick else [ShareGroupScenario(100_000, 3)]),
+        # 8,000 partitions through a fresh KRaft node (~1 min a repetition here): beyond the quick run's minute.
+        *([] if quick else [ControllerScenario(1000, 8, 2)]),
         # Starting ZooKeeper and three brokers does not fit the quick run's minute.
         *([] if quick else [ReplicatedScenario(300_000, 5, 3)]),
     ]
