@@ -48,7 +48,7 @@ from broker.controller.controller import ControllerServer
 from broker.controller.producer_ids import RpcProducerIdManager
 from broker.kraft.admin import KRaftAdmin, KRaftElections
 from broker.kraft.assignments import AssignmentsManager
-from broker.kraft.format import feature_release
+from broker.kraft.format import feature_release, formatted_properties
 from broker.kraft.lifecycle import (
     METADATA_VERSION_RANGE,
     SUPPORTED_FEATURES,
@@ -66,7 +66,7 @@ from broker.metadata.store import LocalMetadataStore
 from broker.security.client import controller_security
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
-from storage.checkpoints import read_properties, uuid_from_kafka_str
+from storage.checkpoints import uuid_from_kafka_str
 
 if TYPE_CHECKING:
     from broker.security.authorizer import AclAuthorizer
@@ -129,13 +129,7 @@ class KRaftBroker:
         self.dir_ids_by_path: dict[Path, uuid.UUID] = {}
         self.metadata_dir_id = uuid.UUID(int=0)
         for d in dict.fromkeys([*config.log_dirs, config.metadata_log_dir]):
-            props = read_properties(d / "meta.properties")
-            if props is None:
-                raise MetadataError(f"No `meta.properties` found in {d} (have you run `python -m broker format` "
-                                    "(or `kafka-storage.sh format`) to format the directory?)")
-            if props.get("node.id") != str(self.broker_id):
-                raise MetadataError(f"Stored node id {props.get('node.id')} in {d} doesn't match the configured "
-                                    f"node id {self.broker_id}")
+            props = formatted_properties(d, self.broker_id, MetadataError)
             cluster_ids.add(props.get("cluster.id", ""))
             if props.get("directory.id") and d == config.metadata_log_dir:
                 self.metadata_dir_id = uuid_from_kafka_str(props["directory.id"])

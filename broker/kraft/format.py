@@ -60,6 +60,19 @@ def feature_release(level: int) -> str:
     return str(MetadataVersion.from_feature_level(level))
 
 
+def formatted_properties(directory: Path, node_id: int, error: type[Exception]) -> dict[str, str]:
+    """The `meta.properties` of a formatted directory of node `node_id`, or `error` with Kafka's start-up message
+    (an unformatted directory, another node's)."""
+    props = read_properties(directory / META_PROPERTIES)
+    if props is None:
+        raise error(f"No `meta.properties` found in {directory} (have you run `python -m broker format` "
+                    "(or `kafka-storage.sh format`) to format the directory?)")
+    if props.get("node.id") != str(node_id):
+        raise error(f"Stored node id {props.get('node.id')} in {directory} doesn't match the configured "
+                    f"node id {node_id}")
+    return props
+
+
 def new_directory_id(taken: set[uuid.UUID]) -> uuid.UUID:
     """Kafka's generateValidDirectoryId: random, not reserved (the first 100 ids), text form without '-'."""
     while True:

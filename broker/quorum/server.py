@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config.kafka_config import ConfigError, KafkaConfig
+from broker.kraft.format import formatted_properties
 from broker.kraft.snapshot import read_snapshot_records
 from broker.network.socket_server import Connection, Response, SocketServer
 from broker.quorum.controller import CONTROLLER_APIS, LeadershipLost, QuorumController
@@ -42,7 +43,6 @@ from broker.raft.raft_log import RaftLog
 from protocol import ApiKey, encode_response, response_class
 from protocol.codec import SUPPORTED_VERSIONS
 from protocol.errors import ErrorCode
-from storage.checkpoints import read_properties
 from storage.snapshot_file import BOOTSTRAP_FILE
 
 log = logging.getLogger("broker.quorum")
@@ -72,14 +72,7 @@ class ControllerServer:
 
     # ---- start-up
     def _read_meta(self, directory: Path) -> str:
-        props = read_properties(directory / "meta.properties")
-        if props is None:
-            raise ControllerStartError(f"No `meta.properties` found in {directory} (have you run `python -m broker "
-                                       "format` (or `kafka-storage.sh format`) to format the directory?)")
-        if props.get("node.id") != str(self.node_id):
-            raise ControllerStartError(f"Stored node id {props.get('node.id')} in {directory} doesn't match the "
-                                       f"configured node id {self.node_id}")
-        return props.get("cluster.id", "")
+        return formatted_properties(directory, self.node_id, ControllerStartError).get("cluster.id", "")
 
     def _bootstrap(self, directory: Path) -> list[Any]:
         path = directory / BOOTSTRAP_FILE
