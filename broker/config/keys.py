@@ -434,6 +434,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     # 200 in Kafka 3.9/4.0; 2000 since 4.1 (the share groups served here are 4.1+'s, and a 200-offset window
     # throttles a partition read by several members: franz-go's TestShareGroupETL).
     _k("group.share.partition.max.record.locks", INT, 2000, between(100, 10000), since="3.9"),
+    # the bounds of the share.partition.max.record.locks group config (Kafka 4.2)
+    _k("group.share.min.partition.max.record.locks", INT, 100, between(100, 2000), since="4.2"),
+    _k("group.share.max.partition.max.record.locks", INT, 4000, between(2000, 10000), since="4.2"),
     _k("compression.gzip.level", INT, -1, GZIP_LEVEL, mode=CW, since="3.9"),
     _k("compression.lz4.level", INT, 9, between(1, 17), mode=CW, since="3.9"),
     _k("compression.zstd.level", INT, 3, between(-131072, 22), mode=CW, since="3.9"),
