@@ -414,7 +414,6 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("unstable.feature.versions.enable", BOOLEAN, False, internal=True, since="3.9"),
     _k("unclean.leader.election.interval.ms", LONG, 300000, at_least(1), internal=True, since="3.9"),
     _k("group.coordinator.append.linger.ms", INT, 10, at_least(0), since="3.9"),
-    _k("group.consumer.migration.policy", STRING, "disabled", internal=True, since="3.9"),
     _k("group.share.session.timeout.ms", INT, 45000, at_least(1), since="3.9"),
     _k("group.share.min.session.timeout.ms", INT, 45000, at_least(1), since="3.9"),
     _k("group.share.max.session.timeout.ms", INT, 60000, at_least(1), since="3.9"),
