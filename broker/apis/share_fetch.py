@@ -88,6 +88,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for tp in forgotten:
             session.partitions.pop(tp, None)
         session.partitions.update(known)
+        # A partition the session holds under a topic id that is gone (the topic deleted, perhaps recreated
+        # under its name with a new id): UNKNOWN_TOPIC_ID and out of the session, as Kafka's sessions keyed by
+        # topic id answer it. Fetching it by name would acquire the new topic's records for a member that
+        # cannot take them under the old id: they would come back at a higher delivery count.
+        cache = ctx.server.metadata_cache
+        for tp, tid in list(session.partitions.items()):
+            if cache.topic_id(tp.topic) != tid:
+                del session.partitions[tp]
+                refused[(tid, tp.partition)] = ErrorCode.UNKNOWN_TOPIC_ID
         fetched = await manager.fetch(group_id, member_id, list(session.partitions.items()),
                                       request.max_records, request.max_bytes, request.max_wait_ms, record_limit)
         # Partitions that gave records go to the back, so MaxRecords does not always favour the first ones.
