@@ -152,7 +152,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("authorizer.class.name", STRING, "", NON_NULL),
     _k("early.start.listeners", STRING, None),
     _k("listeners", STRING, "PLAINTEXT://:9092", ours="PLAINTEXT://127.0.0.1:9092", mode=PB),
-    _k("advertised.listeners", STRING, None, mode=PB),
+    # per-broker dynamic up to Kafka 4.0; read-only in 4.4 (not in DynamicListenerConfig.RECONFIGURABLE_CONFIGS)
+    _k("advertised.listeners", STRING, None),
     _k("listener.security.protocol.map", STRING,
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", mode=PB),
     _k("control.plane.listener.name", STRING, None),
