@@ -489,11 +489,12 @@ class Log(LogTransactions, LogRetention):
         return None
 
     def max_timestamp_and_offset(self) -> tuple[int, int]:
-        best = (-1, -1)
-        for seg in self.segments:
-            if seg.max_timestamp_so_far > best[0]:
-                best = (seg.max_timestamp_so_far, seg.offset_of_max_timestamp_so_far)
-        return best
+        """(max timestamp, offset of the first record carrying it), (-1, -1) for an empty log."""
+        best: LogSegment | None = None
+        for seg in list(self.segments):
+            if seg.max_timestamp_so_far > (best.max_timestamp_so_far if best is not None else -1):
+                best = seg
+        return (-1, -1) if best is None else (best.max_timestamp_so_far, best.offset_of_max_timestamp())
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.segments)

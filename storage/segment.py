@@ -410,6 +410,28 @@ class LogSegment:
             pos += h.size
         return None
 
+    def offset_of_max_timestamp(self) -> int:
+        """ListOffsets MAX_TIMESTAMP's offset in this segment: the first record carrying the segment's max
+        timestamp, as Kafka's RecordBatch.offsetOfMaxTimestamp reads it from the batch the segment tracks (whose
+        last offset `offset_of_max_timestamp_so_far` is). Uncompressed CreateTime batches are read record by
+        record; a compressed one answers with that last offset (not decompressed here)."""
+        tracked = self.offset_of_max_timestamp_so_far
+        _, pos = self.offset_index.lookup(tracked)
+        while pos < self.size:
+            h = self._read_header(pos)
+            if h is None or h.base_offset > tracked:
+                break
+            if h.last_offset >= tracked:
+                if h.max_timestamp == self.max_timestamp_so_far and \
+                        h.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK) == 0:
+                    exact = _first_record_at_or_after(os.pread(self.fd, h.size, pos), h.max_timestamp,
+                                                      h.base_offset)
+                    if exact is not None:
+                        return exact[0]
+                break
+            pos += h.size
+        return tracked
+
     # -- recovery and truncation -----------------------------------------------------------------------
     def recover(self, max_message_size: int = INT32_MAX,
                 producer_state: ProducerStateManager | None = None) -> RecoveryResult:

@@ -9,12 +9,15 @@ As Kafka 4.2-4.4, the group need not exist: the offsets are the share-partition 
 share group (never created, or a classic or consumer group) answers no error, with no topics when all are asked
 for and start offset -1 for named partitions; a named topic that does not exist answers the same (start
 offset -1, no topic id, no error).
-Errors: per group INVALID_GROUP_ID (an empty id; Kafka 4.4 answers it with nothing at all), NOT_COORDINATOR,
+An empty group id is answered as Kafka 4.4 does: no error and no topics when all are asked for,
+UNKNOWN_SERVER_ERROR ("The server experienced an unexpected error ...") for named topics.
+Errors: per group UNKNOWN_SERVER_ERROR (an empty id with named topics), NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_AUTHORIZATION_FAILED (DESCRIBE on the group, with
 an authorizer); per partition TOPIC_AUTHORIZATION_FAILED (DESCRIBE on the topic), UNKNOWN_TOPIC_OR_PARTITION (a
 partition beyond an existing topic's count: Kafka 4.4 leaves that request unanswered), or the persister's error.
 v1 (Kafka 4.2, KIP-1226) adds each partition's Lag: the records from the start offset to the high watermark
-not yet acknowledged or archived; -1 where it is unknown (no state, the leader unreachable).
+not yet acknowledged or archived (negative for a start offset above the high watermark, as Kafka 4.4); -1 where
+it is unknown (no state, the leader unreachable).
 The lag is exact where this broker holds the share partition; elsewhere it is the leader's high watermark
 (ListOffsets to it) less the start offset and the share coordinator's delivery-complete count
 (ReadShareGroupStateSummary v1).
@@ -39,7 +42,7 @@ API_KEY = 90
 MIN_VERSION = 0
 MAX_VERSION = 1
 ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode.INVALID_GROUP_ID, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 )
@@ -53,6 +56,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     lags = _Lags(ctx)
     for asked in request.groups or []:
         group_id = asked.group_id
+        if not group_id:
+            # Kafka 4.4 does not refuse an empty id: all topics asked answer no error and nothing (no state can
+            # exist under it); named topics fail in its share-state read, answered as an unexpected error.
+            groups.append(Group(group_id=group_id, topics=[], error_code=0) if asked.topics is None else Group(
+                group_id=group_id, topics=[], error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                error_message="The server experienced an unexpected error when processing the request."))
+            continue
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(Group(group_id=group_id, topics=[], error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
             continue
@@ -137,7 +147,9 @@ class _Lags:
             high_watermark = await self._remote_high_watermark(tp)
         if done < 0 or high_watermark < 0:
             return -1
-        return max(0, high_watermark - start - done)
+        # Negative when the start offset was set above the high watermark (AlterShareGroupOffsets allows it):
+        # Kafka 4.4 answers the difference as it is.
+        return high_watermark - start - done
 
     async def _remote_high_watermark(self, tp: TopicPartition) -> int:
         server = self.ctx.server

@@ -12,13 +12,14 @@ batches and the AcquiredRecords ranges with their delivery counts. With nothing 
 up to MaxWaitMs. A record delivered `group.share.delivery.count.limit` times and released again is archived.
 Errors: top level INVALID_REQUEST (no group or member id, acknowledgements when opening a session),
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, GROUP_AUTHORIZATION_FAILED (READ on the group, with an
-authorizer); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the
-current leader and its endpoint), TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as
-AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not acquired by this member) and INVALID_REQUEST (a
-malformed acknowledgement batch), FENCED_STATE_EPOCH (the state was reset meanwhile: the leader reloads it), or
-another persister error as Kafka's SharePartition maps them: COORDINATOR_NOT_AVAILABLE (the share coordinator
-cannot be reached, after the persister's retries), UNKNOWN_SERVER_ERROR (any other, e.g. the state deleted
-under the leader).
+authorizer); per partition UNKNOWN_TOPIC_ID (also for a session partition whose topic was deleted, even if
+recreated under its name: it leaves the session, as Kafka's sessions keyed by topic id),
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (with the current leader and its endpoint),
+TOPIC_AUTHORIZATION_FAILED (READ on the topic), and as AcknowledgeErrorCode INVALID_RECORD_STATE (offsets not
+acquired by this member) and INVALID_REQUEST (a malformed acknowledgement batch), FENCED_STATE_EPOCH (the state was
+reset meanwhile: the leader reloads it), or another persister error as Kafka's SharePartition maps them:
+COORDINATOR_NOT_AVAILABLE (the share coordinator cannot be reached, after the persister's retries),
+UNKNOWN_SERVER_ERROR (any other, e.g. the state deleted under the leader).
 v2 (Kafka 4.2): ShareAcquireMode 0 (batch-optimized, v1's behaviour) or 1 (record-limit: never more than
 MaxRecords records, batches split; KIP-1206), other modes INVALID_REQUEST; IsRenewAck (KIP-1222) allows the
 acknowledge type 4, Renew, which restarts the record's acquisition lock and keeps it the member's: such a
@@ -88,6 +89,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for tp in forgotten:
             session.partitions.pop(tp, None)
         session.partitions.update(known)
+        # A partition the session holds under a topic id that is gone (the topic deleted, perhaps recreated
+        # under its name with a new id): UNKNOWN_TOPIC_ID and out of the session, as Kafka's sessions keyed by
+        # topic id answer it. Fetching it by name would acquire the new topic's records for a member that
+        # cannot take them under the old id: they would come back at a higher delivery count.
+        cache = ctx.server.metadata_cache
+        for tp, tid in list(session.partitions.items()):
+            if cache.topic_id(tp.topic) != tid:
+                del session.partitions[tp]
+                refused[(tid, tp.partition)] = ErrorCode.UNKNOWN_TOPIC_ID
         fetched = await manager.fetch(group_id, member_id, list(session.partitions.items()),
                                       request.max_records, request.max_bytes, request.max_wait_ms, record_limit)
         # Partitions that gave records go to the back, so MaxRecords does not always favour the first ones.

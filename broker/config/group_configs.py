@@ -5,7 +5,7 @@ Contract:
 - Keys served (the share-group half of Kafka 4.1's GroupConfig): `share.auto.offset.reset` ("latest", Kafka's
   default, "earliest", or "by_duration:<ISO-8601 duration>": the first offset of a record at most that old),
   `share.isolation.level`, `share.record.lock.duration.ms`, `share.session.timeout.ms`,
-  `share.heartbeat.interval.ms`; each numeric one
+  `share.heartbeat.interval.ms`, `share.partition.max.record.locks` (Kafka 4.2); each numeric one
   defaults to the broker's group.share.* property and must lie within the broker's min/max for it
   (INVALID_CONFIG otherwise, as Kafka's GroupConfig.validate). Any other key is INVALID_CONFIG (the consumer.*
   and streams.* group configs are not served).
@@ -15,8 +15,8 @@ Contract:
 - `overrides(group)` (async) reads through a cache; `cached(group)` answers from the cache at once (the group
   coordinator's heartbeats: a miss answers {} and loads in the background).
 - Who uses them: share-partition leaders (the auto offset reset of a share partition never initialized, the
-  isolation level, the record lock duration), the group coordinator (session timeout and heartbeat interval
-  of share members).
+  isolation level, the record lock duration, the in-flight record limit; read when the share partition is
+  loaded), the group coordinator (session timeout and heartbeat interval of share members).
 - Gaps: authorized as other non-topic config resources here (ALTER_CONFIGS / DESCRIBE_CONFIGS on the cluster;
   Kafka checks the group resource); on a KRaft broker the store is the broker's own (not the controller's
   ConfigRecords).
@@ -69,6 +69,8 @@ KEYS: dict[str, _Key] = {k.name: k for k in (
          ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
     _Key("share.heartbeat.interval.ms", ConfigType.INT, "group.share.heartbeat.interval.ms",
          ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")),
+    _Key("share.partition.max.record.locks", ConfigType.INT, "group.share.partition.max.record.locks",
+         ("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks")),
 )}
 
 

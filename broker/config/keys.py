@@ -152,7 +152,8 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("authorizer.class.name", STRING, "", NON_NULL),
     _k("early.start.listeners", STRING, None),
     _k("listeners", STRING, "PLAINTEXT://:9092", ours="PLAINTEXT://127.0.0.1:9092", mode=PB),
-    _k("advertised.listeners", STRING, None, mode=PB),
+    # per-broker dynamic up to Kafka 4.0; read-only in 4.4 (not in DynamicListenerConfig.RECONFIGURABLE_CONFIGS)
+    _k("advertised.listeners", STRING, None),
     _k("listener.security.protocol.map", STRING,
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", mode=PB),
     _k("control.plane.listener.name", STRING, None),
@@ -414,7 +415,6 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     _k("unstable.feature.versions.enable", BOOLEAN, False, internal=True, since="3.9"),
     _k("unclean.leader.election.interval.ms", LONG, 300000, at_least(1), internal=True, since="3.9"),
     _k("group.coordinator.append.linger.ms", INT, 10, at_least(0), since="3.9"),
-    _k("group.consumer.migration.policy", STRING, "disabled", internal=True, since="3.9"),
     _k("group.share.session.timeout.ms", INT, 45000, at_least(1), since="3.9"),
     _k("group.share.min.session.timeout.ms", INT, 45000, at_least(1), since="3.9"),
     _k("group.share.max.session.timeout.ms", INT, 60000, at_least(1), since="3.9"),
@@ -434,6 +434,9 @@ BROKER_KEYS: dict[str, BrokerKey] = {k.name: k for k in [
     # 200 in Kafka 3.9/4.0; 2000 since 4.1 (the share groups served here are 4.1+'s, and a 200-offset window
     # throttles a partition read by several members: franz-go's TestShareGroupETL).
     _k("group.share.partition.max.record.locks", INT, 2000, between(100, 10000), since="3.9"),
+    # the bounds of the share.partition.max.record.locks group config (Kafka 4.2)
+    _k("group.share.min.partition.max.record.locks", INT, 100, between(100, 2000), since="4.2"),
+    _k("group.share.max.partition.max.record.locks", INT, 4000, between(2000, 10000), since="4.2"),
     _k("compression.gzip.level", INT, -1, GZIP_LEVEL, mode=CW, since="3.9"),
     _k("compression.lz4.level", INT, 9, between(1, 17), mode=CW, since="3.9"),
     _k("compression.zstd.level", INT, 3, between(-131072, 22), mode=CW, since="3.9"),

@@ -223,7 +223,8 @@ class SharePartitionManager:
             share = SharePartition(0, record_lock_duration_ms=int(
                                        overrides.get("share.record.lock.duration.ms", cfg.record_lock_duration_ms)),
                                    delivery_count_limit=cfg.delivery_count_limit,
-                                   max_in_flight=cfg.partition_max_record_locks)
+                                   max_in_flight=int(overrides.get("share.partition.max.record.locks",
+                                                                   cfg.partition_max_record_locks)))
             state_epoch = state.state_epoch
             if state.start_offset < 0:
                 reset = self.auto_offset_reset(group_id) or overrides.get("share.auto.offset.reset", "latest")

@@ -28,6 +28,22 @@ def test_defaults_are_kafkas() -> None:
     assert c.log_retention_ms == 168 * 3600_000
     assert c.log_flush_interval_ms == 2**63 - 1  # log.flush.scheduler.interval.ms stands in, as in Kafka
     assert c.broker_id == 0
+    # Kafka 4.x: a classic group is upgraded online when a consumer-protocol member joins (a second, 3.9-era
+    # definition of the key further down the table once made it "disabled").
+    assert c["group.consumer.migration.policy"] == "bidirectional"
+
+
+def test_every_key_is_defined_once() -> None:
+    import ast
+    import collections
+
+    import broker.config.keys as keys
+
+    tree = ast.parse(Path(keys.__file__).read_text())
+    names = collections.Counter(node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                                and getattr(node.func, "id", None) == "_k" and node.args
+                                and isinstance(node.args[0], ast.Constant))
+    assert [name for name, n in names.items() if n > 1] == []
 
 
 def test_every_documented_kafka_key_is_known_with_kafkas_type() -> None:
@@ -49,6 +65,8 @@ def test_every_documented_kafka_key_is_known_with_kafkas_type() -> None:
     ("listeners", UpdateMode.PER_BROKER), ("ssl.keystore.location", UpdateMode.PER_BROKER),
     ("num.network.threads", UpdateMode.CLUSTER_WIDE), ("max.connections", UpdateMode.CLUSTER_WIDE),
     ("broker.id", UpdateMode.READ_ONLY), ("unclean.leader.election.enable", UpdateMode.CLUSTER_WIDE),
+    # Kafka 4.4 (kafka-python's test_describe_configs_broker_resource_returns_configs): not dynamic any more.
+    ("advertised.listeners", UpdateMode.READ_ONLY),
 ])
 def test_update_modes_are_kafkas(key: str, mode: UpdateMode) -> None:
     assert BROKER_KEYS[key].mode == mode

@@ -121,6 +121,21 @@ def test_describe_alter_and_incremental_alter_topic_configs(broker: Any) -> None
     assert bad.value.args[0].code() == KafkaError.INVALID_CONFIG
 
 
+def test_max_timestamp_names_the_record_not_its_batchs_last_offset(broker: Any) -> None:
+    # confluent-kafka-python's integration test_list_offsets: three records in one batch stamped +100, +400,
+    # +200; Kafka 4.4 answers MAX_TIMESTAMP with offset 1, the record carrying it (ours answered 2 before).
+    admin = admin_for(broker)
+    topic = "adm-max-ts"
+    wait_all(admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=10))
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 100})
+    base_ts = 1_000_000_000
+    for delta in (100, 400, 200):
+        producer.produce(topic, b"m", timestamp=base_ts + delta)
+    assert producer.flush(15) == 0
+    [info] = wait_all(admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.max_timestamp()})).values()
+    assert (info.offset, info.timestamp) == (1, base_ts + 400)
+
+
 def test_create_partitions(broker: Any) -> None:
     admin = admin_for(broker)
     wait_all(admin.create_topics([NewTopic("adm-grow", 2, 1)], operation_timeout=10))

@@ -181,6 +181,8 @@ def test_describe_and_alter_broker_configs_with_kafka_python(broker_factory: Any
         assert [(s["name"], s["source"]) for s in hours["synonyms"]] == \
             [("log.retention.hours", "STATIC_BROKER_CONFIG"), ("log.retention.hours", "DEFAULT_CONFIG")]
         assert brokers["log.retention.check.interval.ms"]["config_source"] == "DEFAULT_CONFIG"
+        # Kafka 4.4: advertised.listeners is read-only (kafka-python's own broker-resource test), listeners not.
+        assert (brokers["advertised.listeners"]["read_only"], brokers["listeners"]["read_only"]) == (True, False)
         max_message = admin.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, "cfg-kp")],
                                              config_filter="all")["topic"]["cfg-kp"]["max.message.bytes"]
         assert (max_message["value"], max_message["config_source"]) == ("2000000", "DYNAMIC_BROKER_CONFIG")

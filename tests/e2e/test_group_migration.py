@@ -24,7 +24,7 @@ from broker.coordinator.group import GroupState
 PARTITIONS = 6
 REBALANCE_TIMEOUT_MS = 10000
 BROKER = {"group.consumer.heartbeat.interval.ms": "300", "group.consumer.min.heartbeat.interval.ms": "300",
-          "group.initial.rebalance.delay.ms": "0", "group.consumer.migration.policy": "bidirectional"}
+          "group.initial.rebalance.delay.ms": "0"}  # the migration policy is the default: bidirectional
 RETRIABLE_COMMIT_ERRORS = {KafkaError.STALE_MEMBER_EPOCH, KafkaError.REBALANCE_IN_PROGRESS,
                            KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID}
 

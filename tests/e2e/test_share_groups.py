@@ -450,8 +450,9 @@ def test_records_a_member_closed_without_acknowledging_are_redelivered_with_deli
 
 
 def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factory: Any) -> None:
-    """share.auto.offset.reset and share.record.lock.duration.ms as group configs (IncrementalAlterConfigs on a
-    GROUP resource with confluent-kafka's AdminClient), described back with their source, bounds checked."""
+    """share.auto.offset.reset, share.record.lock.duration.ms and share.partition.max.record.locks (Kafka 4.2) as
+    group configs (IncrementalAlterConfigs on a GROUP resource with confluent-kafka's AdminClient), described back
+    with their source, bounds checked."""
     broker = broker_factory(FAST)  # no test override of the offset reset: the group config decides
     topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-configs"
     create_topic(broker.bootstrap, topic, 1)
@@ -464,18 +465,22 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
         admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)])[
             ConfigResource(ResourceType.GROUP, group)].result(15)
 
-    alter(share_auto_offset_reset="earliest", share_record_lock_duration_ms="1500")
-    try:
-        alter(share_record_lock_duration_ms="999999")
-        raise AssertionError("a lock duration above group.share.max.record.lock.duration.ms was accepted")
-    except KafkaException as e:
-        assert e.args[0].code() == KafkaError.INVALID_CONFIG
+    alter(share_auto_offset_reset="earliest", share_record_lock_duration_ms="1500",
+          share_partition_max_record_locks="100")
+    for too_far in ({"share_record_lock_duration_ms": "999999"},  # above group.share.max.record.lock.duration.ms
+                    {"share_partition_max_record_locks": "4001"},  # above group.share.max.partition.max.record.locks
+                    {"share_partition_max_record_locks": "99"}):  # below group.share.min.partition.max.record.locks
+        try:
+            alter(**too_far)
+            raise AssertionError(f"{too_far} was accepted")
+        except KafkaException as e:
+            assert e.args[0].code() == KafkaError.INVALID_CONFIG
     described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])[
         ConfigResource(ResourceType.GROUP, group)].result(15)
     assert {k: (v.value, int(v.source)) for k, v in described.items()} == {
         "share.auto.offset.reset": ("earliest", 8), "share.record.lock.duration.ms": ("1500", 8),
         "share.heartbeat.interval.ms": ("300", 5), "share.session.timeout.ms": ("45000", 5),
-        "share.isolation.level": ("read_uncommitted", 5)}
+        "share.isolation.level": ("read_uncommitted", 5), "share.partition.max.record.locks": ("100", 8)}
     consumer = share_consumer(broker.bootstrap, group, topic)
     seen: list[int] = []
     try:
@@ -486,6 +491,7 @@ def test_group_configs_set_where_a_share_group_starts_and_its_lock(broker_factor
         consumer.close()
     assert sorted(seen) == list(range(5))
     assert entry.share.record_lock_duration_ms == 1500
+    assert entry.share.max_in_flight == 100  # Kafka 4.2's group config: the partition's in-flight record limit
 
 
 def test_share_auto_offset_reset_by_duration(broker_factory: Any) -> None:
@@ -583,3 +589,48 @@ def test_acknowledged_records_are_not_delivered_again_after_a_broker_restart(bro
         consumer.close()
     assert sorted(o for o, _ in second) == [5, 6, 7, 8, 9]
     assert all(count == 2 for _, count in second), second
+
+
+def test_a_recreated_topics_records_come_at_delivery_count_1(broker_factory: Any) -> None:
+    """confluent-kafka-python's own test_topic_recreate_resumes_with_fresh_delivery (passes on Kafka 4.4): a topic
+    deleted and recreated under its name while a member's share session holds it. The session's partition is
+    the old topic id's: UNKNOWN_TOPIC_ID, not the new topic's records fetched by name and sent under an id the
+    member no longer takes (they came back at delivery count 5, after four lock expiries)."""
+    # Kafka's default heartbeat (5 s): the member learns of the new topic's assignment seconds later, and goes
+    # on fetching its session meanwhile.
+    broker = start(broker_factory, **{"group.share.heartbeat.interval.ms": "5000"})
+    topic, group = f"share-{uuid.uuid4().hex[:6]}", "sg-recreated"
+    fast_metadata = {"topic.metadata.refresh.interval.ms": 500, "topic.metadata.propagation.max.ms": 0}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create_topic(broker.bootstrap, topic, 1)
+    time.sleep(1)
+    consumer = share_consumer(broker.bootstrap, group, topic, **fast_metadata)
+    first: dict[bytes, int] = {}
+    try:
+        produce(broker.bootstrap, topic, 5, 1)
+        poll_until(consumer, lambda: len(first) >= 5, 30, lambda m: first.setdefault(m.value(), m.delivery_count()))
+        for future in admin.delete_topics([topic], operation_timeout=10).values():
+            future.result(15)
+        wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, 30, "the topic deleted")
+        create_topic(broker.bootstrap, topic, 1)
+        time.sleep(2)  # as the client's test: the member's fetches go on meanwhile, under the old topic id
+        producer = Producer({"bootstrap.servers": broker.bootstrap, **fast_metadata})
+        for i in range(5):
+            producer.produce(topic, b"after-%d" % i)
+        assert producer.flush(15) == 0
+        after: dict[bytes, int] = {}
+
+        def take(m: Any) -> None:
+            after.setdefault(m.value(), m.delivery_count())
+
+        deadline = time.monotonic() + 45
+        while len(after) < 5 and time.monotonic() < deadline:
+            try:
+                for m in consumer.poll(0.5):
+                    if m.error() is None:
+                        take(m)
+            except KafkaException:
+                continue  # the member's session recovering from the deleted topic
+    finally:
+        consumer.close()
+    assert after == {b"after-%d" % i: 1 for i in range(5)}

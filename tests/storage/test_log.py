@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka.record.memory_records import MemoryRecords
+from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from records import batch_headers as iter_batches
 from records import parse_header
@@ -464,3 +464,20 @@ def test_truncate_below_log_start_restarts_the_log(tmp_path: Path) -> None:
     assert (lg.log_start_offset, lg.log_end_offset) == (5, 5)
     assert lg.read(5, 100).records is None
     assert lg.append_as_leader(build_batch(1), 1, now_ms=NOW).first_offset == 5
+
+
+def test_max_timestamp_is_the_first_record_carrying_it_not_its_batchs_last(tmp_path: Path) -> None:
+    # confluent-kafka's own ListOffsets test: one batch of records stamped 100, 400, 200; Kafka 4.4 answers
+    # MAX_TIMESTAMP with offset 1 (RecordBatch.offsetOfMaxTimestamp), not the batch's last offset 2.
+    def stamped(*timestamps: int) -> bytearray:
+        builder = MemoryRecordsBuilder(2, 0, batch_size=1 << 30)
+        for ts in timestamps:
+            builder.append(NOW + ts, b"k", b"v")
+        builder.close()
+        return bytearray(builder.buffer())
+
+    lg = _open(tmp_path)
+    lg.append_as_leader(stamped(100, 400, 200, 400), 0, now_ms=NOW)
+    assert lg.max_timestamp_and_offset() == (NOW + 400, 1)
+    lg.append_as_leader(stamped(50, 60), 0, now_ms=NOW)
+    assert lg.max_timestamp_and_offset() == (NOW + 400, 1)

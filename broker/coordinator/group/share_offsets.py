@@ -11,9 +11,9 @@ Contract:
   their new start offset (state epoch: the group epoch, or one above the stored one when that is not below it,
   so a share-partition leader still holding the old state is fenced on its next write) and move to
   `initialized`; a persister failure is that partition's error (COORDINATOR_NOT_AVAILABLE / UNKNOWN_SERVER_ERROR
-  as Kafka's SharePartition maps them). A share group that does not exist yet is created empty (epoch 0) by
-  the first of these records, as Kafka 4.2+ does (its replay of ShareGroupStatePartitionMetadata creates the
-  group): an admin sets a group's start offsets before any consumer joins. Nothing to initialize (every topic
+  as Kafka's SharePartition maps them). A share group that does not exist yet is created empty, at group and
+  assignment epoch 1 as Kafka 4.4 shows it, with these records: an admin sets a group's start offsets before
+  any consumer joins. Nothing to initialize (every topic
   unknown) creates nothing.
 - `delete_share_group_offsets(coordinator, group_id, names)`: GROUP_ID_NOT_FOUND for a group that does not exist;
   per topic UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or one without state (no topic id, as Kafka); the
@@ -30,6 +30,7 @@ import time
 import uuid
 from typing import Any
 
+from broker.coordinator.group import share_records
 from broker.coordinator.group import share_state_metadata as state_md
 from broker.coordinator.group.errors import GroupErrorCode as E
 from broker.coordinator.group.metadata import GroupState
@@ -69,10 +70,10 @@ def _empty_group(coordinator: Any, group_id: str, *, create: bool) -> tuple[int,
     return E.NONE, None, group
 
 
-async def _store(coordinator: Any, group: ShareGroup) -> int:
+async def _store(coordinator: Any, group: ShareGroup, records: list[Any] | None = None) -> int:
     record = state_md.state_partition_metadata_record(group.group_id, group.state_metadata)
     return int(await coordinator.manager.append_group_records(coordinator.manager.partition_for(group.group_id),
-                                                              [record]))
+                                                              [*(records or []), record]))
 
 
 async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: list[tuple[str, list[tuple[int, int]]]]
@@ -104,7 +105,12 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
     if not wanted:
         return E.NONE, None, results
     created = group_id not in coordinator.share_groups
+    records = []
     if created:
+        # Kafka 4.4 shows a share group made this way at group and assignment epoch 1 (as a group whose only
+        # member left); a first member then joins at epoch 2.
+        group.group_epoch = group.assignment_epoch = 1
+        records = [share_records.group_epoch_record(group_id, 1), share_records.target_epoch_record(group_id, 1)]
         coordinator.share_groups[group_id] = group
         log.info("share group %s: created empty by AlterShareGroupOffsets", group_id)
     md = group.state_metadata.copy()
@@ -112,7 +118,7 @@ async def alter_share_group_offsets(coordinator: Any, group_id: str, topics: lis
     for tid in wanted:
         md.deleting.pop(tid, None)
     group.state_metadata = md
-    error = await _store(coordinator, group)
+    error = await _store(coordinator, group, records)
     if error != E.NONE:
         if created and coordinator.share_groups.get(group_id) is group:
             del coordinator.share_groups[group_id]  # its record is not written: the group does not exist

@@ -363,7 +363,13 @@ class ShareGroupRequests:
             group.subscription_metadata = metadata
             records.append(share_records.partition_metadata_record(group.group_id, metadata))
         group.group_epoch += 1
-        return [*records, share_records.group_epoch_record(group.group_id, group.group_epoch)]
+        records.append(share_records.group_epoch_record(group.group_id, group.group_epoch))
+        if not group.members:
+            # The last member gone: nothing left to assign, the (empty) target is at the new epoch at once, as
+            # Kafka's shareGroupFenceMember writes it; otherwise the next heartbeat computes the target.
+            group.assignment_epoch = group.group_epoch
+            records.append(share_records.target_epoch_record(group.group_id, group.assignment_epoch))
+        return records
 
     def _schedule_share_session_timeout(self, group: ShareGroup, member_id: str) -> None:
         group.cancel_timer(member_id)

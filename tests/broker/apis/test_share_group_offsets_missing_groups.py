@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from confluent_kafka import Producer
+
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
 
@@ -19,6 +21,7 @@ ALTER = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
 DESCRIBE = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
 DELETE = request_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
 SG_DESCRIBE = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
+SG_HEARTBEAT = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
 ZERO = uuid.UUID(int=0)
 
 
@@ -78,7 +81,7 @@ def test_alter_creates_the_missing_group_empty_unless_nothing_is_initialized(bro
     assert made.error_code == ErrorCode.NONE
     assert [(t.topic_id, p.partition_index, p.error_code) for t in made.responses for p in t.partitions] == [
         (topic_id(b, topic), 1, 0), (topic_id(b, topic), 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
-    assert share_group_state(b, "sgo-made") == (ErrorCode.NONE, "Empty", 0)
+    assert share_group_state(b, "sgo-made") == (ErrorCode.NONE, "Empty", 1)  # Kafka 4.4: epoch 1
     assert rows(describe(b, "sgo-made", None)) == [(topic, topic_id(b, topic), 1, 0, 0, 0, 0)]
 
 
@@ -100,4 +103,44 @@ def test_delete_needs_the_group_and_a_topic_with_state(brokers: Brokers) -> None
     assert [(t.topic_id or ZERO, t.error_code, t.error_message) for t in again.responses] == [
         (ZERO, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")]
     # The group stays, empty: the state went, not the group.
-    assert share_group_state(b, "sgo-del-made") == (ErrorCode.NONE, "Empty", 0)
+    assert share_group_state(b, "sgo-del-made") == (ErrorCode.NONE, "Empty", 1)
+
+
+def test_describe_answers_an_empty_group_id_as_kafka_4_4(brokers: Brokers) -> None:
+    # Kafka 4.4 (read off a running node) refuses no empty id: all topics answer nothing, no error; named topics
+    # fail in its share-state read and come back as an unexpected error.
+    b = brokers
+    topic = b.topic("sgo-empty-id", partitions=1)
+    every = describe(b, "", None)
+    assert (every.group_id, every.error_code, every.topics) == ("", ErrorCode.NONE, [])
+    named = describe(b, "", {topic: [0]})
+    assert (named.error_code, named.error_message, named.topics) == (
+        ErrorCode.UNKNOWN_SERVER_ERROR, "The server experienced an unexpected error when processing the request.", [])
+
+
+def test_a_start_offset_above_the_high_watermark_has_negative_lag(brokers: Brokers) -> None:
+    b = brokers
+    topic = b.topic("sgo-above-hw", partitions=1)
+    producer = Producer({"bootstrap.servers": b.single.bootstrap})
+    for _ in range(5):
+        producer.produce(topic, b"v", partition=0)
+    assert producer.flush(15) == 0
+    coordinator_ready(b, b.single.port, "sgo-above")
+    assert alter(b, "sgo-above", {topic: [(0, 100)]}).error_code == ErrorCode.NONE
+    # High watermark 5, start 100: Kafka 4.4 answers lag -95 (the difference as it is).
+    assert rows(describe(b, "sgo-above", None)) == [(topic, topic_id(b, topic), 0, 100, 0, -95, 0)]
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch_with_the_group_epoch(brokers: Brokers) -> None:
+    # Kafka 4.4: a member joining a new group makes it epoch 1/1; when it leaves, the group epoch becomes 2 and,
+    # nobody being left to assign to, so does the assignment epoch (not on the next heartbeat: there is none).
+    b = brokers
+    topic = b.topic("sgo-leave", partitions=1)
+    coordinator_ready(b, b.single.port, "sgo-leaver")
+    joined = b.call(SG_HEARTBEAT[1](group_id="sgo-leaver", member_id="m1", member_epoch=0,
+                                    subscribed_topic_names=[topic]))
+    assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 1)
+    left = b.call(SG_HEARTBEAT[1](group_id="sgo-leaver", member_id="m1", member_epoch=-1))
+    assert left.error_code == ErrorCode.NONE
+    [g] = b.call(SG_DESCRIBE[1](group_ids=["sgo-leaver"], include_authorized_operations=False)).groups
+    assert (g.group_state, g.group_epoch, g.assignment_epoch, g.members) == ("Empty", 2, 2, [])
