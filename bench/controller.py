@@ -13,17 +13,16 @@ stopped after each repetition; n/a for the mock and for a bootstrap address.
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from bench.scenarios import Context, Metric, Scenario, Values
 from bench.targets import KafkaProcess, KafkaTarget, OurBrokerCli, Target, TargetError
 from bench.wire import free_port, wait_for_api_versions
+from storage.checkpoints import random_kafka_uuid_str
 
 TOPICS_PER_REQUEST = 100
 
@@ -39,7 +38,7 @@ def _our_combined_node(work: Path, timeout_s: float) -> OurBrokerCli:
         "inter.broker.listener.name": "PLAINTEXT",
     }
     node = OurBrokerCli(work / "logs", overrides, port=port)
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    cluster_id = random_kafka_uuid_str()
     args = [sys.executable, "-m", "broker", "format", "--cluster-id", cluster_id]
     for key, value in node.overrides.items():
         args += ["--override", f"{key}={value}"]

@@ -25,6 +25,7 @@ from typing import Any
 
 from broker.metadata.zookeeper_server import ZooKeeperServer, start_zookeeper
 from broker.testing import BrokerProcess, free_port
+from storage.checkpoints import random_kafka_uuid_str
 
 CLUSTER_DEFAULTS = {
     "offsets.topic.replication.factor": "3",
@@ -42,10 +43,7 @@ KRAFT_DEFAULTS = {"controller.quorum.fetch.timeout.ms": "4000", "controller.quor
 
 
 def _new_cluster_id() -> str:
-    import base64
-    import uuid
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return random_kafka_uuid_str()
 
 
 def _format(broker: BrokerProcess, cluster_id: str) -> None:

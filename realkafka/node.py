@@ -15,19 +15,18 @@ Contract:
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import signal
 import socket
 import subprocess
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from broker.testing import free_port
 from realkafka import jars
+from storage.checkpoints import random_kafka_uuid_str
 
 TEST_JVM_OPTIONS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
                     "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true")
@@ -66,7 +65,7 @@ log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 
 def new_cluster_id() -> str:
     """A cluster id as `kafka-storage.sh random-uuid` prints one (a UUID in URL-safe base64, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return random_kafka_uuid_str()
 
 
 def write_properties(path: Path, properties: dict[str, str]) -> None:

@@ -128,6 +128,17 @@ def uuid_to_kafka_str(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
+def random_kafka_uuid_str() -> str:
+    """A random id as Kafka's `Uuid.randomUuid()` makes one (what `kafka-storage.sh random-uuid` prints), in its
+    string form: never the zero id or the metadata topic's id (1), and never starting with "-", which a command
+    line would take for an option (`format --cluster-id -x...`)."""
+    while True:
+        value = uuid.uuid4()
+        text = uuid_to_kafka_str(value)
+        if value.int > 1 and not text.startswith("-"):
+            return text
+
+
 def uuid_from_kafka_str(text: str) -> uuid.UUID:
     text = text.strip()
     try:

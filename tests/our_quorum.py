@@ -4,16 +4,15 @@ of tests/cluster/test_kraft_quorum.py and tests/interop/test_kraft_our_controlle
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 from broker.testing import BrokerProcess, free_port
 from protocol import ApiKey, request_class
 from protocol.errors import ErrorCode
+from storage.checkpoints import random_kafka_uuid_str
 from tests.cluster.support import raw_request
 
 # Quick heartbeats and fetches; a generous Raft fetch timeout, so a busy 2-core machine does not start elections.
@@ -25,7 +24,7 @@ BROKER_FAST = {"broker.heartbeat.interval.ms": "500", "replica.fetch.wait.max.ms
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return random_kafka_uuid_str()
 
 
 def format_dirs(process: BrokerProcess, cluster_id: str, *extra: str) -> None:

@@ -74,3 +74,14 @@ def test_meta_properties_round_trip(tmp_path: Path) -> None:
     write_properties(path, {"version": "0", "broker.id": "3", "cluster.id": "abc"})
     assert read_properties(path) == {"version": "0", "broker.id": "3", "cluster.id": "abc"}
     assert path.read_text().startswith("#\n#")
+
+
+def test_random_kafka_uuids_never_start_with_a_dash() -> None:
+    """Kafka's Uuid.randomUuid() never gives an id a command line would take for an option (one in 64 base64 strings
+    starts with "-": `kafka-storage format --cluster-id -x...` failed), nor the zero or metadata-topic id."""
+    from storage.checkpoints import random_kafka_uuid_str, uuid_from_kafka_str, uuid_to_kafka_str
+
+    ids = [random_kafka_uuid_str() for _ in range(5000)]
+    assert not any(text.startswith("-") for text in ids)
+    assert all(uuid_to_kafka_str(uuid_from_kafka_str(text)) == text and len(text) == 22 for text in ids)
+    assert len(set(ids)) == len(ids)
