@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.scenarios import Context, Metric, Scenario, Values
 from bench.targets import KafkaProcess, KafkaTarget, OurBrokerCli, Target, TargetError
-from bench.wire import free_port, wait_for_api_versions
+from bench.wire import free_port
 from storage.checkpoints import random_kafka_uuid_str
 
 TOPICS_PER_REQUEST = 100
@@ -45,12 +45,7 @@ def _our_combined_node(work: Path, timeout_s: float) -> OurBrokerCli:
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise TargetError(f"python -m broker format failed: {done.stdout}{done.stderr}")
-    node.spawn()
-    try:
-        wait_for_api_versions("127.0.0.1", node.port, time.monotonic() + timeout_s)
-    except Exception as exc:
-        node.stop()
-        raise TargetError(f"our combined KRaft node did not start: {exc} | {node.output_tail()}") from exc
+    node.start(timeout_s)
     return node
 
 

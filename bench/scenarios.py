@@ -140,12 +140,8 @@ class OwnBrokerScenario(Scenario):
                               kafka_warmup_messages(ctx))
                 return kafka
             broker = OurBrokerCli(work, self.broker_overrides)
+            broker.start(ctx.timeout(30))
             ctx.state[key] = broker
-            broker.spawn()
-            try:
-                wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-            except Exception as exc:
-                raise TargetError(f"our broker did not start: {exc} | {broker.output_tail()}") from exc
         return ctx.state[key]
 
     def _attached(self, target: Target, ctx: Context) -> AttachedTarget:
@@ -399,13 +395,7 @@ def _start_fresh(target: Target, ctx: Context, prefix: str) -> tuple[Any, float]
     """A new broker process of the target's kind; returns (handle, seconds to first ApiVersions)."""
     if target.kind == "ours":
         broker = OurBrokerCli(_fresh_dir(ctx, prefix))
-        broker.spawn()
-        try:
-            answered = wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-        except Exception as exc:
-            tail = broker.output_tail()
-            broker.stop()
-            raise TargetError(f"our broker did not answer ApiVersions: {exc} | output: {tail}") from exc
+        answered = broker.start(ctx.timeout(30))
         return broker, answered - broker.spawned_at
     if isinstance(target, KafkaTarget):
         kafka = KafkaProcess(target.version, _fresh_dir(ctx, prefix).parent)

@@ -15,7 +15,6 @@ TLS listeners).
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,9 @@ from bench.targets import (
     KafkaTarget,
     OurBrokerCli,
     Target,
-    TargetError,
     warm_up_kafka,
 )
-from bench.wire import free_port, wait_for_api_versions
+from bench.wire import free_port
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
 USER, PASSWORD = "bench", "bench-secret"
@@ -104,12 +102,7 @@ class SecurityScenario(Scenario):
                     raise
             else:
                 broker = OurBrokerCli(work / "logs", {"listeners": listeners, **security}, port=ports["PLAINTEXT"])
-                broker.spawn()
-                try:
-                    wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-                except Exception as exc:
-                    broker.stop()
-                    raise TargetError(f"our TLS broker did not start: {exc} | {broker.output_tail()}") from exc
+                broker.start(ctx.timeout(30))
             tls = {"ssl.ca.location": str(work / "ca.pem")}
             clients = {
                 "PLAINTEXT": {"bootstrap": f"127.0.0.1:{ports['PLAINTEXT']}", "conf": {}},

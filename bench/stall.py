@@ -23,8 +23,7 @@ from typing import Any
 
 from bench.runner import LoadProcess, delete_topics, ensure_partitions, run_load
 from bench.scenarios import KIB, Context, Metric, Scenario, Values
-from bench.targets import AttachedTarget, OurBrokerCli, Target, TargetError
-from bench.wire import wait_for_api_versions
+from bench.targets import AttachedTarget, OurBrokerCli, Target
 
 MODES = {"loop": {"BROKER_SYNC_APPENDS": "1"}, "writers": {}}
 LABELS = {"loop": "appends on the loop", "writers": "writer threads"}
@@ -81,13 +80,9 @@ class StallScenario(Scenario):
             ctx.state[key] = brokers
             for mode, env in MODES.items():
                 broker = OurBrokerCli(work / mode)
-                broker.spawn(env={"BROKER_WRITE_STALL_MS": str(self.stall_ms),
-                                  "BROKER_WRITE_STALL_TOPIC": SLOW_PREFIX, **env})
                 brokers[mode] = broker
-                try:
-                    wait_for_api_versions("127.0.0.1", broker.port, time.monotonic() + ctx.timeout(30))
-                except Exception as exc:
-                    raise TargetError(f"our broker ({mode}) did not start: {exc} | {broker.output_tail()}") from exc
+                broker.start(ctx.timeout(30), env={"BROKER_WRITE_STALL_MS": str(self.stall_ms),
+                                                   "BROKER_WRITE_STALL_TOPIC": SLOW_PREFIX, **env})
         return ctx.state[key]
 
     def _phase(self, attached: AttachedTarget, fast: tuple[str, int], background_tp: tuple[str, int],

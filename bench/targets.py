@@ -240,6 +240,19 @@ class OurBrokerCli:
                 cwd=cwd,
             )
 
+    def start(self, timeout_s: float, env: dict[str, str] | None = None) -> float:
+        """`spawn`, then wait until the broker answers ApiVersions: returns when (time.monotonic()); a broker that
+        does not answer within `timeout_s` is stopped and TargetError raised with the tail of its output."""
+        from bench.wire import wait_for_api_versions
+
+        self.spawn(env)
+        try:
+            return wait_for_api_versions("127.0.0.1", self.port, time.monotonic() + timeout_s)
+        except Exception as exc:
+            tail = self.output_tail()
+            self.stop()
+            raise TargetError(f"our broker did not answer ApiVersions: {exc} | output: {tail}") from exc
+
     def output_tail(self, limit: int = 1500) -> str:
         try:
             return self.output_path.read_text(errors="replace")[-limit:]
@@ -468,10 +481,7 @@ class KafkaCluster:
             self.controller.start(timeout_s)
             for node in self.brokers:  # one at a time: a 2-core machine starts JVMs no faster side by side
                 node.start(timeout_s)
-        except (JarsUnavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
-            self.stop()
-            raise TargetError(f"Kafka {self.version} cluster: {exc}") from exc
-        except TimeoutError as exc:
+        except (JarsUnavailable, RuntimeError, TimeoutError, subprocess.TimeoutExpired) as exc:
             self.stop()
             raise TargetError(f"Kafka {self.version} cluster: {exc}") from exc
 
